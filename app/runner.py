@@ -1,0 +1,158 @@
+"""The simulation worker: one thread owns the simulation state and runs frames.
+
+The GUI never touches the simulation directly. It sends commands (small callables applied between frames)
+and polls ``take_frame()`` from a timer; the worker keeps only the newest frame (latest wins), so a slow
+renderer never builds a backlog and a slow frame never blocks the GUI.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Command:
+    """A change applied to the simulation between two frames; ``apply(simulation)`` may raise ValueError."""
+
+    description: str
+    apply: Callable[[object], None]
+
+
+@dataclass
+class Message:
+    """Something the GUI must show: a refused command or a failed frame."""
+
+    level: str  # "error" or "warning"
+    text: str
+
+
+@dataclass
+class WorkerOutput:
+    """What the GUI picks up on each poll: the newest frame (or None) and the messages since the last poll."""
+
+    frame: object | None
+    messages: list[Message] = field(default_factory=list)
+
+
+class SimulationRunner:
+    """Runs ``simulation.step()`` on a worker thread; ``simulation.snapshot(report)`` makes the frame.
+
+    ``snapshot`` must return an object holding copies only (positions, fields, report), never live state.
+    """
+
+    def __init__(self, simulation, *, min_frame_interval: float = 0.0) -> None:
+        self._simulation = simulation
+        self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._latest = None
+        self._messages: list[Message] = []
+        self._playing = False
+        self._pending_steps = 0
+        self._wake = threading.Event()
+        self._stopping = False
+        self._min_frame_interval = min_frame_interval
+        self.frames_run = 0
+        self._thread = threading.Thread(target=self._loop, name="softsim-simulation", daemon=True)
+
+    # -- GUI side -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask the worker to finish its current frame and exit; waits at most ``timeout`` seconds."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    @property
+    def playing(self) -> bool:
+        return self._playing
+
+    def play(self) -> None:
+        self._playing = True
+        self._wake.set()
+
+    def pause(self) -> None:
+        self._playing = False
+
+    def step_once(self) -> None:
+        with self._lock:
+            self._pending_steps += 1
+        self._wake.set()
+
+    def submit(self, description: str, apply: Callable[[object], None]) -> None:
+        """Queue a change; it is applied before the next frame (and immediately when paused)."""
+        self._commands.put(Command(description, apply))
+        self._wake.set()
+
+    def take_output(self) -> WorkerOutput:
+        """The newest frame since the last call (None if there is none) and the pending messages."""
+        with self._lock:
+            output = WorkerOutput(self._latest, self._messages)
+            self._latest = None
+            self._messages = []
+        return output
+
+    # -- worker side ----------------------------------------------------------------------------------
+    def _post(self, frame=None, message: Message | None = None) -> None:
+        with self._lock:
+            if frame is not None:
+                self._latest = frame
+            if message is not None:
+                self._messages.append(message)
+
+    def _apply_commands(self) -> bool:
+        applied = False
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return applied
+            try:
+                command.apply(self._simulation)
+                applied = True
+            except (ValueError, KeyError) as error:
+                self._post(message=Message("error", f"{command.description}: {error}"))
+            except Exception as error:  # keep the session alive whatever a command does
+                logger.exception("command %s failed", command.description)
+                self._post(message=Message("error", f"{command.description} failed: {error}"))
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            changed = self._apply_commands()
+            with self._lock:
+                run_one = self._pending_steps > 0
+                if run_one:
+                    self._pending_steps -= 1
+            if self._playing or run_one:
+                started = time.perf_counter()
+                self._run_frame()
+                spare = self._min_frame_interval - (time.perf_counter() - started)
+                if spare > 0:
+                    time.sleep(spare)
+                continue
+            if changed:  # show the effect of a change made while paused (e.g. a reset)
+                self._post(frame=self._simulation.snapshot(None))
+            self._wake.wait(0.1)
+            self._wake.clear()
+
+    def _run_frame(self) -> None:
+        try:
+            report = self._simulation.step()
+        except Exception as error:  # a bug or an unexpected failure: report it, keep the last good state
+            logger.exception("frame failed")
+            self._playing = False
+            self._post(message=Message("error", f"frame failed: {error}"))
+            return
+        self.frames_run += 1
+        if not report.ok:
+            self._post(message=Message("warning", report.message))
+        self._post(frame=self._simulation.snapshot(report))

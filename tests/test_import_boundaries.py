@@ -1,0 +1,55 @@
+"""`mechanics` and `meshes` are a library usable without a display: they never import Qt, VTK,
+pyvista or the `app` package (ARCHITECTURE.md)."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = {"PyQt6", "PyQt5", "PySide6", "qtpy", "vtk", "vtkmodules", "pyvista", "pyvistaqt", "pyqtgraph", "app"}
+LIBRARY_PACKAGES = ("mechanics", "meshes")
+
+
+def _imported_top_modules(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_library_sources_import_no_gui_module():
+    offenders = []
+    files = [f for package in LIBRARY_PACKAGES for f in sorted((ROOT / package).rglob("*.py"))]
+    assert len(files) >= 2
+    for file in files:
+        bad = _imported_top_modules(file.read_text()) & FORBIDDEN
+        if bad:
+            offenders.append(f"{file.relative_to(ROOT)} imports {sorted(bad)}")
+    assert offenders == []
+
+
+def test_importing_every_library_module_loads_no_gui_module():
+    modules = []
+    for package in LIBRARY_PACKAGES:
+        for file in sorted((ROOT / package).rglob("*.py")):
+            parts = file.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__main__":
+                continue
+            modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {sorted(FORBIDDEN)!r}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_scan_detects_a_forbidden_import():
+    assert _imported_top_modules("import numpy\nfrom PyQt6.QtCore import Qt\nimport vtk.util") == {
+        "numpy", "PyQt6", "vtk"}
