@@ -1,0 +1,511 @@
+"""Allocation-free numba kernels for P1 tetrahedral elasticity (one Gauss point per element).
+
+One fused loop over elements computes F, the first Piola stress P, the energy density, the nodal
+internal forces f_a = -V P dN_a and the 12x12 tangent K_e, and scatters K_e straight into the
+``.data`` array of a CSR matrix whose pattern was built once (see :mod:`mechanics.fem`).
+
+Tangent of a hyperelastic model: K_e[3a+i, 3b+k] = V sum_{J,L} dN_a,J A[3i+J, 3k+L] dN_b,L with
+A = dP/dF (9x9, row-major flattening of the 3x3 index pairs). Only the blocks b >= a are computed;
+the lower blocks are their transposes, so the assembled K is exactly (bitwise) symmetric.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+LINEAR = 0
+COROTATIONAL = 1
+STVK = 2
+NEOHOOKEAN = 3
+STABLE_NEOHOOKEAN = 4
+MODEL_CODES = {"linear": LINEAR, "corotational": COROTATIONAL, "stvk": STVK, "neohookean": NEOHOOKEAN,
+               "stable_neohookean": STABLE_NEOHOOKEAN}
+
+ROT_POLAR = 0
+ROT_SVD = 1
+ROT_LARGE = 2
+ROTATION_CODES = {"polar": ROT_POLAR, "svd": ROT_SVD, "large": ROT_LARGE}
+
+
+@njit(cache=True)
+def _det3(F):
+    return (F[0, 0] * (F[1, 1] * F[2, 2] - F[1, 2] * F[2, 1])
+            - F[0, 1] * (F[1, 0] * F[2, 2] - F[1, 2] * F[2, 0])
+            + F[0, 2] * (F[1, 0] * F[2, 1] - F[1, 1] * F[2, 0]))
+
+
+@njit(cache=True)
+def _cofactor(F, G):
+    """G = cof(F) = det(F) F^-T = dJ/dF."""
+    G[0, 0] = F[1, 1] * F[2, 2] - F[1, 2] * F[2, 1]
+    G[0, 1] = F[1, 2] * F[2, 0] - F[1, 0] * F[2, 2]
+    G[0, 2] = F[1, 0] * F[2, 1] - F[1, 1] * F[2, 0]
+    G[1, 0] = F[0, 2] * F[2, 1] - F[0, 1] * F[2, 2]
+    G[1, 1] = F[0, 0] * F[2, 2] - F[0, 2] * F[2, 0]
+    G[1, 2] = F[0, 1] * F[2, 0] - F[0, 0] * F[2, 1]
+    G[2, 0] = F[0, 1] * F[1, 2] - F[0, 2] * F[1, 1]
+    G[2, 1] = F[0, 2] * F[1, 0] - F[0, 0] * F[1, 2]
+    G[2, 2] = F[0, 0] * F[1, 1] - F[0, 1] * F[1, 0]
+
+
+@njit(cache=True)
+def _levi(i, j, k):
+    return (i - j) * (j - k) * (k - i) // 2
+
+
+@njit(cache=True)
+def _sym_eig3(C, a, w, V):
+    """Cyclic Jacobi eigen-decomposition of the symmetric 3x3 ``C`` (``a`` is scratch).
+
+    Writes eigenvalues ``w`` in decreasing order and orthonormal eigenvectors as columns of ``V`` with
+    det V = +1.
+    """
+    for i in range(3):
+        for j in range(3):
+            a[i, j] = C[i, j]
+            V[i, j] = 1.0 if i == j else 0.0
+    for _sweep in range(30):
+        off = a[0, 1] * a[0, 1] + a[0, 2] * a[0, 2] + a[1, 2] * a[1, 2]
+        diag = a[0, 0] * a[0, 0] + a[1, 1] * a[1, 1] + a[2, 2] * a[2, 2]
+        if off <= 1e-34 * diag or off == 0.0:
+            break
+        for pq in range(3):
+            p = 0 if pq < 2 else 1
+            q = 1 if pq == 0 else 2
+            apq = a[p, q]
+            if apq == 0.0:
+                continue
+            theta = (a[q, q] - a[p, p]) / (2.0 * apq)
+            if abs(theta) > 1e150:
+                t = 0.5 / theta
+            else:
+                t = (1.0 if theta >= 0.0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+            c = 1.0 / math.sqrt(t * t + 1.0)
+            s = t * c
+            for k in range(3):  # a <- a P
+                akp = a[k, p]
+                akq = a[k, q]
+                a[k, p] = c * akp - s * akq
+                a[k, q] = s * akp + c * akq
+            for k in range(3):  # a <- P^T a
+                apk = a[p, k]
+                aqk = a[q, k]
+                a[p, k] = c * apk - s * aqk
+                a[q, k] = s * apk + c * aqk
+            a[p, q] = 0.0
+            a[q, p] = 0.0
+            for k in range(3):  # V <- V P
+                vkp = V[k, p]
+                vkq = V[k, q]
+                V[k, p] = c * vkp - s * vkq
+                V[k, q] = s * vkp + c * vkq
+    for i in range(3):
+        w[i] = a[i, i]
+    # sort decreasing (3 elements: bubble)
+    for _ in range(2):
+        for i in range(2):
+            if w[i] < w[i + 1]:
+                tmp = w[i]
+                w[i] = w[i + 1]
+                w[i + 1] = tmp
+                for k in range(3):
+                    tmp = V[k, i]
+                    V[k, i] = V[k, i + 1]
+                    V[k, i + 1] = tmp
+    if _det3(V) < 0.0:
+        for k in range(3):
+            V[k, 2] = -V[k, 2]
+
+
+@njit(cache=True)
+def rotation_from_f(F, proper, R, C, a, w, V, u):
+    """Rotation part of F from its SVD F = U S V^T computed through the eigenvectors of F^T F.
+
+    ``proper=True`` (SOFA 'svd', Irving et al. 2004): R = U V^T with det R = +1 even for inverted F
+    (the sign goes to the smallest singular value). ``proper=False`` (SOFA 'polar'): the orthogonal polar
+    factor of F, a reflection (det -1) when det F < 0. A collapsed F (all singular values ~0) gives R = I.
+    """
+    for i in range(3):
+        for j in range(3):
+            s = 0.0
+            for k in range(3):
+                s += F[k, i] * F[k, j]
+            C[i, j] = s
+    _sym_eig3(C, a, w, V)
+    u1 = u[0]
+    u2 = u[1]
+    for i in range(3):
+        u1[i] = F[i, 0] * V[0, 0] + F[i, 1] * V[1, 0] + F[i, 2] * V[2, 0]
+        u2[i] = F[i, 0] * V[0, 1] + F[i, 1] * V[1, 1] + F[i, 2] * V[2, 1]
+    n1 = math.sqrt(u1[0] * u1[0] + u1[1] * u1[1] + u1[2] * u1[2])
+    if not n1 > 1e-300:
+        for i in range(3):
+            for j in range(3):
+                R[i, j] = 1.0 if i == j else 0.0
+        return
+    for i in range(3):
+        u1[i] /= n1
+    d = u1[0] * u2[0] + u1[1] * u2[1] + u1[2] * u2[2]
+    for i in range(3):
+        u2[i] -= d * u1[i]
+    n2 = math.sqrt(u2[0] * u2[0] + u2[1] * u2[1] + u2[2] * u2[2])
+    if not n2 > 1e-12 * n1:
+        # rank-1 F: any unit vector orthogonal to u1
+        k = 0
+        if abs(u1[1]) < abs(u1[k]):
+            k = 1
+        if abs(u1[2]) < abs(u1[k]):
+            k = 2
+        for i in range(3):
+            u2[i] = (1.0 if i == k else 0.0) - u1[k] * u1[i]
+        n2 = math.sqrt(u2[0] * u2[0] + u2[1] * u2[1] + u2[2] * u2[2])
+    for i in range(3):
+        u2[i] /= n2
+    sign = 1.0
+    if not proper and _det3(F) < 0.0:
+        sign = -1.0
+    u30 = sign * (u1[1] * u2[2] - u1[2] * u2[1])
+    u31 = sign * (u1[2] * u2[0] - u1[0] * u2[2])
+    u32 = sign * (u1[0] * u2[1] - u1[1] * u2[0])
+    for i in range(3):
+        u3i = u30 if i == 0 else (u31 if i == 1 else u32)
+        for j in range(3):
+            R[i, j] = u1[i] * V[j, 0] + u2[i] * V[j, 1] + u3i * V[j, 2]
+
+
+@njit(cache=True)
+def _frame(x, tet, Q):
+    """SOFA 'large' frame of the first three nodes: rows x_hat, y_hat, z_hat."""
+    a = tet[0]
+    b = tet[1]
+    c = tet[2]
+    e0 = x[b, 0] - x[a, 0]
+    e1 = x[b, 1] - x[a, 1]
+    e2 = x[b, 2] - x[a, 2]
+    n = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    Q[0, 0] = e0 / n
+    Q[0, 1] = e1 / n
+    Q[0, 2] = e2 / n
+    f0 = x[c, 0] - x[a, 0]
+    f1 = x[c, 1] - x[a, 1]
+    f2 = x[c, 2] - x[a, 2]
+    z0 = Q[0, 1] * f2 - Q[0, 2] * f1
+    z1 = Q[0, 2] * f0 - Q[0, 0] * f2
+    z2 = Q[0, 0] * f1 - Q[0, 1] * f0
+    n = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+    Q[2, 0] = z0 / n
+    Q[2, 1] = z1 / n
+    Q[2, 2] = z2 / n
+    Q[1, 0] = Q[2, 1] * Q[0, 2] - Q[2, 2] * Q[0, 1]
+    Q[1, 1] = Q[2, 2] * Q[0, 0] - Q[2, 0] * Q[0, 2]
+    Q[1, 2] = Q[2, 0] * Q[0, 1] - Q[2, 1] * Q[0, 0]
+
+
+@njit(cache=True)
+def _corotated_linear(F, R, mu, lam, vol, dNe, P, Ke, want_K, g, eps):
+    """Linear law on the unrotated gradient R^T F; P = R P_lin(R^T F). Returns Psi.
+
+    Tangent (if ``want_K``): K_e = R K0 R^T block-wise, K0_ab = V [lam dN_a dN_b^T + mu (dN_a.dN_b) I
+    + mu dN_b dN_a^T]; the derivative of R is neglected (as in SOFA).
+    """
+    for i in range(3):
+        for j in range(3):
+            s = 0.0
+            for k in range(3):
+                s += R[k, i] * F[k, j]
+            eps[i, j] = s
+    tr = eps[0, 0] + eps[1, 1] + eps[2, 2] - 3.0
+    psi = 0.0
+    for i in range(3):
+        for j in range(i, 3):
+            e = 0.5 * (eps[i, j] + eps[j, i]) - (1.0 if i == j else 0.0)
+            eps[i, j] = e
+            eps[j, i] = e
+    for i in range(3):
+        for j in range(3):
+            psi += mu * eps[i, j] * eps[i, j]
+    psi += 0.5 * lam * tr * tr
+    # P = R (2 mu eps + lam tr I)
+    for i in range(3):
+        for j in range(3):
+            s = 0.0
+            for k in range(3):
+                s += R[i, k] * (2.0 * mu * eps[k, j] + (lam * tr if k == j else 0.0))
+            P[i, j] = s
+    if want_K:
+        for a in range(4):
+            for i in range(3):
+                g[a, i] = R[i, 0] * dNe[a, 0] + R[i, 1] * dNe[a, 1] + R[i, 2] * dNe[a, 2]
+        for a in range(4):
+            for b in range(a, 4):
+                dd = mu * (dNe[a, 0] * dNe[b, 0] + dNe[a, 1] * dNe[b, 1] + dNe[a, 2] * dNe[b, 2])
+                for i in range(3):
+                    for k in range(3):
+                        v = lam * g[a, i] * g[b, k] + mu * g[b, i] * g[a, k]
+                        if i == k:
+                            v += dd
+                        v *= vol
+                        Ke[3 * a + i, 3 * b + k] = v
+                        Ke[3 * b + k, 3 * a + i] = v
+    return psi
+
+
+@njit(cache=True)
+def _hyperelastic(model, F, mu, lam, P, A, want_A, G, H, E):
+    """First Piola stress P, its derivative A = dP/dF (9x9, if ``want_A``) and Psi for STVK, NEOHOOKEAN and
+    STABLE_NEOHOOKEAN (for the latter ``mu``/``lam`` are the reparametrised mu'/lam'). Returns Psi."""
+    if model == STVK:
+        # E = (F^T F - I)/2, S = lam tr E I + 2 mu E, P = F S
+        for i in range(3):
+            for j in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += F[k, i] * F[k, j]
+                E[i, j] = 0.5 * (s - (1.0 if i == j else 0.0))
+        trE = E[0, 0] + E[1, 1] + E[2, 2]
+        psi = 0.5 * lam * trE * trE
+        for i in range(3):
+            for j in range(3):
+                psi += mu * E[i, j] * E[i, j]
+                H[i, j] = 2.0 * mu * E[i, j] + (lam * trE if i == j else 0.0)  # S
+        for i in range(3):
+            for j in range(3):
+                P[i, j] = F[i, 0] * H[0, j] + F[i, 1] * H[1, j] + F[i, 2] * H[2, j]
+        if want_A:
+            for i in range(3):  # G = F F^T
+                for k in range(3):
+                    G[i, k] = F[i, 0] * F[k, 0] + F[i, 1] * F[k, 1] + F[i, 2] * F[k, 2]
+            for i in range(3):
+                for J in range(3):
+                    for k in range(3):
+                        for L in range(3):
+                            v = lam * F[i, J] * F[k, L] + mu * F[i, L] * F[k, J]
+                            if i == k:
+                                v += H[L, J]
+                            if J == L:
+                                v += mu * G[i, k]
+                            A[3 * i + J, 3 * k + L] = v
+        return psi
+    if model == NEOHOOKEAN:
+        J = _det3(F)
+        if not J > 0.0:
+            for i in range(3):
+                for j in range(3):
+                    P[i, j] = np.nan
+            if want_A:
+                for i in range(9):
+                    for j in range(9):
+                        A[i, j] = np.nan
+            return np.nan
+        _cofactor(F, G)
+        lnJ = math.log(J)
+        trC = 0.0
+        for i in range(3):
+            for j in range(3):
+                H[i, j] = G[i, j] / J  # F^-T
+                trC += F[i, j] * F[i, j]
+        psi = 0.5 * mu * (trC - 3.0) - mu * lnJ + 0.5 * lam * lnJ * lnJ
+        for i in range(3):
+            for j in range(3):
+                P[i, j] = mu * (F[i, j] - H[i, j]) + lam * lnJ * H[i, j]
+        if want_A:
+            c = mu - lam * lnJ
+            for i in range(3):
+                for Jj in range(3):
+                    for k in range(3):
+                        for L in range(3):
+                            v = c * H[i, L] * H[k, Jj] + lam * H[i, Jj] * H[k, L]
+                            if i == k and Jj == L:
+                                v += mu
+                            A[3 * i + Jj, 3 * k + L] = v
+        return psi
+    # STABLE_NEOHOOKEAN
+    alpha = 1.0 + 0.75 * mu / lam
+    J = _det3(F)
+    _cofactor(F, G)
+    Ic = 0.0
+    for i in range(3):
+        for j in range(3):
+            Ic += F[i, j] * F[i, j]
+    psi = (0.5 * mu * (Ic - 3.0) + 0.5 * lam * (J - alpha) ** 2 - 0.5 * mu * math.log(Ic + 1.0)
+           - (0.5 * lam * (1.0 - alpha) ** 2 - 0.5 * mu * math.log(4.0)))
+    s = mu * (1.0 - 1.0 / (Ic + 1.0))
+    r = lam * (J - alpha)
+    for i in range(3):
+        for j in range(3):
+            P[i, j] = s * F[i, j] + r * G[i, j]
+    if want_A:
+        t = 2.0 * mu / ((Ic + 1.0) * (Ic + 1.0))
+        for i in range(3):
+            for Jj in range(3):
+                for k in range(3):
+                    for L in range(3):
+                        v = t * F[i, Jj] * F[k, L] + lam * G[i, Jj] * G[k, L]
+                        if i == k and Jj == L:
+                            v += s
+                        if i != k and Jj != L:
+                            mm = 3 - i - k
+                            nn = 3 - Jj - L
+                            v += r * _levi(i, k, mm) * _levi(Jj, L, nn) * F[mm, nn]
+                        A[3 * i + Jj, 3 * k + L] = v
+    return psi
+
+
+@njit(cache=True)
+def _project_psd(A):
+    """Replace the symmetric 9x9 ``A`` by its nearest positive semi-definite matrix (negative eigenvalues
+    clamped to 0). Makes K_e = V dN^T A dN positive semi-definite."""
+    w, Q = np.linalg.eigh(A)
+    if w[0] >= 0.0:
+        return
+    for i in range(9):
+        for j in range(9):
+            s = 0.0
+            for k in range(9):
+                if w[k] > 0.0:
+                    s += Q[i, k] * w[k] * Q[j, k]
+            A[i, j] = s
+
+
+@njit(cache=True)
+def _ke_from_a(A, dNe, vol, Ke, Gt):
+    """K_e[3a+i, 3b+k] = V sum_{J,L} dN_a,J A[3i+J, 3k+L] dN_b,L (blocks b >= a, mirrored)."""
+    for a in range(4):
+        for i in range(3):
+            for kl in range(9):
+                Gt[a, i, kl] = (dNe[a, 0] * A[3 * i, kl] + dNe[a, 1] * A[3 * i + 1, kl]
+                                + dNe[a, 2] * A[3 * i + 2, kl])
+    for a in range(4):
+        for b in range(a, 4):
+            for i in range(3):
+                for k in range(3):
+                    v = vol * (Gt[a, i, 3 * k] * dNe[b, 0] + Gt[a, i, 3 * k + 1] * dNe[b, 1]
+                               + Gt[a, i, 3 * k + 2] * dNe[b, 2])
+                    Ke[3 * a + i, 3 * b + k] = v
+                    Ke[3 * b + k, 3 * a + i] = v
+
+
+@njit(cache=True)
+def _element_rotation(rot, x, tet, F, rest_frame, R, Q, C, a, w, V, u):
+    if rot == ROT_LARGE:
+        _frame(x, tet, Q)
+        for i in range(3):  # R = Q^T Q0
+            for j in range(3):
+                R[i, j] = Q[0, i] * rest_frame[0, j] + Q[1, i] * rest_frame[1, j] + Q[2, i] * rest_frame[2, j]
+    else:
+        rotation_from_f(F, rot == ROT_SVD, R, C, a, w, V, u)
+
+
+@njit(cache=True)
+def _gradient(x, tet, dNe, F):
+    for i in range(3):
+        for j in range(3):
+            F[i, j] = (x[tet[0], i] * dNe[0, j] + x[tet[1], i] * dNe[1, j] + x[tet[2], i] * dNe[2, j]
+                       + x[tet[3], i] * dNe[3, j])
+
+
+@njit(cache=True)
+def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
+             psi_out, f_out, k_data, block_base, row_stride, project_psd):
+    """Fused element loop.
+
+    Writes the energy density per element into ``psi_out`` (m,), the internal force f_int (n, 3) into
+    ``f_out`` (if ``want_f``; zeroed first) and the tangent values into ``k_data`` (nnz,) through the block
+    scatter map (if ``want_K``; zeroed first): entry (3a+i, 3b+k) of element e goes to
+    ``k_data[block_base[e, 4a+b] + i * row_stride[tets[e, a]] + k]``. ``project_psd`` clamps the negative
+    eigenvalues of dP/dF per element (hyperelastic models only).
+    """
+    m = tets.shape[0]
+    F = np.empty((3, 3))
+    P = np.empty((3, 3))
+    R = np.eye(3)
+    Q = np.empty((3, 3))
+    C = np.empty((3, 3))
+    sa = np.empty((3, 3))
+    w = np.empty(3)
+    V = np.empty((3, 3))
+    G = np.empty((3, 3))
+    H = np.empty((3, 3))
+    E = np.empty((3, 3))
+    u = np.empty((2, 3))
+    A = np.empty((9, 9))
+    Ke = np.empty((12, 12))
+    Gt = np.empty((4, 3, 9))
+    g = np.empty((4, 3))
+    if want_f:
+        f_out[:] = 0.0
+    if want_K:
+        k_data[:] = 0.0
+    for e in range(m):
+        tet = tets[e]
+        dNe = dN[e]
+        _gradient(x, tet, dNe, F)
+        if model == LINEAR or model == COROTATIONAL:
+            if model == COROTATIONAL:
+                _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u)
+            psi = _corotated_linear(F, R, mu[e], lam[e], vol[e], dNe, P, Ke, want_K, g, E)
+        else:
+            psi = _hyperelastic(model, F, mu[e], lam[e], P, A, want_K, G, H, E)
+            if want_K:
+                if project_psd:
+                    _project_psd(A)
+                _ke_from_a(A, dNe, vol[e], Ke, Gt)
+        psi_out[e] = psi
+        if want_f:
+            ve = vol[e]
+            for a in range(4):
+                node = tet[a]
+                for i in range(3):
+                    f_out[node, i] -= ve * (P[i, 0] * dNe[a, 0] + P[i, 1] * dNe[a, 1] + P[i, 2] * dNe[a, 2])
+        if want_K:
+            for a in range(4):
+                stride = row_stride[tet[a]]
+                for b in range(4):
+                    base = block_base[e, 4 * a + b]
+                    for i in range(3):
+                        row = base + i * stride
+                        for k in range(3):
+                            k_data[row + k] += Ke[3 * a + i, 3 * b + k]
+
+
+@njit(cache=True)
+def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_out):
+    """Cauchy stress (m, 3, 3) and energy density (m,) per element.
+
+    linear: the small-strain stress; corotational: R sigma_lin(R^T F) R^T; hyperelastic: P F^T / J
+    (NaN for the neo-Hookean model when J <= 0).
+    """
+    m = tets.shape[0]
+    F = np.empty((3, 3))
+    P = np.empty((3, 3))
+    R = np.eye(3)
+    Q = np.empty((3, 3))
+    C = np.empty((3, 3))
+    sa = np.empty((3, 3))
+    w = np.empty(3)
+    V = np.empty((3, 3))
+    G = np.empty((3, 3))
+    H = np.empty((3, 3))
+    E = np.empty((3, 3))
+    u = np.empty((2, 3))
+    A = np.empty((9, 9))
+    Ke = np.empty((12, 12))
+    g = np.empty((4, 3))
+    for e in range(m):
+        tet = tets[e]
+        dNe = dN[e]
+        _gradient(x, tet, dNe, F)
+        if model == LINEAR or model == COROTATIONAL:
+            if model == COROTATIONAL:
+                _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u)
+            psi_out[e] = _corotated_linear(F, R, mu[e], lam[e], 1.0, dNe, P, Ke, False, g, E)
+            for i in range(3):  # sigma = P R^T = R sigma_local R^T
+                for j in range(3):
+                    sigma_out[e, i, j] = P[i, 0] * R[j, 0] + P[i, 1] * R[j, 1] + P[i, 2] * R[j, 2]
+        else:
+            psi_out[e] = _hyperelastic(model, F, mu[e], lam[e], P, A, False, G, H, E)
+            J = _det3(F)
+            for i in range(3):
+                for j in range(3):
+                    sigma_out[e, i, j] = (P[i, 0] * F[j, 0] + P[i, 1] * F[j, 1] + P[i, 2] * F[j, 2]) / J

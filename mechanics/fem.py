@@ -1,0 +1,213 @@
+"""Tetrahedral (P1, one Gauss point) elasticity: internal forces, energy and tangent stiffness.
+
+Conventions (ARCHITECTURE.md): DOFs are node-major (dof = 3 i + k), f_int(x) = -dE/dx and
+K(x) = -d f_int/dx. The tangent is a ``scipy.sparse.csr_matrix`` whose sparsity pattern (3x3 blocks for
+every pair of nodes sharing a tetrahedron, sorted column indices) is built once; every evaluation rewrites
+only its ``.data`` through a precomputed block scatter map, inside one fused numba loop over elements.
+"""
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics import _kernels
+from mechanics.errors import ParameterError
+from mechanics.kinematics import edge_frames, rest_shape
+from mechanics.materials import check_model, element_parameters, stable_neohookean_parameters
+
+logger = logging.getLogger(__name__)
+
+
+def _block_pattern(tets, n_nodes):
+    """CSR pattern of the 3n x 3n tangent and the element scatter map.
+
+    Returns ``indptr (3n+1,)``, ``indices (nnz,)`` (int32 when nnz fits, else int64),
+    ``block_base (m, 16) int64`` and ``row_stride (n,) int64`` such that entry (3a+i, 3b+k) of element e is
+    stored at ``block_base[e, 4a+b] + i * row_stride[tets[e, a]] + k`` of ``data``.
+    """
+    m = len(tets)
+    rows = np.repeat(tets, 4, axis=1)  # column 4a+b holds tets[:, a]
+    cols = np.tile(tets, (1, 4))  # column 4a+b holds tets[:, b]
+    keys = (rows * n_nodes + cols).ravel()
+    pairs, pair_of_entry = np.unique(keys, return_inverse=True)
+    pair_row = pairs // n_nodes
+    pair_col = pairs % n_nodes
+    degree = np.bincount(pair_row, minlength=n_nodes).astype(np.int64)
+    node_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=node_ptr[1:])
+    nnz = 9 * int(node_ptr[-1])
+    index_dtype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
+
+    # dof row 3i+r starts at 9 node_ptr[i] + 3 r deg(i) and holds 3 deg(i) sorted columns
+    indptr = np.empty(3 * n_nodes + 1, dtype=np.int64)
+    indptr[:-1] = (9 * node_ptr[:-1, None] + 3 * np.arange(3)[None, :] * degree[:, None]).ravel()
+    indptr[-1] = nnz
+    rank_in_row = np.arange(len(pairs)) - node_ptr[pair_row]  # position of the column node in its row
+    pos = (9 * node_ptr[pair_row, None, None] + 3 * np.arange(3)[None, :, None] * degree[pair_row, None, None]
+           + 3 * rank_in_row[:, None, None] + np.arange(3)[None, None, :])
+    indices = np.empty(nnz, dtype=index_dtype)
+    indices[pos.ravel()] = np.broadcast_to(3 * pair_col[:, None, None] + np.arange(3)[None, None, :],
+                                           pos.shape).ravel()
+    pair_of_entry = pair_of_entry.reshape(m, 16)
+    block_base = 9 * node_ptr[rows] + 3 * (pair_of_entry - node_ptr[rows])
+    row_stride = 3 * degree
+    return indptr.astype(index_dtype), indices, np.ascontiguousarray(block_base), row_stride
+
+
+class TetElasticity:
+    """Elastic internal forces and tangent of a linear tetrahedral mesh.
+
+    Parameters
+    ----------
+    X : (n, 3) float64
+        Rest positions [length].
+    tets : (m, 4) int
+        Node ids of each tetrahedron, positively oriented (det[X1-X0, X2-X0, X3-X0] > 0).
+    model : str
+        ``"linear"``, ``"corotational"``, ``"stvk"``, ``"neohookean"`` or ``"stable_neohookean"``
+        (formulas in :mod:`mechanics.materials`).
+    young, poisson : float or (m,) arrays
+        Young's modulus E > 0 [stress] and Poisson's ratio nu in (-1, 0.5), per element if arrays.
+    rotation_method : str
+        Corotational rotation extraction (SOFA TetrahedronFEMForceField ``method``): ``"polar"`` (orthogonal
+        polar factor of F; a reflection for inverted elements, as SOFA's polar), ``"svd"`` (proper rotation
+        U V^T of the SVD, robust to inversion) or ``"large"`` (Gram-Schmidt frame of the edges from node 0
+        to nodes 1 and 2, relative to the same frame at rest). Ignored by the other models.
+    spd_projection : bool
+        Hyperelastic models only: clamp the negative eigenvalues of dP/dF (9x9) per element so that the
+        tangent is positive semi-definite (not the exact derivative any more where it acts; default off,
+        then the tangent is exact). Costs one 9x9 eigen-decomposition per element with an indefinite dP/dF.
+
+    Notes
+    -----
+    - corotational: f_e = -R K0_e (R^T x_e - X_e) and tangent R K0_e R^T. The tangent neglects dR/dx, so
+      it is not the exact Jacobian of the force and Newton converges only linearly (as with SOFA).
+      ``energy`` returns the corotated linear energy V Psi_lin(R^T F); for ``polar`` and ``svd`` on
+      non-inverted elements the force is its exact negative gradient, for ``large`` it is not.
+    - neohookean: undefined when det F <= 0; energy, forces and tangent entries of such elements are NaN
+      (so a Newton solver detects divergence); no exception is raised.
+    - stable_neohookean: defined for every F; its tangent is exact and may be indefinite under large
+      compression (no SPD projection is applied).
+    """
+
+    def __init__(self, X, tets, *, model, young, poisson, rotation_method="polar", spd_projection=False):
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != 3 or not np.all(np.isfinite(X)):
+            raise ParameterError(f"X must be a finite (n, 3) array of rest positions, got shape {X.shape}")
+        tets_arr = np.asarray(tets)
+        if tets_arr.ndim != 2 or tets_arr.shape[1] != 4 or not np.issubdtype(tets_arr.dtype, np.integer):
+            raise ParameterError(
+                f"tets must be an (m, 4) integer array, got shape {tets_arr.shape} dtype {tets_arr.dtype}"
+            )
+        tets_arr = np.ascontiguousarray(tets_arr, dtype=np.int64)
+        if tets_arr.size and (tets_arr.min() < 0 or tets_arr.max() >= len(X)):
+            raise ParameterError(
+                f"tets node ids must be in [0, {len(X) - 1}], got range [{tets_arr.min()}, {tets_arr.max()}]"
+            )
+        self.rest_positions = X
+        self.tets = tets_arr
+        self.n_nodes = len(X)
+        self.n_dofs = 3 * self.n_nodes
+        self.dm_inv, self.shape_gradients, self.volumes = rest_shape(X, tets_arr)
+        indptr, indices, self._block_base, self._row_stride = _block_pattern(tets_arr, self.n_nodes)
+        data = np.zeros(len(indices))
+        self._K = sp.csr_matrix((data, indices, indptr), shape=(self.n_dofs, self.n_dofs), copy=False)
+        self._K.has_sorted_indices = True
+        # SOFA 'large' rest frames (m, 3, 3), rows x_hat, y_hat, z_hat; read only by that rotation method
+        self._rest_frames = np.ascontiguousarray(edge_frames(X[tets_arr]))
+        self.model = None
+        self.rotation_method = None
+        self.spd_projection = False
+        logger.debug("TetElasticity: %d nodes, %d tets, nnz(K) = %d", self.n_nodes, len(tets_arr), len(data))
+        self.set_material(model=model, young=young, poisson=poisson, rotation_method=rotation_method,
+                          spd_projection=spd_projection)
+
+    # ------------------------------------------------------------------ parameters
+    def set_material(self, *, model=None, young=None, poisson=None, rotation_method=None,
+                     spd_projection=None):
+        """Change the model and/or parameters live (the sparsity pattern is kept). ``None`` keeps a value."""
+        new_model = self.model if model is None else model
+        new_rotation = self.rotation_method if rotation_method is None else rotation_method
+        check_model(new_model, new_rotation)
+        if young is not None or poisson is not None:
+            e = self.young if young is None else young
+            nu = self.poisson if poisson is None else poisson
+            self.young, self.poisson, self.mu, self.lam = element_parameters(e, nu, len(self.tets))
+        self.model = new_model
+        self.rotation_method = new_rotation
+        if spd_projection is not None:
+            self.spd_projection = bool(spd_projection)
+        if self.model == "stable_neohookean":
+            mu_p, lam_p, _ = stable_neohookean_parameters(self.mu, self.lam)
+            self._kernel_mu, self._kernel_lam = np.ascontiguousarray(mu_p), np.ascontiguousarray(lam_p)
+        else:
+            self._kernel_mu, self._kernel_lam = self.mu, self.lam
+
+    def _positions(self, x):
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        if x.shape != (self.n_nodes, 3):
+            if x.shape == (self.n_dofs,):
+                return x.reshape(self.n_nodes, 3)
+            raise ParameterError(f"x must have shape ({self.n_nodes}, 3) or ({self.n_dofs},), got {x.shape}")
+        return x
+
+    def _run(self, x, want_f, want_K):
+        """One fused pass; returns ``(psi (m,), f (n, 3) or empty)``; fills ``self._K.data`` if ``want_K``."""
+        x = self._positions(x)
+        psi = np.empty(len(self.tets))
+        f = np.empty((self.n_nodes, 3)) if want_f else np.empty((0, 3))
+        data = self._K.data if want_K else np.empty(0)
+        _kernels.assemble(
+            _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets,
+            self.shape_gradients, self.volumes, self._kernel_mu, self._kernel_lam, self._rest_frames,
+            want_f, want_K, psi, f, data, self._block_base, self._row_stride, self.spd_projection,
+        )
+        return psi, f
+
+    # ------------------------------------------------------------------ evaluation
+    def energy(self, x):
+        """Total elastic energy sum_e V_e Psi(F_e) [energy] at positions x (n, 3). NaN if undefined."""
+        psi, _ = self._run(x, False, False)
+        return float(np.dot(self.volumes, psi))
+
+    def strain_energy_density(self, x):
+        """Energy density Psi per element (m,) [energy / rest volume]."""
+        return self._run(x, False, False)[0]
+
+    def forces(self, x):
+        """Internal force f_int = -dE/dx (n, 3) [force] (the SOFA force for the corotational model)."""
+        return self._run(x, True, False)[1]
+
+    def tangent(self, x):
+        """Tangent stiffness K = -d f_int/dx, csr (3n, 3n).
+
+        The same matrix object is returned on every call and its ``.data`` is overwritten by the next
+        evaluation: copy it to keep values, and do not change its pattern in place.
+        """
+        self._run(x, False, True)
+        return self._K
+
+    def forces_and_tangent(self, x):
+        """``(f_int (n, 3), K)`` in one pass over the elements (K is the shared csr object)."""
+        return self._run(x, True, True)[1], self._K
+
+    def cauchy_stress(self, x):
+        """Cauchy stress per element (m, 3, 3) [stress] (small-strain stress for linear, rotated for
+        corotational, P F^T / J for the hyperelastic models)."""
+        x = self._positions(x)
+        sigma = np.empty((len(self.tets), 3, 3))
+        _kernels.cauchy_stress(
+            _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets,
+            self.shape_gradients, self._kernel_mu, self._kernel_lam, self._rest_frames, sigma,
+            np.empty(len(self.tets)),
+        )
+        return sigma
+
+    def von_mises(self, x):
+        """Von Mises equivalent of the Cauchy stress per element (m,) [stress]."""
+        s = self.cauchy_stress(x)
+        d = (s[:, 0, 0] - s[:, 1, 1]) ** 2 + (s[:, 1, 1] - s[:, 2, 2]) ** 2 + (s[:, 2, 2] - s[:, 0, 0]) ** 2
+        shear = (0.25 * (s[:, 0, 1] + s[:, 1, 0]) ** 2 + 0.25 * (s[:, 1, 2] + s[:, 2, 1]) ** 2
+                 + 0.25 * (s[:, 0, 2] + s[:, 2, 0]) ** 2)
+        return np.sqrt(0.5 * d + 3.0 * shear)
