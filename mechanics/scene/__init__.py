@@ -1,0 +1,67 @@
+"""The scene file format (SCENE-FORMAT.md) as a validated data layer: TOML -> typed dataclasses -> TOML.
+
+``load_scene``/``parse_scene`` read and validate (every problem in one :class:`SceneError`);
+``get_value``/``set_value``/``set_values``/``list_parameters`` address values by key path for live editing;
+``dump_scene``/``save_scene`` write the scene back. Keys, ranges and defaults: :mod:`mechanics.scene.schema`.
+Turning a ``SceneSpec`` into bodies, constraints and solvers is not done here.
+"""
+
+from mechanics.scene.edit import get_value, list_parameters, set_value, set_values, validate_spec
+from mechanics.scene.load import load_scene, parse_data, parse_scene
+from mechanics.scene.save import dump_scene, save_scene, to_data
+from mechanics.scene.schema import (
+    BodySpec,
+    CableSpec,
+    CavitySpec,
+    ConstraintSpec,
+    DragSpec,
+    DynamicSpec,
+    EffectorSpec,
+    ForceSpec,
+    HalfspaceSpec,
+    LinearSpec,
+    MaterialRegionSpec,
+    MaterialSpec,
+    NewtonSpec,
+    ObstacleSpec,
+    RegionSpec,
+    SceneError,
+    SceneSettings,
+    SceneSpec,
+    SolverSpec,
+    SphereSpec,
+)
+
+__all__ = [
+    "BodySpec",
+    "CableSpec",
+    "CavitySpec",
+    "ConstraintSpec",
+    "DragSpec",
+    "DynamicSpec",
+    "EffectorSpec",
+    "ForceSpec",
+    "HalfspaceSpec",
+    "LinearSpec",
+    "MaterialRegionSpec",
+    "MaterialSpec",
+    "NewtonSpec",
+    "ObstacleSpec",
+    "RegionSpec",
+    "SceneError",
+    "SceneSettings",
+    "SceneSpec",
+    "SolverSpec",
+    "SphereSpec",
+    "dump_scene",
+    "get_value",
+    "list_parameters",
+    "load_scene",
+    "parse_data",
+    "parse_scene",
+    "save_scene",
+    "set_value",
+    "set_values",
+    "to_data",
+    "validate_spec",
+]

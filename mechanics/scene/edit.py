@@ -1,0 +1,239 @@
+"""Read and change scene values by key path, with the names of the file (``softsim run --set``, GUI panels).
+
+A key path is the TOML key path with bodies, actuators, effectors and obstacles addressed by name or by index:
+``solver.constraint.spectralCorrectionFactor``, ``body.finger.cable.cable.value``, ``body[0].cable[0].value``,
+``body.finger.material.region[0].youngModulus``, ``body.finger.fixed[0].sphere.radius``,
+``obstacle.floor.friction``. Tables without names (``fixed``, ``force``, ``material.region``) take an index.
+
+``set_value`` validates with exactly the loader's rules: the scene is written to TOML data, the one value
+is replaced, and the whole scene is read again. Only when that succeeds is the value stored into the spec (in
+place; objects the caller holds stay valid). Values may be Python values or strings as typed on a command
+line: ``"0.8"``, ``"[0, 1, 0]"``, ``"true"``, ``"force"`` (strings are read as TOML values; a string key takes
+the text as it is). ``None`` (or ``""`` from a command line) unsets an optional key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from mechanics.scene.kinds import Kind, suggest
+from mechanics.scene.load import parse_data
+from mechanics.scene.save import to_data
+from mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
+
+__all__ = ["get_value", "set_value", "set_values", "list_parameters", "validate_spec"]
+
+_SEGMENT = re.compile(r"^([^.\[\]]+)((?:\[\d+\])*)$")
+
+
+def _error(spec: SceneSpec, path: str, message: str) -> SceneError:
+    label = spec.source if spec.source.startswith("<") else spec.source.replace("\\", "/").rsplit("/", 1)[-1]
+    return SceneError([f"{label}: {path}: {message}"])
+
+
+def _tokens(spec: SceneSpec, path: str) -> list[tuple[str, int | None]]:
+    """``"body[0].cable.c1.value"`` -> ``[("body", 0), ("cable", None), ("c1", None), ("value", None)]``."""
+    tokens: list[tuple[str, int | None]] = []
+    for segment in path.strip().split("."):
+        match = _SEGMENT.match(segment)
+        if not match:
+            raise _error(spec, path, f"malformed segment {segment!r} (use key, key[index] or a name)")
+        indices = [int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))]
+        if len(indices) > 1:
+            raise _error(spec, path, f"only one index per segment is allowed in {segment!r}")
+        tokens.append((match.group(1), indices[0] if indices else None))
+    return tokens
+
+
+def _field(obj: Any, key: str) -> tuple[str, str, Kind] | None:
+    for toml_key, attribute, kind, alias, _required in schema_fields(type(obj)):
+        if key in (toml_key, alias):
+            return toml_key, attribute, kind
+    return None
+
+
+def _resolve(spec: SceneSpec, path: str) -> tuple[Any, str, str, Kind, list[tuple[str, int | None]], str]:
+    """Walk ``path``; returns ``(parent, attribute, toml_key, kind, canonical steps, canonical path)`` of the
+    addressed value. Canonical steps address list items by index; they are also the TOML data path."""
+    tokens = _tokens(spec, path)
+    obj: Any = spec
+    steps: list[tuple[str, int | None]] = []
+    position = 0
+    while True:
+        key, index = tokens[position]
+        position += 1
+        found = _field(obj, key)
+        where = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
+        if found is None:
+            known = [k for k, *_ in schema_fields(type(obj))]
+            hint = suggest(key, known)
+            hint = hint or "; allowed: " + ", ".join(known)
+            raise _error(spec, path, f"unknown key {key!r} in {where or 'the scene'}{hint}")
+        toml_key, attribute, kind = found
+        value = getattr(obj, attribute)
+        if isinstance(kind, TableList):
+            if index is None:
+                if position == len(tokens):
+                    message = f"{toml_key} is a list; address an item by name or index ({toml_key}[0])"
+                    raise _error(spec, path, message)
+                name = tokens[position][0]
+                names = [getattr(item, "name", None) for item in value]
+                if tokens[position][1] is not None or name not in names:
+                    available = ", ".join(n for n in names if n) or "none"
+                    raise _error(spec, path, f"no {toml_key} named {name!r} (names: {available})")
+                index = names.index(name)
+                position += 1
+            elif not 0 <= index < len(value):
+                raise _error(spec, path, f"index {index} is out of range: {len(value)} {toml_key} item(s)")
+            steps.append((toml_key, index))
+            obj = value[index]
+        elif index is not None:
+            raise _error(spec, path, f"{toml_key} is not a list; remove [{index}]")
+        else:
+            steps.append((toml_key, None))
+            if position == len(tokens) or not isinstance(kind, Table):
+                if position != len(tokens):
+                    raise _error(spec, path, f"{toml_key} is a value, not a table")
+                canonical = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
+                return obj, attribute, toml_key, kind, steps, canonical
+            if value is None:
+                raise _error(spec, path, f"{toml_key} is not set; set the whole table first")
+            obj = value
+        if position == len(tokens):
+            canonical = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
+            return obj, "", "", kind, steps, canonical
+
+
+def get_value(spec: SceneSpec, path: str) -> Any:
+    """The value at ``path`` (a float, tuple, string, ... or a whole table/item as its dataclass).
+
+    Raises:
+        SceneError: the path names no key of the scene.
+    """
+    parent, attribute, _key, _kind, _steps, _canonical = _resolve(spec, path)
+    return getattr(parent, attribute) if attribute else parent
+
+
+def _raw(value: Any, kind: Kind) -> Any:
+    """A command-line string read as a TOML value (unless the key is a string); arrays to lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_data(value)
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = [list(v) if isinstance(v, tuple) else v for v in value]
+    if isinstance(value, str) and not kind.text and not isinstance(kind, Table):
+        try:
+            return tomllib.loads(f"value = {value}")["value"]
+        except tomllib.TOMLDecodeError:
+            return value  # the kind's own check reports it: expected a number, got "abc"
+    return value
+
+
+def set_value(spec: SceneSpec, path: str, value: Any) -> None:
+    """Set the value at ``path`` in ``spec`` (in place) after validating it like the loader does.
+
+    Setting one key of a group of which only one may be given (a region's ``box``/``sphere``/..., a cable's
+    ``points``/``indices``, see ``schema.EXCLUSIVE_KEYS``) unsets the others of its group.
+
+    Raises:
+        SceneError: unknown path, or an invalid value (the message names the key and the allowed range);
+            ``spec`` is then unchanged.
+    """
+    set_values(spec, {path: value})
+
+
+def set_values(spec: SceneSpec, values: Mapping[str, Any]) -> None:
+    """Set several values at once, validated together (e.g. an obstacle's ``type`` with its new keys; pass
+    ``None`` to unset the keys of the old type). All or nothing: on error ``spec`` is unchanged.
+
+    Raises:
+        SceneError: as :func:`set_value`, one line per problem.
+    """
+    data = to_data(spec)
+    edits = []
+    for path, value in values.items():
+        parent, attribute, toml_key, kind, steps, canonical = _resolve(spec, path)
+        if not attribute or isinstance(kind, TableList):
+            raise _error(spec, path, "a table or list cannot be set as a whole; set its keys")
+        table = data
+        for key, index in steps[:-1]:
+            table = table.setdefault(key, {}) if index is None else table[key][index]
+        if value is None or (isinstance(value, str) and value == "" and not kind.text):
+            table.pop(toml_key, None)
+        else:
+            table[toml_key] = _raw(value, kind)
+            for group in EXCLUSIVE_KEYS.get(type(parent), ()):
+                if toml_key in group:
+                    for other in group:
+                        if other != toml_key:
+                            table.pop(other, None)
+        edits.append((path.strip(), canonical, steps, parent))
+    try:
+        new = parse_data(data, source=spec.source, base_dir=spec.base_dir, check_files=spec.files_checked)
+    except SceneError as error:
+        messages = []
+        for message in error.errors:
+            for user_path, canonical, _steps, _parent in edits:
+                message = message.replace(f": {canonical}:", f": {user_path}:", 1)
+            messages.append(message)
+        raise SceneError(messages) from None
+    for _path, _canonical, steps, parent in edits:
+        new_parent: Any = new
+        for key, index in steps[:-1]:
+            new_parent = _child(new_parent, key, index)
+        # Copy the values that changed (the edited ones, keys of its exclusive group, derived ones such as
+        # mesh_path) into the existing object, so that references held by the caller stay valid.
+        for f in dataclasses.fields(parent):
+            new_value = getattr(new_parent, f.name)
+            if isinstance(new_value, list) or new_value == getattr(parent, f.name):
+                continue
+            setattr(parent, f.name, new_value)
+    spec.warnings = new.warnings
+
+
+def _child(obj: Any, key: str, index: int | None) -> Any:
+    found = _field(obj, key)
+    assert found is not None
+    value = getattr(obj, found[1])
+    return value if index is None else value[index]
+
+
+def list_parameters(spec: SceneSpec) -> list[tuple[str, Any]]:
+    """Every value of the scene as ``(key path, value)``, items addressed by name where they have one
+    (``body.finger.cable.cable.value``); unset optional keys are listed with ``None``."""
+    out: list[tuple[str, Any]] = []
+    _walk(spec, "", out)
+    return out
+
+
+def _walk(obj: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
+    for key, attribute, kind, _alias, _required in schema_fields(type(obj)):
+        value = getattr(obj, attribute)
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(kind, Table):
+            if value is None:
+                out.append((path, None))
+            else:
+                _walk(value, path, out)
+        elif isinstance(kind, TableList):
+            for i, item in enumerate(value):
+                name = getattr(item, "name", None)
+                _walk(item, f"{path}.{name}" if name else f"{path}[{i}]", out)
+        else:
+            out.append((path, value))
+
+
+def validate_spec(spec: SceneSpec) -> SceneSpec:
+    """Check a spec built or changed in Python with the loader's rules; returns a validated copy.
+
+    Raises:
+        SceneError: every problem, as for a file.
+    """
+    data = copy.deepcopy(to_data(spec))
+    return parse_data(data, source=spec.source, base_dir=spec.base_dir, check_files=spec.files_checked)

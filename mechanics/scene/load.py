@@ -1,0 +1,406 @@
+"""Read a TOML scene into a validated :class:`~mechanics.scene.schema.SceneSpec`.
+
+The file is decoded with ``tomllib`` (data only, nothing is executed) and then checked key by key against
+the field metadata of the schema dataclasses. Every problem is collected (``file: key.path: message``) and
+reported together in one :class:`~mechanics.scene.schema.SceneError`. Checks involving several keys (exactly
+one region selector, min <= max bounds, unique names, files that exist) run once the keys they involve are
+valid, so that one typo gives one message rather than a cascade.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mechanics.scene.kinds import Invalid, Vector, show, suggest
+from mechanics.scene.schema import (
+    EXCLUSIVE_KEYS,
+    OBSTACLE_KEYS,
+    REGION_KEYS,
+    BodySpec,
+    CableSpec,
+    CavitySpec,
+    EffectorSpec,
+    ForceSpec,
+    MaterialSpec,
+    ObstacleSpec,
+    RegionSpec,
+    SceneError,
+    SceneSettings,
+    SceneSpec,
+    Table,
+    TableList,
+    schema_fields,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["load_scene", "parse_scene", "parse_data"]
+
+_FAILED = object()
+_GRAVITY = {"SI": [0.0, -9.81, 0.0], "mm-kg-s": [0.0, -9810.0, 0.0]}
+
+
+class _Context:
+    """Errors and warnings collected while reading one scene."""
+
+    def __init__(self, label: str, base_dir: Path, check_files: bool, default_name: str) -> None:
+        self.label = label
+        self.base_dir = base_dir
+        self.check_files = check_files
+        self.default_name = default_name
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def error(self, path: str, message: str) -> None:
+        self.errors.append(f"{self.label}: {path}: {message}" if path else f"{self.label}: {message}")
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{self.label}: {path}: {message}")
+
+    def resolve(self, path: str, text: str) -> Path:
+        """The absolute path of ``text`` (relative to the scene directory); an error if the file is absent."""
+        resolved = (self.base_dir / Path(text).expanduser()).resolve()
+        if self.check_files and not resolved.is_file():
+            self.error(path, f"file not found: {resolved}")
+        return resolved
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _unknown_key(key: str, known: list[str]) -> str:
+    hint = suggest(key, known)
+    return f"unknown key{hint}" if hint else f"unknown key; allowed keys: {', '.join(known)}"
+
+
+def _parse_table(cls: type, raw: Any, path: str, ctx: _Context) -> Any:
+    """Parse the TOML table ``raw`` into ``cls``; returns ``_FAILED`` when an error was recorded."""
+    if not isinstance(raw, dict):
+        ctx.error(path, f"expected a table, got {show(raw)}")
+        return _FAILED
+    n_errors = len(ctx.errors)
+    prepare = _PREPARE.get(cls)
+    if prepare is not None:
+        raw = prepare(dict(raw), path, ctx)
+    specs = schema_fields(cls)
+    known = [key for key, *_ in specs] + [alias for _, _, _, alias, _ in specs if alias]
+    for key in raw:
+        if key not in known:
+            ctx.error(_join(path, key), _unknown_key(key, known))
+    values: dict[str, Any] = {}
+    factories = {f.name for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING}
+    for key, attribute, kind, alias, required in specs:
+        present = [k for k in (key, alias) if k is not None and k in raw]
+        if not present:
+            if isinstance(kind, Table) and attribute in factories:
+                # Absent tables with a default (``[solver.newton]``) are read as empty so that their
+                # preparation step (defaults that depend on other keys) runs as well.
+                present_value = _parse_table(kind.cls, {}, _join(path, key), ctx)
+                if present_value is not _FAILED:
+                    values[attribute] = present_value
+            elif required:
+                what = "table" if isinstance(kind, Table) else "key"
+                ctx.error(_join(path, key), f"missing required {what}")
+            continue
+        converted = [_convert(kind, k, raw[k], _join(path, k), ctx) for k in present]
+        if _FAILED in converted:
+            continue
+        if len(converted) == 2 and converted[0] != converted[1]:
+            ctx.error(
+                _join(path, key),
+                f"{show(raw[key])} disagrees with its alias {alias} = {show(raw[alias])}; give only one",
+            )
+            continue
+        values[attribute] = converted[0]
+    if len(ctx.errors) > n_errors:
+        return _FAILED
+    obj = cls(**values)
+    check = _CHECKS.get(cls)
+    if check is not None:
+        check(obj, path, ctx)
+    return obj if len(ctx.errors) == n_errors else _FAILED
+
+
+def _convert(kind: Any, key: str, raw: Any, path: str, ctx: _Context) -> Any:
+    if isinstance(kind, Table):
+        return _parse_table(kind.cls, raw, path, ctx)
+    if isinstance(kind, TableList):
+        if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+            header = re.sub(r"\[\d+\]", "", path)
+            ctx.error(path, f"expected an array of tables ([[{header}]]), got {show(raw)}")
+            return _FAILED
+        has_name = any(k == "name" for k, *_ in schema_fields(kind.cls))
+        items = []
+        for i, item in enumerate(raw):
+            if has_name and "name" not in item:
+                item = {"name": f"{key}{i}", **item}
+            items.append(_parse_table(kind.cls, item, f"{path}[{i}]", ctx))
+        return _FAILED if _FAILED in items else items
+    try:
+        return kind.convert(raw)
+    except Invalid as error:
+        ctx.error(path, str(error))
+        return _FAILED
+
+
+# --- preparation of raw tables (defaults that depend on other keys, alternative spellings) ---
+
+
+def _prepare_scene_settings(raw: dict, path: str, ctx: _Context) -> dict:
+    raw.setdefault("name", ctx.default_name)
+    units = raw.get("units", "SI")
+    if "gravity" not in raw and isinstance(units, str) and units in _GRAVITY:
+        raw["gravity"] = _GRAVITY[units]
+    return raw
+
+
+def _prepare_obstacle(raw: dict, path: str, ctx: _Context) -> dict:
+    """``type = "box"`` may be given as ``min``/``max`` corners; they are read as center and halfExtents."""
+    corners = [k for k in ("min", "max") if k in raw]
+    if not corners:
+        return raw
+    if raw.get("type") != "box":
+        for k in corners:
+            ctx.error(_join(path, k), f"used only by type box, not by type {show(raw.get('type'))}")
+        return {k: v for k, v in raw.items() if k not in corners}
+    if len(corners) == 1:
+        other = "max" if corners[0] == "min" else "min"
+        ctx.error(_join(path, other), f"missing; a box given by {corners[0]} also needs {other}")
+        return {k: v for k, v in raw.items() if k not in corners}
+    for k in ("center", "halfExtents"):
+        if k in raw:
+            ctx.error(_join(path, k), "give either center and halfExtents or min and max, not both")
+    try:
+        low = Vector(3).convert(raw["min"])
+    except Invalid as error:
+        ctx.error(_join(path, "min"), str(error))
+        low = None
+    try:
+        high = Vector(3).convert(raw["max"])
+    except Invalid as error:
+        ctx.error(_join(path, "max"), str(error))
+        high = None
+    prepared = {k: v for k, v in raw.items() if k not in ("min", "max", "center", "halfExtents")}
+    if low is None or high is None:
+        return prepared
+    for axis, name in enumerate("xyz"):
+        if high[axis] <= low[axis]:
+            ctx.error(_join(path, "max"), f"{name}: {high[axis]:g} must be > min {low[axis]:g}")
+            return prepared
+    prepared["center"] = [(a + b) / 2.0 for a, b in zip(low, high)]
+    prepared["halfExtents"] = [(b - a) / 2.0 for a, b in zip(low, high)]
+    return prepared
+
+
+_PREPARE: dict[type, Callable[[dict, str, _Context], dict]] = {
+    SceneSettings: _prepare_scene_settings,
+    ObstacleSpec: _prepare_obstacle,
+}
+
+
+# --- checks that involve several keys ---
+
+
+def _exactly_one(obj: Any, keys: tuple[str, ...], path: str, ctx: _Context) -> str | None:
+    given = [k for k in keys if getattr(obj, k) is not None]
+    if len(given) == 1:
+        return given[0]
+    if not given:
+        ctx.error(path, f"one of {', '.join(keys)} is required")
+    else:
+        ctx.error(path, f"exactly one of {', '.join(keys)} is allowed, got {' and '.join(given)}")
+    return None
+
+
+def _ordered(obj: Any, low: str, high: str, path: str, ctx: _Context) -> None:
+    lo, hi = getattr(obj, low), getattr(obj, high)
+    if lo is not None and hi is not None and lo > hi:
+        ctx.error(_join(path, low), f"{lo:g} is greater than {high} = {hi:g}")
+
+
+def _check_region(obj: RegionSpec, path: str, ctx: _Context) -> None:
+    _exactly_one(obj, EXCLUSIVE_KEYS[RegionSpec][0], path, ctx)
+
+
+def _check_force(obj: ForceSpec, path: str, ctx: _Context) -> None:
+    load = _exactly_one(obj, ("totalForce", "pressure"), path, ctx)
+    if load == "totalForce":
+        _exactly_one(obj, REGION_KEYS, path, ctx)
+    elif load == "pressure":
+        if obj.set is None:
+            ctx.error(_join(path, "set"), "missing; pressure acts on a triangle set: set = \"NAME\"")
+        for key in REGION_KEYS:
+            if key != "set" and getattr(obj, key) is not None:
+                ctx.error(_join(path, key), "cannot be used with pressure (it acts on the triangle set)")
+
+
+def _check_material(obj: MaterialSpec, path: str, ctx: _Context) -> None:
+    if obj.totalMass is not None and obj.massDensity is not None:
+        ctx.error(path, "totalMass and massDensity are both given; give at most one")
+
+
+def _check_cable(obj: CableSpec, path: str, ctx: _Context) -> None:
+    _exactly_one(obj, EXCLUSIVE_KEYS[CableSpec][0], path, ctx)
+    if obj.hasPullPoint and obj.pullPoint is None:
+        ctx.error(_join(path, "pullPoint"), "missing; required when hasPullPoint = true (the default)")
+    if not obj.hasPullPoint:
+        if obj.pullPoint is not None:
+            ctx.error(_join(path, "pullPoint"), "given but hasPullPoint = false; remove one of the two")
+        if obj.n_points < 2:
+            ctx.error(_join(path, "hasPullPoint"), f"false needs at least 2 cable points, got {obj.n_points}")
+    _ordered(obj, "minForce", "maxForce", path, ctx)
+
+
+def _check_cavity(obj: CavitySpec, path: str, ctx: _Context) -> None:
+    if _exactly_one(obj, EXCLUSIVE_KEYS[CavitySpec][0], path, ctx) == "surface":
+        obj.surface_path = ctx.resolve(_join(path, "surface"), obj.surface)
+    _ordered(obj, "minPressure", "maxPressure", path, ctx)
+    _ordered(obj, "minVolumeGrowth", "maxVolumeGrowth", path, ctx)
+
+
+def _check_effector(obj: EffectorSpec, path: str, ctx: _Context) -> None:
+    if _exactly_one(obj, EXCLUSIVE_KEYS[EffectorSpec][0], path, ctx) is None:
+        return
+    if obj.effectorGoal is not None and len(obj.effectorGoal) != obj.n_points:
+        ctx.error(
+            _join(path, "effectorGoal"),
+            f"expected one goal per effector point ({obj.n_points}), got {len(obj.effectorGoal)}",
+        )
+
+
+def _check_body(obj: BodySpec, path: str, ctx: _Context) -> None:
+    obj.mesh_path = ctx.resolve(_join(path, "mesh"), obj.mesh)
+
+
+def _check_obstacle(obj: ObstacleSpec, path: str, ctx: _Context) -> None:
+    needed = OBSTACLE_KEYS[obj.type]
+    for key in needed:
+        if getattr(obj, key) is None:
+            ctx.error(_join(path, key), f"missing; type {obj.type} needs {', '.join(needed)}")
+    used = {k for keys in OBSTACLE_KEYS.values() for k in keys}
+    for key in sorted(used - set(needed)):
+        if getattr(obj, key) is not None:
+            ctx.error(_join(path, key), f"not used by type {obj.type} (it uses {', '.join(needed)})")
+
+
+def _unique(named: list[tuple[str, str]], what: str, ctx: _Context) -> None:
+    """``named`` is ``[(path, name)]``; report every name that was already used."""
+    first: dict[str, str] = {}
+    for path, name in named:
+        if name in first:
+            ctx.error(_join(path, "name"), f"duplicate {what} name {show(name)} (also used by {first[name]})")
+        else:
+            first[name] = path
+
+
+def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
+    _unique([(f"body[{i}]", b.name) for i, b in enumerate(obj.bodies)], "body", ctx)
+    _unique([(f"obstacle[{i}]", o.name) for i, o in enumerate(obj.obstacles)], "obstacle", ctx)
+    # Actuator and effector names become CSV column prefixes (NAME.QUANTITY), so they are unique scene-wide.
+    actuators = []
+    for i, body in enumerate(obj.bodies):
+        for key, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
+            actuators += [(f"body[{i}].{key}[{j}]", item.name) for j, item in enumerate(items)]
+    _unique(actuators, "actuator/effector", ctx)
+    gravity = any(obj.scene.gravity)
+    for i, body in enumerate(obj.bodies):
+        massless = body.material.totalMass is None and body.material.massDensity is None
+        if massless and obj.scene.mode == "dynamic":
+            ctx.error(f"body[{i}].material", "scene.mode = \"dynamic\" needs totalMass or massDensity")
+        elif massless and gravity:
+            ctx.warn(f"body[{i}].material", "no totalMass or massDensity: gravity has no effect on this body")
+
+
+_CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
+    RegionSpec: _check_region,
+    ForceSpec: _check_force,
+    MaterialSpec: _check_material,
+    CableSpec: _check_cable,
+    CavitySpec: _check_cavity,
+    EffectorSpec: _check_effector,
+    BodySpec: _check_body,
+    ObstacleSpec: _check_obstacle,
+    SceneSpec: _check_scene,
+}
+
+
+# --- entry points ---
+
+
+def _label(source: str) -> str:
+    return source if source.startswith("<") else Path(source).name
+
+
+def parse_data(
+    data: dict[str, Any],
+    *,
+    source: str = "<string>",
+    base_dir: Path | str | None = None,
+    check_files: bool = True,
+) -> SceneSpec:
+    """Validate decoded TOML data (nested dicts and lists, as ``tomllib`` returns) into a :class:`SceneSpec`.
+
+    Args:
+        data: the decoded scene.
+        source: the file name used in messages (``"<string>"`` when there is no file).
+        base_dir: directory relative paths are resolved against (default: the current directory).
+        check_files: check that the mesh and cavity surface files exist.
+
+    Raises:
+        SceneError: listing every problem, one per line.
+    """
+    base = Path.cwd() if base_dir is None else Path(base_dir)
+    base = base.resolve()
+    default_name = Path(source).stem if not source.startswith("<") else "untitled"
+    ctx = _Context(_label(source), base, check_files, default_name)
+    spec = _parse_table(SceneSpec, data, "", ctx)
+    if ctx.errors:
+        raise SceneError(ctx.errors)
+    spec.source = source
+    spec.base_dir = base
+    spec.warnings = ctx.warnings
+    spec.files_checked = check_files
+    for warning in ctx.warnings:
+        logger.warning("%s", warning)
+    return spec
+
+
+def parse_scene(
+    text: str,
+    *,
+    source: str = "<string>",
+    base_dir: Path | str | None = None,
+    check_files: bool = True,
+) -> SceneSpec:
+    """Parse and validate scene text (TOML). See :func:`parse_data` for the arguments.
+
+    Raises:
+        SceneError: a TOML syntax error (with its line and column) or every validation problem.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SceneError([f"{_label(source)}: TOML syntax error: {error}"]) from None
+    return parse_data(data, source=source, base_dir=base_dir, check_files=check_files)
+
+
+def load_scene(path: Path | str, *, check_files: bool = True) -> SceneSpec:
+    """Read and validate the scene file ``path``; relative paths in it are relative to its directory.
+
+    Raises:
+        SceneError: the file cannot be read, is not valid TOML, or does not follow the scene format.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise SceneError([f"{path.name}: cannot read the scene file {path}: {reason}"]) from None
+    return parse_scene(text, source=str(path), base_dir=path.parent, check_files=check_files)
