@@ -1,0 +1,60 @@
+"""Constraint solvers in constraint space (SOFA Lagrangian constraint solvers).
+
+``make_constraint_solver(type, **params)`` builds one of "BlockGaussSeidel" (SOFA's default, also under the
+names "GenericConstraintSolver", "ProjectedGaussSeidel" and "BlockGaussSeidelConstraintSolver"),
+"ImprovedJacobi", "NNCG" or "exact". Every solver has ``solve(W, dfree, blocks, *, initial_force=None)``
+returning a :class:`ConstraintReport` and ``set_parameters(**params)`` with SOFA's parameter names.
+"""
+
+from __future__ import annotations
+
+from mechanics.constraint_solvers.base import COMMON_PARAMETERS, ConstraintReport, ConstraintSolver
+from mechanics.constraint_solvers.exact import ExactSolver, lemke, solve_mixed_lcp
+from mechanics.constraint_solvers.gauss_seidel import NNCG, BlockGaussSeidel
+from mechanics.constraint_solvers.jacobi import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
+from mechanics.errors import ParameterError
+from mechanics.resolutions import complementarity_residual
+
+SOLVER_TYPES: dict[str, type[ConstraintSolver]] = {
+    "BlockGaussSeidel": BlockGaussSeidel,
+    "ImprovedJacobi": ImprovedJacobi,
+    "NNCG": NNCG,
+    "exact": ExactSolver,
+}
+SOFA_NAMES = {
+    "GenericConstraintSolver": "BlockGaussSeidel",
+    "ProjectedGaussSeidel": "BlockGaussSeidel",
+    "BlockGaussSeidelConstraintSolver": "BlockGaussSeidel",
+    "ImprovedJacobiConstraintSolver": "ImprovedJacobi",
+    "NNCGConstraintSolver": "NNCG",
+    "NonsmoothNonlinearConjugateGradient": "NNCG",
+}
+
+
+def make_constraint_solver(type: str, **params) -> ConstraintSolver:  # noqa: A002 - the scene key is "type"
+    """Build a constraint solver by name (see the module docstring); params are validated SOFA parameters."""
+    name = SOFA_NAMES.get(type, type)
+    if name not in SOLVER_TYPES:
+        raise ParameterError(
+            f"constraint solver type {type!r} is unknown; allowed: "
+            + ", ".join(list(SOLVER_TYPES) + list(SOFA_NAMES))
+        )
+    return SOLVER_TYPES[name](**params)
+
+
+__all__ = [
+    "COMMON_PARAMETERS",
+    "NNCG",
+    "SOLVER_TYPES",
+    "BlockGaussSeidel",
+    "ConstraintReport",
+    "ConstraintSolver",
+    "ExactSolver",
+    "ImprovedJacobi",
+    "complementarity_residual",
+    "lemke",
+    "make_constraint_solver",
+    "scaled_spectral_radius",
+    "sofa_spectral_radius",
+    "solve_mixed_lcp",
+]

@@ -1,0 +1,199 @@
+"""Shared parts of the constraint solvers: SOFA's common parameters, validation, the report and the pipeline.
+
+Every solver solves, for the multipliers ``f`` (m,), the problem ``d = dfree + W f`` where each block of rows
+obeys its resolution law (:mod:`mechanics.resolutions`). ``W`` (m, m) is the dense compliance in constraint
+space (SOFA's built W), ``dfree`` (m,) the violation at the free configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanics.errors import ParameterError
+from mechanics.resolutions import Blocks
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ConstraintReport:
+    """Result of one constraint solve (SOFA's outputs).
+
+    force: (m,) multipliers lambda. violation: (m,) ``d = dfree + W f`` with the W given to ``solve`` (without
+    regularization). currentIterations: sweeps/iterations done (exact count, see each solver for SOFA's
+    convention). currentError: the solver's own error measure at the end (displacement units).
+    graphErrors: (currentIterations,) error after each iteration (SOFA's computeGraphs; always filled here,
+    it costs one float per iteration). time: wall time of the solve in seconds.
+    constraintForces: copy of force when computeConstraintForces is true, else None.
+    """
+
+    force: np.ndarray
+    violation: np.ndarray
+    currentIterations: int
+    currentError: float
+    converged: bool
+    graphErrors: np.ndarray
+    time: float
+    currentNumConstraints: int = 0
+    currentNumConstraintGroups: int = 0
+    constraintForces: np.ndarray | None = None
+    solver: str = ""
+
+
+@dataclass(frozen=True)
+class Param:
+    """Declaration of one parameter: type ('int', 'float' or 'bool'), default and allowed range."""
+
+    kind: str
+    default: object
+    lo: float = -math.inf
+    hi: float = math.inf
+    open_lo: bool = False
+    open_hi: bool = False
+
+    def check(self, name: str, value):
+        if self.kind == "bool":
+            if not isinstance(value, bool | np.bool_):
+                raise ParameterError(f"{name} must be a boolean (true/false), got {value!r}")
+            return bool(value)
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise ParameterError(f"{name} must be a number, got {value!r}")
+        if self.kind == "int":
+            if float(value) != int(value):
+                raise ParameterError(f"{name} must be an integer, got {value!r}")
+            value = int(value)
+        else:
+            value = float(value)
+        if not math.isfinite(value):
+            raise ParameterError(f"{name} must be finite, got {value!r}")
+        too_low = value <= self.lo if self.open_lo else value < self.lo
+        too_high = value >= self.hi if self.open_hi else value > self.hi
+        if too_low or too_high:
+            left = "(" if self.open_lo else "["
+            right = ")" if self.open_hi else "]"
+            raise ParameterError(f"{name} must be in {left}{self.lo:g}, {self.hi:g}{right}, got {value!r}")
+        return value
+
+
+COMMON_PARAMETERS: dict[str, Param] = {
+    "maxIterations": Param("int", 1000, 1, 10_000_000),
+    "tolerance": Param("float", 1e-3, 0.0, math.inf, open_lo=True),
+    "sor": Param("float", 1.0, 0.0, 2.0, open_lo=True, open_hi=True),
+    "regularizationTerm": Param("float", 0.0, 0.0, math.inf),
+    "scaleTolerance": Param("bool", True),
+    "allVerified": Param("bool", False),
+    "computeConstraintForces": Param("bool", False),
+}
+ALIASES = {"maxIt": "maxIterations"}
+
+
+class ConstraintSolver:
+    """Base class: parameters (SOFA names, validated), input checks, regularization and the report."""
+
+    type_name = "ConstraintSolver"
+    extra_parameters: dict[str, Param] = {}
+
+    def __init__(self, **params) -> None:
+        self._specs = {**COMMON_PARAMETERS, **self.extra_parameters}
+        self._values = {name: spec.default for name, spec in self._specs.items()}
+        self.set_parameters(**params)
+
+    # ------------------------------------------------------------------ parameters
+    def set_parameters(self, **params) -> None:
+        """Validate and set parameters (SOFA names; alias maxIt); they take effect on the next solve.
+
+        Raises ParameterError naming the key and its range; nothing is changed if any value is invalid."""
+        checked = {}
+        for key, value in params.items():
+            name = ALIASES.get(key, key)
+            if name not in self._specs:
+                raise ParameterError(
+                    f"{self.type_name}: unknown parameter {key!r}; allowed: " + ", ".join(sorted(self._specs))
+                )
+            checked[name] = self._specs[name].check(name, value)
+        self._values.update(checked)
+
+    @property
+    def parameters(self) -> dict:
+        return dict(self._values)
+
+    def __getattr__(self, name: str):
+        values = self.__dict__.get("_values")
+        if values is not None and name in values:
+            return values[name]
+        raise AttributeError(name)
+
+    def effective_tolerance(self, n_rows: int) -> float:
+        """SOFA: ``tolerance * n`` when scaleTolerance and not allVerified, else ``tolerance``."""
+        tol = self._values["tolerance"]
+        if self._values["scaleTolerance"] and not self._values["allVerified"]:
+            tol *= n_rows
+        return tol
+
+    # ------------------------------------------------------------------ pipeline
+    def solve(
+        self, W: np.ndarray, dfree: np.ndarray, blocks: Blocks, *, initial_force: np.ndarray | None = None
+    ) -> ConstraintReport:
+        """Solve for the multipliers; W (m, m), dfree (m,), blocks with m rows, initial_force (m,)
+        warm start.
+        """
+        started = time.perf_counter()
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        dfree = np.ascontiguousarray(dfree, dtype=np.float64).reshape(-1)
+        m = dfree.size
+        if W.shape != (m, m):
+            raise ParameterError(f"W must have shape ({m}, {m}) to match dfree, got {W.shape}")
+        if blocks.n_rows != m:
+            raise ParameterError(f"blocks describe {blocks.n_rows} rows but dfree has {m}")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(dfree))):
+            raise ParameterError("W and dfree must be finite")
+        if m and np.any(np.diag(W) <= 0.0):
+            raise ParameterError(
+                "W must have a positive diagonal (every constraint row needs compliance > 0)"
+            )
+        if initial_force is None:
+            f0 = np.zeros(m)
+        else:
+            f0 = np.array(initial_force, dtype=np.float64).reshape(-1)
+            if f0.size != m or not np.all(np.isfinite(f0)):
+                raise ParameterError(
+                    f"initial_force must be {m} finite values, got shape {np.shape(initial_force)}"
+                )
+        if m == 0:
+            return self._report(np.zeros(0), np.zeros(0), 0, 0.0, True, np.zeros(0), started, blocks)
+        reg = self._values["regularizationTerm"]
+        W_solve = W + reg * np.eye(m) if reg > np.finfo(float).eps else W
+        force, iterations, error, converged, graph = self._solve(W_solve, dfree, blocks, f0)
+        if not converged:
+            logger.warning(
+                "%s did not converge: error %.3g after %d iterations", self.type_name, error, iterations
+            )
+        return self._report(force, dfree + W @ force, iterations, error, converged, graph, started, blocks)
+
+    def _solve(self, W, dfree, blocks, f0):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _report(
+        self, force, violation, iterations, error, converged, graph, started, blocks
+    ) -> ConstraintReport:
+        return ConstraintReport(
+            force=force,
+            violation=violation,
+            currentIterations=int(iterations),
+            currentError=float(error),
+            converged=bool(converged),
+            graphErrors=np.asarray(graph, dtype=np.float64),
+            time=time.perf_counter() - started,
+            currentNumConstraints=blocks.n_rows,
+            currentNumConstraintGroups=blocks.n_blocks,
+            constraintForces=force.copy() if self._values["computeConstraintForces"] else None,
+            solver=self.type_name,
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
