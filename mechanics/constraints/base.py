@@ -1,0 +1,270 @@
+"""Common interface of the Lagrangian constraint models (SOFA constraints, SoftRobots actuators).
+
+A constraint owns a few scalar rows of the global constraint system of one frame. Every model works on the
+full
+DOF vector of its body (``3n`` node-major DOFs, ``dof = 3*i + k``); the frame step drops the fixed columns.
+
+Frame protocol (SOFA FreeMotionAnimationLoop order, reference sofa-constraints.md 1.3 and 4.1):
+
+1. ``update(x_free)``: collision-type constraints rebuild their active set at the free configuration
+   (a no-op for the others). ``n_rows`` is valid after this call.
+2. ``J = jacobian(x)`` at the step-start positions ``x`` (SoftRobots evaluates actuator rows at the step-start
+   state); ``dfree = violation(x, x_free, J)``: the violation linearised to ``x_free``.
+3. ``blocks(x)``: how the solver projects the multipliers of these rows; ``compliance()``: per-row compliance
+   added to the diagonal of W for soft constraints (None for hard ones).
+4. ``store(force, x_new)`` after the correction: the models publish their ``outputs``.
+
+``enforced = False`` marks a constraint that the direct solve must not enforce (position effectors: objectives
+of the inverse problem); the frame step still calls ``store`` so that its outputs are up to date.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.errors import ParameterError
+from mechanics.mapping import BarycentricMapping
+from mechanics.resolutions import Blocks
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Constraint", "PointSet", "check_positions", "empty_jacobian"]
+
+
+def empty_jacobian(n_dofs: int) -> sp.csr_matrix:
+    """A ``(0, n_dofs)`` CSR matrix (a constraint without rows this frame)."""
+    return sp.csr_matrix((0, n_dofs), dtype=np.float64)
+
+
+def check_positions(name: str, x: np.ndarray, n_nodes: int) -> np.ndarray:
+    """``x`` as a float64 ``(n_nodes, 3)`` array, or ParameterError naming the constraint and the shape."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size != 3 * n_nodes:
+        raise ParameterError(f"{name}: positions must have shape ({n_nodes}, 3), got {x.shape}")
+    return x.reshape(n_nodes, 3)
+
+
+class PointSet:
+    """The points a constraint acts on: body nodes (``indices``) or positions embedded in the body
+    (``points``).
+
+    Args:
+        owner: constraint name for error messages.
+        X: rest node positions ``(n, 3)``.
+        tets: tetrahedra ``(m, 4)``; needed only for ``points``.
+        points: ``(k, 3)`` positions in the rest configuration, mapped with a BarycentricMapping.
+        indices: ``(k,)`` node ids. Exactly one of ``points`` and ``indices`` must be given.
+        tolerance: mapping tolerance (see :class:`~mechanics.mapping.BarycentricMapping`).
+    """
+
+    def __init__(
+        self,
+        owner: str,
+        X: np.ndarray,
+        tets: np.ndarray | None,
+        *,
+        points: np.ndarray | None = None,
+        indices: np.ndarray | None = None,
+        tolerance: float | None = None,
+    ) -> None:
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        if self.X.ndim != 2 or self.X.shape[1] != 3:
+            raise ParameterError(f"{owner}: X must have shape (n, 3), got {self.X.shape}")
+        self.n_nodes = self.X.shape[0]
+        if (points is None) == (indices is None):
+            raise ParameterError(f"{owner}: give exactly one of points (positions) and indices (node ids)")
+        self.mapping: BarycentricMapping | None = None
+        self.indices: np.ndarray | None = None
+        if points is not None:
+            points = np.asarray(points, dtype=np.float64)
+            if points.ndim == 1 and points.size == 3:
+                points = points[None, :]
+            if points.ndim != 2 or points.shape[1] != 3 or points.shape[0] == 0:
+                raise ParameterError(
+                    f"{owner}: points must have shape (k, 3) with k >= 1, got {points.shape}"
+                )
+            if tets is None:
+                raise ParameterError(f"{owner}: tets are needed to embed points in the body")
+            self.mapping = BarycentricMapping(self.X, tets, points, tolerance=tolerance)
+            self.n_points = points.shape[0]
+        else:
+            raw = np.asarray(indices)
+            if raw.size == 0 or not np.issubdtype(raw.dtype, np.integer):
+                raise ParameterError(
+                    f"{owner}: indices must be a non-empty list of integer node ids, got {indices!r}"
+                )
+            self.indices = raw.astype(np.int64).reshape(-1)
+            if self.indices.min() < 0 or self.indices.max() >= self.n_nodes:
+                bad = self.indices[(self.indices < 0) | (self.indices >= self.n_nodes)]
+                raise ParameterError(
+                    f"{owner}: indices must lie in [0, {self.n_nodes - 1}], got {bad[:5].tolist()}"
+                )
+            self.n_points = self.indices.size
+
+    def positions(self, x: np.ndarray) -> np.ndarray:
+        """Point positions ``(k, 3)`` for node positions ``x`` ``(n, 3)``."""
+        if self.mapping is not None:
+            return self.mapping.apply(x)
+        return x[self.indices]
+
+    def rows_to_dofs(self, rows: np.ndarray) -> sp.csr_matrix:
+        """Constraint rows written on the points, ``(r, k, 3)``, as a CSR matrix ``(r, 3n)`` on the body
+        DOFs."""
+        n_rows = rows.shape[0]
+        flat = rows.reshape(n_rows, 3 * self.n_points)
+        if self.mapping is not None:
+            return (sp.csr_matrix(flat) @ self.mapping.matrix()).tocsr()
+        cols = (3 * self.indices[:, None] + np.arange(3)[None, :]).reshape(-1)
+        row_ids = np.repeat(np.arange(n_rows), cols.size)
+        matrix = sp.coo_matrix(
+            (flat.reshape(-1), (row_ids, np.tile(cols, n_rows))), shape=(n_rows, 3 * self.n_nodes)
+        )
+        return matrix.tocsr()
+
+
+class Constraint(abc.ABC):
+    """Base class of every constraint model.
+
+    Attributes:
+        name: identifier used in outputs (``NAME.QUANTITY`` columns) and error messages.
+        enforced: False for constraints the direct (non-inverse) step only observes.
+        active: inactive constraints have no rows (``n_rows == 0``).
+    """
+
+    #: Parameters accepted by :meth:`set_parameters`: SoftRobots name -> validator(name, key, value) -> value.
+    PARAMETERS: Mapping[str, Callable[[str, str, Any], Any]] = {}
+
+    #: True when some rows measure motion since the last frame (frictional contacts): the frame step then
+    #: passes the last frame's positions as ``x`` to :meth:`violation`, otherwise ``x_free`` itself.
+    measures_motion = False
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"constraint name must be a non-empty string, got {name!r}")
+        self.name = name
+        self.enforced = True
+        self.active = True
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    @abc.abstractmethod
+    def n_rows(self) -> int:
+        """Number of scalar rows this frame (contacts: after :meth:`update`)."""
+
+    def update(self, x_free: np.ndarray) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Rebuild the active set at the free configuration ``x_free`` ``(n, 3)``. Default: nothing to do."""
+
+    @abc.abstractmethod
+    def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """Constraint Jacobian ``(n_rows, 3n)`` evaluated at the step-start positions ``x`` ``(n, 3)``."""
+
+    @abc.abstractmethod
+    def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
+        """Free violation ``dfree`` ``(n_rows,)`` at ``x_free`` (``J`` is ``jacobian(x)``)."""
+
+    @abc.abstractmethod
+    def blocks(self, x: np.ndarray) -> Blocks:
+        """Resolution blocks of the rows (block starts are local: the first row is 0)."""
+
+    def compliance(self) -> np.ndarray | None:
+        """Per-row compliance ``(n_rows,)`` added to W's diagonal, or None for a hard constraint."""
+        return None
+
+    @abc.abstractmethod
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        """Record the multipliers ``force`` ``(n_rows,)`` and the corrected positions ``x_new`` ``(n, 3)``."""
+
+    @property
+    @abc.abstractmethod
+    def outputs(self) -> dict[str, float]:
+        """Scalar outputs with SoftRobots names (e.g. ``cableLength``, ``displacement``, ``force``)."""
+
+    # ------------------------------------------------------------------ parameters
+    def set_parameters(self, **parameters: Any) -> None:
+        """Change parameters by their SoftRobots names; every value is validated before any is applied."""
+        validated = {}
+        for key, value in parameters.items():
+            validator = self.PARAMETERS.get(key)
+            if validator is None:
+                allowed = ", ".join(sorted(self.PARAMETERS))
+                raise ParameterError(f"{self.name}: unknown parameter {key!r}; allowed: {allowed}")
+            validated[key] = validator(self.name, key, value)
+        missing = object()
+        previous = {key: getattr(self, key, missing) for key in validated}
+        for key, value in validated.items():
+            setattr(self, key, value)
+        try:
+            self._check_consistency()
+        except ParameterError:
+            for key, value in previous.items():  # leave the constraint as it was
+                if value is missing:
+                    delattr(self, key)
+                else:
+                    setattr(self, key, value)
+            raise
+        logger.debug("%s: parameters set %s", self.name, validated)
+
+    def _check_consistency(self) -> None:  # noqa: B027 - optional hook
+        """Cross-parameter checks (e.g. min <= max), raising ParameterError. Default: none."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, n_rows={self.n_rows})"
+
+
+# ---------------------------------------------------------------------- validators
+def real(lo: float = -math.inf, hi: float = math.inf, *, optional: bool = False, open_lo: bool = False):
+    """Validator of a finite real in ``[lo, hi]`` (``(lo, hi]`` if ``open_lo``); None allowed if
+    ``optional``."""
+
+    def validate(owner: str, key: str, value: Any) -> float | None:
+        if value is None and optional:
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{owner}: {key} must be a real number, got {value!r}") from None
+        below = number <= lo if open_lo else number < lo
+        if not math.isfinite(number) or below or number > hi:
+            bracket = "(" if open_lo else "["
+            raise ParameterError(
+                f"{owner}: {key}={value!r} is outside the allowed range {bracket}{lo}, {hi}]"
+            )
+        return number
+
+    return validate
+
+
+def boolean(owner: str, key: str, value: Any) -> bool:
+    """Validator of a boolean (also 0/1 as in SOFA scene files)."""
+    if isinstance(value, (bool, np.bool_)) or value in (0, 1):
+        return bool(value)
+    raise ParameterError(f"{owner}: {key} must be a boolean (true/false or 0/1), got {value!r}")
+
+
+def choice(*options: str):
+    """Validator of a string among ``options``."""
+
+    def validate(owner: str, key: str, value: Any) -> str:
+        if value not in options:
+            raise ParameterError(f"{owner}: {key}={value!r} is not one of {', '.join(options)}")
+        return value
+
+    return validate
+
+
+def check_order(owner: str, lo_key: str, lo: float | None, hi_key: str, hi: float | None) -> None:
+    """ParameterError if both bounds are set and ``lo > hi``."""
+    if lo is not None and hi is not None and lo > hi:
+        raise ParameterError(f"{owner}: {lo_key}={lo} must not exceed {hi_key}={hi}")
+
+
+def or_inf(value: float | None, sign: float) -> float:
+    """``value``, or ``sign * inf`` when unset."""
+    return sign * math.inf if value is None else float(value)

@@ -1,0 +1,243 @@
+"""SoftRobots ``CableConstraint`` (method ``point``): a cable through sliding points, pulled from a fixed
+point.
+
+Reference sofa-constraints.md 4.2 (SoftRobots ``CableModel.inl``, ``CableConstraint.inl``):
+
+- length ``L(x) = |p_0 - P| + sum_k |p_k - p_{k-1}|`` with ``P = pullPoint``; without a pull point
+  (``hasPullPoint=False``) the first cable point is the (moving) pull point and the sum starts at ``p_1``;
+- one row ``J = -dL/dx`` (so that a positive multiplier pulls every point toward its neighbours on the pull
+  side,
+  i.e. shortens the cable), evaluated at the step-start positions;
+- violation ``dfree = J.(x_free - x) + L0 - L(x)`` (about ``L0 - L(x_free)``): the displacement, positive when
+  the cable is shortened;
+- outputs ``cableLength = L``, ``displacement = L0 - L`` and ``force`` (the multiplier).
+
+Cable points given as positions are embedded in the body with a :class:`~mechanics.mapping.BarycentricMapping`
+(``J = J_points @ mapping``); points given as ``indices`` are body nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.constraints.base import (
+    Constraint,
+    PointSet,
+    boolean,
+    check_order,
+    check_positions,
+    choice,
+    or_inf,
+    real,
+)
+from mechanics.errors import ParameterError
+from mechanics.resolutions import Blocks
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CableConstraint", "cable_length_and_gradient"]
+
+
+def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None) -> tuple[float, np.ndarray]:
+    """Length of the polyline ``[pull_point,] points[0], ..., points[-1]`` and its gradient.
+
+    Args:
+        points: ``(k, 3)`` cable points, from the pulled end to the far extremity.
+        pull_point: ``(3,)`` fixed pull point, or None when ``points[0]`` is the pull point.
+
+    Returns:
+        ``(L, dL/dpoints (k, 3))``. A zero-length segment contributes no gradient.
+    """
+    chain = points if pull_point is None else np.vstack([pull_point[None, :], points])
+    segments = np.diff(chain, axis=0)
+    lengths = np.linalg.norm(segments, axis=1)
+    units = np.zeros_like(segments)
+    np.divide(segments, lengths[:, None], out=units, where=lengths[:, None] > 0.0)
+    gradient = np.zeros_like(chain)
+    gradient[1:] += units
+    gradient[:-1] -= units
+    if pull_point is not None:
+        gradient = gradient[1:]
+    return float(lengths.sum()), gradient
+
+
+def _validate_point(owner: str, key: str, value: Any) -> np.ndarray:
+    point = np.asarray(value, dtype=np.float64).reshape(-1)
+    if point.shape != (3,) or not np.all(np.isfinite(point)):
+        raise ParameterError(f"{owner}: {key} must be 3 finite coordinates, got {value!r}")
+    return point
+
+
+class CableConstraint(Constraint):
+    """One-row cable actuator with SoftRobots parameters.
+
+    Args:
+        X: rest node positions ``(n, 3)`` of the body.
+        tets: tetrahedra ``(m, 4)`` of the body (used to embed ``points``).
+        points: cable points ``(k, 3)`` inside the body (mapped); exclusive with ``indices``.
+        indices: cable points as node ids ``(k,)``.
+        pullPoint: fixed pull point ``(3,)``; required when ``hasPullPoint`` (SoftRobots default (0,0,0)).
+        hasPullPoint: if False the first point is the pull point and at least 2 points are needed.
+        cableInitialLength: L0; default: the length at rest.
+        valueType: ``"displacement"`` (impose L0 - L) or ``"force"`` (impose the multiplier).
+        value: the imposed displacement (length unit) or force.
+        minForce, maxForce: bounds on the multiplier (displacement mode) and on the imposed force (force
+        mode).
+        maxPositiveDisp, maxNegativeDisp: the displacement stays in ``[-maxNegativeDisp, maxPositiveDisp]``.
+        maxDispVariation: largest change of the imposed displacement per step (>= 0).
+        name: identifier.
+        mapping_tolerance: ``tolerance`` of the barycentric mapping of ``points``.
+    """
+
+    PARAMETERS = {
+        "value": real(),
+        "valueType": choice("displacement", "force"),
+        "minForce": real(optional=True),
+        "maxForce": real(optional=True),
+        "maxPositiveDisp": real(optional=True),
+        "maxNegativeDisp": real(optional=True),
+        "maxDispVariation": real(0.0, optional=True),
+        "cableInitialLength": real(0.0),
+        "pullPoint": _validate_point,
+    }
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        tets: np.ndarray,
+        *,
+        points: np.ndarray | None = None,
+        indices: np.ndarray | None = None,
+        pullPoint: np.ndarray | None = None,
+        hasPullPoint: bool = True,
+        cableInitialLength: float | None = None,
+        valueType: str = "displacement",
+        value: float = 0.0,
+        minForce: float | None = None,
+        maxForce: float | None = None,
+        maxPositiveDisp: float | None = None,
+        maxNegativeDisp: float | None = None,
+        maxDispVariation: float | None = None,
+        name: str = "cable",
+        mapping_tolerance: float | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.point_set = PointSet(name, X, tets, points=points, indices=indices, tolerance=mapping_tolerance)
+        self.n_nodes = self.point_set.n_nodes
+        self.hasPullPoint = boolean(name, "hasPullPoint", hasPullPoint)
+        if self.hasPullPoint:
+            if pullPoint is None:
+                raise ParameterError(f"{name}: pullPoint is required when hasPullPoint is true")
+            self.pullPoint = _validate_point(name, "pullPoint", pullPoint)
+        else:
+            if self.point_set.n_points < 2:
+                raise ParameterError(
+                    f"{name}: without a pull point the cable needs at least 2 points, "
+                    f"got {self.point_set.n_points}"
+                )
+            self.pullPoint = None
+        self.set_parameters(
+            value=value,
+            valueType=valueType,
+            minForce=minForce,
+            maxForce=maxForce,
+            maxPositiveDisp=maxPositiveDisp,
+            maxNegativeDisp=maxNegativeDisp,
+            maxDispVariation=maxDispVariation,
+        )
+        rest_length = self.length(self.point_set.X)
+        self.set_parameters(
+            cableInitialLength=rest_length if cableInitialLength is None else cableInitialLength
+        )
+        self.cableLength = rest_length
+        self.force = 0.0
+
+    def _check_consistency(self) -> None:
+        check_order(self.name, "minForce", self.minForce, "maxForce", self.maxForce)
+        if self.maxNegativeDisp is not None and self.maxPositiveDisp is not None:
+            check_order(
+                self.name, "-maxNegativeDisp", -self.maxNegativeDisp, "maxPositiveDisp", self.maxPositiveDisp
+            )
+        if self.hasPullPoint is False and getattr(self, "pullPoint", None) is not None:
+            raise ParameterError(f"{self.name}: pullPoint cannot be set when hasPullPoint is false")
+
+    # ------------------------------------------------------------------ geometry
+    def length(self, x: np.ndarray) -> float:
+        """Cable length ``L(x)`` for node positions ``x`` ``(n, 3)``."""
+        x = check_positions(self.name, x, self.n_nodes)
+        return cable_length_and_gradient(self.point_set.positions(x), self.pullPoint)[0]
+
+    @property
+    def L0(self) -> float:
+        """Reference length ``cableInitialLength``."""
+        return float(self.cableInitialLength)
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def n_rows(self) -> int:
+        return 1 if self.active else 0
+
+    def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """Row ``-dL/dx`` ``(1, 3n)`` at ``x`` (empty when inactive)."""
+        x = check_positions(self.name, x, self.n_nodes)
+        if not self.active:
+            return sp.csr_matrix((0, 3 * self.n_nodes))
+        _, gradient = cable_length_and_gradient(self.point_set.positions(x), self.pullPoint)
+        return self.point_set.rows_to_dofs(-gradient[None, :, :])
+
+    def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
+        """``dfree = J.(x_free - x) + L0 - L(x)`` ``(1,)``."""
+        if not self.active:
+            return np.zeros(0)
+        x = check_positions(self.name, x, self.n_nodes)
+        x_free = check_positions(self.name, x_free, self.n_nodes)
+        return J @ (x_free - x).reshape(-1) + (self.L0 - self.length(x))
+
+    def displacement_target(self, current_displacement: float) -> float:
+        """Imposed displacement after SoftRobots' clipping: step limited to ``maxDispVariation`` from
+        ``current_displacement``, then clipped to ``[-maxNegativeDisp, maxPositiveDisp]``."""
+        target = float(self.value)
+        if self.maxDispVariation is not None:
+            step = target - current_displacement
+            target = current_displacement + max(-self.maxDispVariation, min(self.maxDispVariation, step))
+        if self.maxPositiveDisp is not None:
+            target = min(target, self.maxPositiveDisp)
+        if self.maxNegativeDisp is not None:
+            target = max(target, -self.maxNegativeDisp)
+        return target
+
+    def blocks(self, x: np.ndarray) -> Blocks:
+        """Displacement mode: BOUNDED(target = clipped displacement, [minForce, maxForce]).
+        Force mode: FORCE(target = force clipped to [minForce, maxForce], [-maxNegativeDisp,
+        maxPositiveDisp])."""
+        if not self.active:
+            return Blocks.empty()
+        if self.valueType == "displacement":
+            target = self.displacement_target(self.L0 - self.length(x))
+            return Blocks.bounded(1, target=target, lo=or_inf(self.minForce, -1), hi=or_inf(self.maxForce, 1))
+        force = float(self.value)
+        if self.minForce is not None:
+            force = max(force, self.minForce)
+        if self.maxForce is not None:
+            force = min(force, self.maxForce)
+        lo = -math.inf if self.maxNegativeDisp is None else -self.maxNegativeDisp
+        return Blocks.force(1, target=force, lo=lo, hi=or_inf(self.maxPositiveDisp, 1))
+
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        force = np.asarray(force, dtype=np.float64).reshape(-1)
+        self.force = float(force[0]) if force.size else 0.0
+        self.cableLength = self.length(x_new)
+
+    @property
+    def displacement(self) -> float:
+        """``L0 - cableLength`` after the last :meth:`store`."""
+        return self.L0 - self.cableLength
+
+    @property
+    def outputs(self) -> dict[str, float]:
+        return {"cableLength": self.cableLength, "displacement": self.displacement, "force": self.force}

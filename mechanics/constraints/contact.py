@@ -1,0 +1,386 @@
+"""Unilateral contact (optionally with Coulomb friction) between body surface nodes and static rigid
+obstacles.
+
+SOFA semantics (reference sofa-constraints.md section 2, ``BaseContactLagrangianConstraint``,
+``UnilateralLagrangianConstraint``) with the obstacle as object 1 (Q, static) and the body node as object 2
+(P):
+
+- one normal row ``+n`` on the node per contact; with friction (mu > 0) two more rows ``+t`` and ``+s``,
+  where the
+  frame is SOFA's: ``t = (n_z, n_x, n_y)``, ``s = normalize(n x t)``, ``t = (-n) x s`` (so ``n x t = s``);
+- ``dfree_n = dist(x_free) - contactDistance`` (the signed distance of the node to the obstacle at the free
+  configuration), ``dfree_t,s`` = the tangential parts of the node's free motion ``x_free - x``;
+- resolution: BOUNDED(0, [0, inf)) for a frictionless contact, FRICTION(mu) for a 3-row contact.
+
+Detection (SOFA's collision pipeline runs after the free motion): :meth:`ContactConstraint.update` evaluates
+the
+signed distance of every surface node to every obstacle at ``x_free`` (vectorised over nodes x obstacles)
+and keeps
+the pairs closer than ``alarmDistance``. The normal is the obstacle's outward normal at the node's free
+position.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.constraints.base import Constraint, check_positions, real
+from mechanics.errors import ParameterError
+from mechanics.resolutions import BOUNDED, FRICTION, Blocks
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BoxObstacle",
+    "CapsuleObstacle",
+    "ContactConstraint",
+    "Obstacle",
+    "PlaneObstacle",
+    "SphereObstacle",
+    "friction_frames",
+]
+
+
+def _vector(owner: str, key: str, value, *, unit: bool = False) -> np.ndarray:
+    vector = np.asarray(value, dtype=np.float64).reshape(-1)
+    if vector.shape != (3,) or not np.all(np.isfinite(vector)):
+        raise ParameterError(f"{owner}: {key} must be 3 finite numbers, got {value!r}")
+    if unit:
+        norm = np.linalg.norm(vector)
+        if norm == 0.0:
+            raise ParameterError(f"{owner}: {key} must be a non-zero vector")
+        vector = vector / norm
+    return vector
+
+
+def _normalize_rows(vectors: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Unit rows; rows of zero length get ``fallback`` (3,)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    out = np.empty_like(vectors)
+    good = norms > 0.0
+    out[good] = vectors[good] / norms[good, None]
+    out[~good] = fallback
+    return out
+
+
+_UP = np.array([0.0, 0.0, 1.0])
+
+
+class Obstacle(abc.ABC):
+    """A static rigid shape. ``signed_distance_and_normal(points (k, 3)) -> (dist (k,), normal (k, 3))``:
+    the distance is negative inside the shape; the normal is the unit gradient of the distance (outward)."""
+
+    @abc.abstractmethod
+    def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class PlaneObstacle(Obstacle):
+    """Half-space below the plane through ``point`` with outward unit ``normal`` (normalised here)."""
+
+    def __init__(self, point, normal) -> None:
+        self.point = _vector("plane", "point", point)
+        self.normal = _vector("plane", "normal", normal, unit=True)
+
+    def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        distance = (points - self.point) @ self.normal
+        return distance, np.broadcast_to(self.normal, points.shape).copy()
+
+
+class SphereObstacle(Obstacle):
+    """Solid sphere. At the exact centre the normal is +z."""
+
+    def __init__(self, center, radius: float) -> None:
+        self.center = _vector("sphere", "center", center)
+        self.radius = real(0.0, open_lo=True)("sphere", "radius", radius)
+
+    def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        offset = points - self.center
+        return np.linalg.norm(offset, axis=1) - self.radius, _normalize_rows(offset, _UP)
+
+
+class BoxObstacle(Obstacle):
+    """Solid axis-aligned box (``center``, positive ``half_extents``); rotate the scene rather than the box.
+
+    Outside, the distance is Euclidean to the nearest face, edge or corner; inside, it is minus the distance
+    to
+    the nearest face and the normal is that face's normal.
+    """
+
+    def __init__(self, center, half_extents) -> None:
+        self.center = _vector("box", "center", center)
+        self.half_extents = _vector("box", "half_extents", half_extents)
+        if np.any(self.half_extents <= 0.0):
+            raise ParameterError(f"box: half_extents must be > 0, got {self.half_extents.tolist()}")
+
+    def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        offset = points - self.center
+        sign = np.where(offset >= 0.0, 1.0, -1.0)
+        excess = np.abs(offset) - self.half_extents  # > 0 along the axes where the point is beyond a face
+        outside_part = np.maximum(excess, 0.0)
+        outside_distance = np.linalg.norm(outside_part, axis=1)
+        outside = outside_distance > 0.0
+        distance = np.where(outside, outside_distance, excess.max(axis=1))
+        normal = np.zeros_like(points)
+        normal[outside] = sign[outside] * outside_part[outside] / outside_distance[outside, None]
+        inside_ids = np.flatnonzero(~outside)
+        axis = excess[inside_ids].argmax(axis=1)
+        normal[inside_ids, axis] = sign[inside_ids, axis]
+        return distance, normal
+
+
+class CapsuleObstacle(Obstacle):
+    """Solid capsule: the points within ``radius`` of the segment ``a``-``b``."""
+
+    def __init__(self, a, b, radius: float) -> None:
+        self.a = _vector("capsule", "a", a)
+        self.b = _vector("capsule", "b", b)
+        self.radius = real(0.0, open_lo=True)("capsule", "radius", radius)
+
+    def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        axis = self.b - self.a
+        length2 = float(axis @ axis)
+        t = (
+            np.zeros(points.shape[0])
+            if length2 == 0.0
+            else np.clip((points - self.a) @ axis / length2, 0.0, 1.0)
+        )
+        offset = points - (self.a + t[:, None] * axis)
+        return np.linalg.norm(offset, axis=1) - self.radius, _normalize_rows(offset, _UP)
+
+
+def friction_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SOFA's contact frame for unit normals ``(c, 3)``: returns ``(t, s)`` with ``(n, t, s)`` orthonormal and
+    ``n x t = s``. SOFA's first guess ``t = (n_z, n_x, n_y)`` is parallel to n for n = +-(1,1,1)/sqrt(3);
+    there the
+    guess ``(1, 0, 0)`` is used instead."""
+    guess = normals[:, [2, 0, 1]].copy()
+    s = np.cross(normals, guess)
+    degenerate = np.linalg.norm(s, axis=1) < 1e-6
+    if np.any(degenerate):
+        s[degenerate] = np.cross(normals[degenerate], np.array([1.0, 0.0, 0.0]))
+    s /= np.linalg.norm(s, axis=1)[:, None]
+    t = np.cross(-normals, s)
+    return t, s
+
+
+def _per_obstacle(owner: str, key: str, value, n_obstacles: int, lo: float) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64).reshape(-1)
+    if array.size == 1:
+        array = np.full(n_obstacles, float(array[0]))
+    if array.size != n_obstacles or not np.all(np.isfinite(array)) or np.any(array < lo):
+        raise ParameterError(
+            f"{owner}: {key} must be one number >= {lo} or one per obstacle ({n_obstacles}), got {value!r}"
+        )
+    return array
+
+
+class ContactConstraint(Constraint):
+    """Contacts of body surface nodes against static obstacles.
+
+    Args:
+        surface_nodes: ``(k,)`` node ids that can touch (usually the boundary nodes).
+        obstacles: the obstacles.
+        contactDistance: distance kept between a node and an obstacle (SOFA ``contactDistance``); one value or
+            one per obstacle, >= 0.
+        alarmDistance: a pair becomes a contact row when its distance at ``x_free`` is below this (SOFA
+            ``alarmDistance``); one value or one per obstacle, >= contactDistance. Default: 2 *
+            contactDistance.
+        friction: Coulomb coefficient mu, one value or one per obstacle, >= 0. mu = 0 gives 1-row contacts.
+        n_nodes: number of body nodes (``3 * n_nodes`` DOFs); default: taken from the positions passed in.
+        name: identifier.
+
+    ``measures_motion``: the tangential rows measure the motion since the last frame, so the frame step
+    passes the last frame's positions as ``x`` to :meth:`violation` (sticking = no slip since then).
+
+    Attributes after :meth:`update`: ``contact_nodes (c,)``, ``contact_obstacles (c,)``, ``normals (c, 3)``,
+    ``tangents (c, 3)``, ``bitangents (c, 3)``, ``distances (c,)`` at x_free. After :meth:`store`:
+    ``contact_points (c, 3)``, ``contact_forces (c, 3)`` (the force on each node, ``J^T lambda``).
+    """
+
+    measures_motion = True
+
+    def __init__(
+        self,
+        surface_nodes: np.ndarray,
+        obstacles: Sequence[Obstacle],
+        *,
+        contactDistance=0.0,
+        alarmDistance=None,
+        friction=0.0,
+        n_nodes: int | None = None,
+        name: str = "contact",
+    ) -> None:
+        super().__init__(name)
+        nodes = np.asarray(surface_nodes)
+        if nodes.size and not np.issubdtype(nodes.dtype, np.integer):
+            raise ParameterError(f"{name}: surface_nodes must be integer node ids")
+        self.surface_nodes = nodes.astype(np.int64).reshape(-1)
+        if self.surface_nodes.size and self.surface_nodes.min() < 0:
+            raise ParameterError(f"{name}: surface_nodes must be >= 0")
+        self.obstacles = list(obstacles)
+        if not all(isinstance(o, Obstacle) for o in self.obstacles):
+            raise ParameterError(f"{name}: obstacles must be Plane/Sphere/Box/CapsuleObstacle instances")
+        n_obstacles = len(self.obstacles)
+        self.contactDistance = _per_obstacle(name, "contactDistance", contactDistance, n_obstacles, 0.0)
+        if alarmDistance is None:
+            self.alarmDistance = 2.0 * self.contactDistance
+        else:
+            self.alarmDistance = _per_obstacle(name, "alarmDistance", alarmDistance, n_obstacles, 0.0)
+        if np.any(self.alarmDistance < self.contactDistance):
+            raise ParameterError(f"{name}: alarmDistance must be >= contactDistance for every obstacle")
+        self.friction = _per_obstacle(name, "friction", friction, n_obstacles, 0.0)
+        self.n_nodes = n_nodes
+        if n_nodes is not None and self.surface_nodes.size and self.surface_nodes.max() >= n_nodes:
+            raise ParameterError(f"{name}: surface_nodes must be < n_nodes={n_nodes}")
+        self._clear()
+        self.contact_points = np.zeros((0, 3))
+        self.contact_forces = np.zeros((0, 3))
+        self._outputs = {"contacts": 0.0, "normalForce": 0.0}
+
+    def set_parameters(self, **parameters) -> None:
+        """``contactDistance``, ``alarmDistance``, ``friction``: one value or one per obstacle."""
+        n_obstacles = len(self.obstacles)
+        new = {}
+        for key, value in parameters.items():
+            if key not in ("contactDistance", "alarmDistance", "friction"):
+                raise ParameterError(
+                    f"{self.name}: unknown parameter {key!r}; allowed: alarmDistance, "
+                    f"contactDistance, friction"
+                )
+            new[key] = _per_obstacle(self.name, key, value, n_obstacles, 0.0)
+        contact = new.get("contactDistance", self.contactDistance)
+        alarm = new.get("alarmDistance", self.alarmDistance)
+        if np.any(alarm < contact):
+            raise ParameterError(f"{self.name}: alarmDistance must be >= contactDistance for every obstacle")
+        for key, value in new.items():
+            setattr(self, key, value)
+
+    def _clear(self) -> None:
+        self.contact_nodes = np.zeros(0, dtype=np.int64)
+        self.contact_obstacles = np.zeros(0, dtype=np.int64)
+        self.normals = np.zeros((0, 3))
+        self.tangents = np.zeros((0, 3))
+        self.bitangents = np.zeros((0, 3))
+        self.distances = np.zeros(0)
+        self._rows_per_contact = np.zeros(0, dtype=np.int64)
+
+    def _n_nodes(self, x: np.ndarray) -> int:
+        if self.n_nodes is None:
+            return np.asarray(x).size // 3
+        return self.n_nodes
+
+    # ------------------------------------------------------------------ detection
+    def update(self, x_free: np.ndarray) -> None:
+        """Rebuild the contact set at the free positions ``x_free`` ``(n, 3)``."""
+        x_free = check_positions(self.name, x_free, self._n_nodes(x_free))
+        self._clear()
+        if not self.active or not self.obstacles or self.surface_nodes.size == 0:
+            return
+        if self.surface_nodes.max() >= x_free.shape[0]:
+            raise ParameterError(
+                f"{self.name}: surface_nodes must be < {x_free.shape[0]} (the body's node count)"
+            )
+        points = x_free[self.surface_nodes]
+        n_obstacles = len(self.obstacles)
+        distances = np.empty((points.shape[0], n_obstacles))
+        normals = np.empty((points.shape[0], n_obstacles, 3))
+        for j, obstacle in enumerate(self.obstacles):  # few obstacles; vectorised over the nodes
+            distances[:, j], normals[:, j] = obstacle.signed_distance_and_normal(points)
+        node_index, obstacle_index = np.nonzero(distances < self.alarmDistance[None, :])
+        self.contact_nodes = self.surface_nodes[node_index]
+        self.contact_obstacles = obstacle_index.astype(np.int64)
+        self.normals = normals[node_index, obstacle_index]
+        self.distances = distances[node_index, obstacle_index]
+        self.tangents, self.bitangents = friction_frames(self.normals)
+        self._rows_per_contact = np.where(self.friction[self.contact_obstacles] > 0.0, 3, 1)
+        logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.contact_nodes.size)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self._rows_per_contact.sum())
+
+    def _row_directions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: node id ``(r,)`` and direction ``(r, 3)``; contacts in order, each as n[, t, s]."""
+        directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        return np.broadcast_to(self.contact_nodes[:, None], keep.shape)[keep], directions[keep]
+
+    # ------------------------------------------------------------------ protocol
+    def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """Rows ``+n`` (and ``+t``, ``+s`` with friction) on the contact nodes, ``(n_rows, 3n)``."""
+        n_nodes = self._n_nodes(x)
+        nodes, directions = self._row_directions()
+        n_rows = nodes.size
+        cols = 3 * nodes[:, None] + np.arange(3)[None, :]
+        rows = np.repeat(np.arange(n_rows), 3)
+        return sp.csr_matrix((directions.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * n_nodes))
+
+    def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
+        """Normal rows: signed distance at ``x_free`` minus contactDistance; tangential rows: ``t.(x_free -
+        x)``."""
+        n_nodes = self._n_nodes(x)
+        x = check_positions(self.name, x, n_nodes)
+        x_free = check_positions(self.name, x_free, n_nodes)
+        if self.n_contacts == 0:
+            return np.zeros(0)
+        points = x_free[self.contact_nodes]
+        gap = np.empty(self.n_contacts)
+        for j, obstacle in enumerate(self.obstacles):
+            mine = self.contact_obstacles == j
+            if np.any(mine):
+                gap[mine] = obstacle.signed_distance_and_normal(points[mine])[0]
+        gap -= self.contactDistance[self.contact_obstacles]
+        motion = (x_free - x)[self.contact_nodes]
+        per_contact = np.column_stack(
+            [
+                gap,
+                np.einsum("ij,ij->i", self.tangents, motion),
+                np.einsum("ij,ij->i", self.bitangents, motion),
+            ]
+        )
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        return per_contact[keep]
+
+    def blocks(self, x: np.ndarray) -> Blocks:
+        """One BOUNDED(0, [0, inf)) block per frictionless contact, one FRICTION(mu) block per other
+        contact."""
+        size = self._rows_per_contact
+        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
+        kind = np.where(size == 3, FRICTION, BOUNDED)
+        return Blocks(start, size, kind, 0.0, 0.0, np.inf, self.friction[self.contact_obstacles])
+
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        """Contact points (node positions ``x_new``) and forces ``f_n n + f_t t + f_s s`` per contact."""
+        force = np.asarray(force, dtype=np.float64).reshape(-1)
+        if force.size != self.n_rows:
+            raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
+        x_new = check_positions(self.name, x_new, self._n_nodes(x_new))
+        per_contact = np.zeros((self.n_contacts, 3))
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        per_contact[keep] = force
+        self.contact_points = x_new[self.contact_nodes].copy()
+        self.contact_forces = (
+            per_contact[:, :1] * self.normals
+            + per_contact[:, 1:2] * self.tangents
+            + per_contact[:, 2:3] * self.bitangents
+        )
+        self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
+
+    @property
+    def outputs(self) -> dict[str, float]:
+        """``contacts`` (count) and ``normalForce`` (sum of the normal multipliers), as of the last
+        store()."""
+        return dict(self._outputs)

@@ -1,0 +1,166 @@
+"""SoftRobots.Inverse ``PositionEffector``: rows measuring the distance of points to a goal.
+
+Reference sofa-constraints.md 4.4 (``PositionEffector.inl`` on ``PositionModel.inl``): for each point i and
+each
+used direction j (in that order: point-major), the row is ``directions[j] * weight[j]`` on the point, and
+``dfree = J.(x_free - x) + (x_i - goal_i).directions[j] * weight[j]``. ``directions`` is the identity here.
+
+The effector is an objective of the inverse problem, not something the direct step enforces:
+``enforced = False``; the frame step only calls :meth:`store` to publish the current position. Its blocks are
+EQUALITY(target 0) so that a solver that is told to enforce it drives the point to the goal.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.constraints.base import Constraint, PointSet, check_positions
+from mechanics.errors import ParameterError
+from mechanics.resolutions import Blocks
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PositionEffector"]
+
+_AXES = ("x", "y", "z")
+
+
+class PositionEffector(Constraint):
+    """Position effector with SoftRobots parameters.
+
+    Args:
+        X: rest node positions ``(n, 3)``; tets: ``(m, 4)`` (needed with ``position``).
+        position: effector points ``(p, 3)`` embedded in the body; exclusive with
+        indices: effector points as node ids ``(p,)``.
+        effectorGoal: goal ``(3,)`` for every point or ``(p, 3)``.
+        useDirections: three 0/1 flags selecting the x, y, z rows.
+        weight: one weight for every direction, or three (one per direction), > 0.
+        name: identifier.
+
+    Outputs: the current position of each point (``x``, ``y``, ``z`` for a single point; ``x0``, ``y0``,
+    ``z0``,
+    ``x1``, ... for several) and ``distance``, the Euclidean distance of the used components to the goal.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        tets: np.ndarray | None = None,
+        *,
+        position: np.ndarray | None = None,
+        indices: np.ndarray | None = None,
+        effectorGoal=None,
+        useDirections=(1, 1, 1),
+        weight=1.0,
+        name: str = "effector",
+        mapping_tolerance: float | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.point_set = PointSet(
+            name, X, tets, points=position, indices=indices, tolerance=mapping_tolerance
+        )
+        self.n_nodes = self.point_set.n_nodes
+        self.enforced = False
+        rest = self.point_set.positions(self.point_set.X)
+        self.set_parameters(
+            effectorGoal=rest if effectorGoal is None else effectorGoal,
+            useDirections=useDirections,
+            weight=weight,
+        )
+        self.current_positions = rest.copy()
+
+    # ------------------------------------------------------------------ parameters
+    def set_parameters(self, **parameters) -> None:
+        """``effectorGoal`` ((3,) or (p, 3)), ``useDirections`` (3 flags), ``weight`` (1 or 3 values > 0)."""
+        p = self.point_set.n_points
+        new = {}
+        for key, value in parameters.items():
+            if key == "effectorGoal":
+                goal = np.asarray(value, dtype=np.float64)
+                if goal.size == 3:
+                    goal = np.broadcast_to(goal.reshape(1, 3), (p, 3))
+                if goal.shape != (p, 3) or not np.all(np.isfinite(goal)):
+                    raise ParameterError(
+                        f"{self.name}: effectorGoal must be (3,) or ({p}, 3) finite, got {value!r}"
+                    )
+                new[key] = np.array(goal)
+            elif key == "useDirections":
+                flags = np.asarray(value).reshape(-1)
+                if flags.size != 3 or not np.all(np.isin(flags, (0, 1))):
+                    raise ParameterError(f"{self.name}: useDirections must be three 0/1 flags, got {value!r}")
+                new[key] = flags.astype(bool)
+            elif key == "weight":
+                weight = np.asarray(value, dtype=np.float64).reshape(-1)
+                if weight.size == 1:
+                    weight = np.repeat(weight, 3)
+                if weight.size != 3 or not np.all(np.isfinite(weight)) or np.any(weight <= 0.0):
+                    raise ParameterError(
+                        f"{self.name}: weight must be 1 or 3 values in (0, inf), got {value!r}"
+                    )
+                new[key] = weight
+            else:
+                raise ParameterError(
+                    f"{self.name}: unknown parameter {key!r}; allowed: effectorGoal, useDirections, weight"
+                )
+        for key, value in new.items():
+            setattr(self, key, value)
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def directions(self) -> np.ndarray:
+        """Ids of the used axes ``(u,)``."""
+        return np.flatnonzero(self.useDirections)
+
+    @property
+    def n_rows(self) -> int:
+        return self.point_set.n_points * self.directions.size if self.active else 0
+
+    def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """Rows ``weight[j] e_j`` on each point (point-major), ``(p * u, 3n)``; constant."""
+        check_positions(self.name, x, self.n_nodes)
+        p = self.point_set.n_points
+        axes = self.directions if self.active else np.zeros(0, dtype=np.int64)
+        rows = np.zeros((p, axes.size, p, 3))
+        rows[np.arange(p)[:, None], np.arange(axes.size)[None, :], np.arange(p)[:, None], axes[None, :]] = (
+            self.weight[axes][None, :]
+        )
+        return self.point_set.rows_to_dofs(rows.reshape(p * axes.size, p, 3))
+
+    def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
+        """``dfree = J.(x_free - x) + weight_j (x_i - goal_i)_j``, point-major."""
+        x = check_positions(self.name, x, self.n_nodes)
+        x_free = check_positions(self.name, x_free, self.n_nodes)
+        if not self.active:
+            return np.zeros(0)
+        axes = self.directions
+        delta = (self.point_set.positions(x) - self.effectorGoal)[:, axes] * self.weight[axes]
+        return J @ (x_free - x).reshape(-1) + delta.reshape(-1)
+
+    def blocks(self, x: np.ndarray) -> Blocks:
+        """EQUALITY(target 0) per row (used only by a solver that enforces the effector)."""
+        return Blocks.equality(self.n_rows, 0.0)
+
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        x_new = check_positions(self.name, x_new, self.n_nodes)
+        self.current_positions = self.point_set.positions(x_new)
+
+    @property
+    def delta(self) -> np.ndarray:
+        """Weighted offsets to the goal of the used components ``(p * u,)`` after the last store (SoftRobots
+        ``delta``)."""
+        axes = self.directions
+        return ((self.current_positions - self.effectorGoal)[:, axes] * self.weight[axes]).reshape(-1)
+
+    @property
+    def outputs(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        single = self.point_set.n_points == 1
+        for i, point in enumerate(self.current_positions):
+            for axis, value in zip(_AXES, point, strict=True):
+                out[axis if single else f"{axis}{i}"] = float(value)
+        axes = self.directions
+        out["distance"] = float(np.linalg.norm((self.current_positions - self.effectorGoal)[:, axes]))
+        return out
