@@ -1,0 +1,511 @@
+"""Static Newton-Raphson solver with Caribou's ``LegacyStaticODESolver`` parameters and diagnostics.
+
+Each iteration ``k`` (Caribou's order of operations):
+
+1. assemble ``K_free(x_k)``; factorize it (the linear solver keeps the symbolic analysis);
+2. solve ``K_free dx = R(x_k)`` with ``R = (f_int + f_ext + extra_force)[free]``;
+3. ``x_{k+1} = x_k + alpha dx`` (``alpha = 1`` unless the line search is on), ``U += alpha dx``;
+4. recompute ``R(x_{k+1})``, record ``|R|^2`` and the iteration time;
+5. tests, in this order: NaN -> diverged; ``|alpha dx| < correction_tolerance_threshold * |U|`` -> converged;
+   ``|R_{k+1}| < residual_tolerance_threshold * |R_0|`` -> converged; ``|R_{k+1}|`` or ``dx`` at the
+   round-off floor -> converged; growing residual (option, from the second iteration on) -> diverged.
+
+Choices where Caribou's code and documentation disagree (reference/fem-newton.md 1.2-1.4), and why:
+
+- ``R_ref = R_0``, the residual at ``x0`` before any correction (Caribou's documented intent, and SOFA's
+  NewtonRaphsonSolver since v25.06). Caribou's code divides by the residual *after the first correction*,
+  which makes the first ratio always 1 and lets an inaccurate first step loosen the test.
+- Unsquared relative norms: ``|R_k| / |R_0| < thr`` and ``|dx| / |U| < thr`` (Caribou compares
+  ``R^2 < thr^2 R_ref^2``, the same thing; its "already in equilibrium" pre-check compares a *squared*
+  absolute norm to the relative threshold, which we do not copy). Before iterating, the solve returns
+  converged at once when ``|R_0| <= absolute_residual_tolerance_threshold`` (Caribou StaticODESolver's data,
+  default 1e-15) or when ``|R_0|`` is at the round-off floor ``64 eps (|f_int[free]| + |f_ext[free]|)``:
+  a warm-started frame whose loads did not change must not spend ``newton_iterations`` chasing noise
+  that no relative test can ever pass. The residual's true round-off floor is higher (element forces
+  cancel in the sum), so an extra test ends the iterations when the correction can no longer move the
+  positions (``max|dx| <= 1000 eps max|x|``, "correction at round-off level"). Relative residual
+  thresholds below ~1e-10 are therefore rarely reachable; the default 1e-8 is.
+- Caribou declares divergence when ``|U|^2 < EPSILON``; we do not (a zero increment with a non-zero residual
+  cannot happen with a non-singular tangent, and a zero residual is caught by the pre-check).
+- "max iterations reached" is neither converged nor diverged: the last iterate is returned (with Caribou's
+  default ``newton_iterations = 1`` this is the normal interactive outcome). A diverged solve (NaN,
+  growing residual, failed line search) returns a *copy of x0* so the caller keeps its state untouched.
+
+``warm_start``: in Caribou it means that an *iterative* linear solver starts from the previous Newton
+increment instead of zero; here too (the first iteration starts from zero). Independently of it, the Newton
+iterations always start from the ``x0`` given by the caller: the frame step passes the previous frame's
+positions, which is the warm start of the nonlinear solve.
+
+Beyond Caribou (both off by default): ``line_search`` backtracks ``alpha <- line_search_coefficient * alpha``
+(SOFA NewtonRaphsonSolver's ``lineSearchCoefficient``) until ``|R(x + alpha dx)| < |R(x)|`` or, when the
+problem has a total potential energy (every load conservative), the potential decreases enough (Armijo),
+at most ``maximum_line_search_iterations`` times (else "line search failed", diverged).
+``load_steps = s > 1`` solves ``s`` problems with the external load and ``extra_force`` scaled by ``j / s``
+(``j = 1..s``), each with up to ``newton_iterations`` iterations and its own ``R_0``; the report's
+``squared_initial_residual`` is the first step's.
+
+Assembly: when another iteration may follow and the line search is off, the residual at the new iterate is
+computed together with the tangent there (one pass over the elements), and that tangent is used by the next
+iteration; otherwise only the residual is computed. A solve that converges at iteration ``k`` therefore
+assembled one tangent it did not factorize (cheaper than a separate force pass per iteration whenever
+``k >= 2``, or always for the corotational model whose force pass costs as much as its tangent).
+
+After a solve, ``solver.linear_solver`` holds the factorization of the last *factorized* tangent (at the
+start of the last iteration, as in Caribou; the constraint step reuses it for ``K^-1 J^T``) and
+``solver.last_tangent`` that matrix (either the problem's ``K_free`` object or a copy of its values kept
+before a fused assembly rewrote it). A :class:`CGSolver` keeps a reference to the problem's ``K_free``,
+whose values are those of the last assembly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.errors import ParameterError
+from mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NewtonReport", "StaticNewtonSolver"]
+
+_ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
+_CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
+
+
+@dataclasses.dataclass
+class NewtonReport:
+    """Outcome of one :meth:`StaticNewtonSolver.solve` call.
+
+    ``x`` is a new ``(n, 3)`` array (the input copy when ``diverged``). Residual lists hold squared norms of
+    the free-DOF residual after each iteration; ``iteration_times`` are nanoseconds; ``*_time`` seconds
+    summed over the solve (``assembly_time`` = tangent assembly and free-submatrix extraction,
+    ``residual_time`` = force evaluations).
+    """
+
+    x: np.ndarray
+    converged: bool
+    diverged: bool
+    reason: str
+    iterations: int
+    iteration_times: list[int]
+    squared_residuals: list[float]
+    squared_initial_residual: float
+    iterative_linear_solver_squared_residuals: list[list[float]]
+    iterative_linear_solver_squared_rhs_norms: list[float]
+    assembly_time: float = 0.0
+    factorization_time: float = 0.0
+    solve_time: float = 0.0
+    residual_time: float = 0.0
+    line_search_steps: list[float] = dataclasses.field(default_factory=list)
+    load_step_iterations: list[int] = dataclasses.field(default_factory=list)
+    linear_solver_iterations: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def residual_norms(self) -> np.ndarray:
+        """``|R_k|`` after each iteration, ``(iterations,)``."""
+        return np.sqrt(np.asarray(self.squared_residuals, dtype=np.float64))
+
+    @property
+    def relative_residuals(self) -> np.ndarray:
+        """``|R_k| / |R_0|`` after each iteration (``R_0`` of the first load step)."""
+        if self.squared_initial_residual <= 0.0:
+            return np.zeros(len(self.squared_residuals))
+        return self.residual_norms / np.sqrt(self.squared_initial_residual)
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _threshold(name: str, value) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            f"{name} must be a number (<= 0 disables the criterion), got {value!r}"
+        ) from error
+    if np.isnan(value):
+        raise ParameterError(f"{name} must be a number (<= 0 disables the criterion), got NaN")
+    return value
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool | np.bool_ | int) or value not in (0, 1):
+        raise ParameterError(f"{name} must be a boolean, got {value!r}")
+    return bool(value)
+
+
+def _coefficient(name: str, value) -> float:
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ParameterError(f"{name} must lie in (0, 1), got {value}")
+    return value
+
+
+def _linear_solver(name: str, value):
+    if value is None:
+        return DirectSolver()
+    if not (callable(getattr(value, "factorize", None)) and callable(getattr(value, "solve", None))):
+        raise ParameterError(f"{name} must have factorize(A) and solve(b) methods, got {value!r}")
+    return value
+
+
+_VALIDATORS = {
+    "newton_iterations": _positive_int,
+    "correction_tolerance_threshold": _threshold,
+    "residual_tolerance_threshold": _threshold,
+    "absolute_residual_tolerance_threshold": _threshold,
+    "shoud_diverge_when_residual_is_growing": _flag,
+    "should_diverge_when_residual_is_growing": _flag,
+    "warm_start": _flag,
+    "printLog": _flag,
+    "line_search": _flag,
+    "maximum_line_search_iterations": _positive_int,
+    "line_search_coefficient": _coefficient,
+    "load_steps": _positive_int,
+    "linear_solver": _linear_solver,
+}
+
+
+class StaticNewtonSolver:
+    """Newton-Raphson on a :class:`mechanics.static_problem.StaticProblem` (see the module docstring).
+
+    Parameters (Caribou's names; validated by :meth:`set_parameters`)
+    ----------
+    newton_iterations: int >= 1, max iterations per load step (default 10).
+    correction_tolerance_threshold: stop when ``|dx| / |U| <`` this (<= 0 disables), default 1e-8.
+    residual_tolerance_threshold: stop when ``|R_k| / |R_0| <`` this (<= 0 disables), default 1e-8.
+    absolute_residual_tolerance_threshold: converged when ``|R| <=`` this (<= 0 disables), default 1e-15.
+    shoud_diverge_when_residual_is_growing / should_diverge_when_residual_is_growing (alias, wins when
+        given): diverge when ``|R_k| > |R_{k-1}|`` from the second iteration on.
+    warm_start: iterative linear solvers start from the previous increment.
+    printLog: log one line per iteration at INFO level (else at DEBUG).
+    line_search, maximum_line_search_iterations (10), line_search_coefficient (0.5): backtracking.
+    load_steps: int >= 1, load increments per solve.
+    linear_solver: an object with ``factorize``/``solve``; a :class:`DirectSolver` by default.
+    """
+
+    def __init__(
+        self,
+        *,
+        newton_iterations: int = 10,
+        correction_tolerance_threshold: float = 1e-8,
+        residual_tolerance_threshold: float = 1e-8,
+        absolute_residual_tolerance_threshold: float = 1e-15,
+        shoud_diverge_when_residual_is_growing: bool = False,
+        should_diverge_when_residual_is_growing: bool | None = None,
+        warm_start: bool = True,
+        printLog: bool = False,  # noqa: N803 - SOFA's data name
+        line_search: bool = False,
+        maximum_line_search_iterations: int = 10,
+        line_search_coefficient: float = 0.5,
+        load_steps: int = 1,
+        linear_solver=None,
+    ):
+        self.linear_solver = None
+        self.last_tangent = None
+        self.last_report: NewtonReport | None = None
+        parameters = dict(
+            newton_iterations=newton_iterations,
+            correction_tolerance_threshold=correction_tolerance_threshold,
+            residual_tolerance_threshold=residual_tolerance_threshold,
+            absolute_residual_tolerance_threshold=absolute_residual_tolerance_threshold,
+            shoud_diverge_when_residual_is_growing=shoud_diverge_when_residual_is_growing,
+            warm_start=warm_start,
+            printLog=printLog,
+            line_search=line_search,
+            maximum_line_search_iterations=maximum_line_search_iterations,
+            line_search_coefficient=line_search_coefficient,
+            load_steps=load_steps,
+            linear_solver=linear_solver,
+        )
+        if should_diverge_when_residual_is_growing is not None:
+            parameters["should_diverge_when_residual_is_growing"] = should_diverge_when_residual_is_growing
+        self.set_parameters(**parameters)
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return tuple(_VALIDATORS)
+
+    def set_parameters(self, **parameters) -> None:
+        """Validate and set parameters by name; they take effect at the next :meth:`solve`."""
+        unknown = sorted(set(parameters) - set(_VALIDATORS))
+        if unknown:
+            raise ParameterError(
+                f"unknown StaticNewtonSolver parameter(s) {unknown}; allowed: {sorted(_VALIDATORS)}"
+            )
+        validated = {name: _VALIDATORS[name](name, value) for name, value in parameters.items()}
+        for alias in ("shoud_diverge_when_residual_is_growing", "should_diverge_when_residual_is_growing"):
+            if alias in validated:
+                value = validated.pop(alias)
+                self.shoud_diverge_when_residual_is_growing = value
+        for name, value in validated.items():
+            setattr(self, name, value)
+
+    @property
+    def should_diverge_when_residual_is_growing(self) -> bool:
+        return self.shoud_diverge_when_residual_is_growing
+
+    def _log(self, message: str, *args) -> None:
+        logger.log(logging.INFO if self.printLog else logging.DEBUG, message, *args)
+
+    def solve(self, problem, x0, *, extra_force=None) -> NewtonReport:
+        """Solve ``R(x) = 0`` from ``x0`` (``(n, 3)``, never modified); returns a :class:`NewtonReport`."""
+        x_start = np.array(x0, dtype=np.float64, copy=True)
+        if x_start.shape != (problem.n_nodes, 3):
+            raise ParameterError(f"x0 must have shape ({problem.n_nodes}, 3), got {x_start.shape}")
+        report = NewtonReport(
+            x=x_start.copy(),
+            converged=False,
+            diverged=False,
+            reason="",
+            iterations=0,
+            iteration_times=[],
+            squared_residuals=[],
+            squared_initial_residual=0.0,
+            iterative_linear_solver_squared_residuals=[],
+            iterative_linear_solver_squared_rhs_norms=[],
+        )
+        self._log(
+            "Starting static Newton solve: %d load step(s), max %d iterations, residual tolerance %g, "
+            "correction tolerance %g, linear solver %s",
+            self.load_steps,
+            self.newton_iterations,
+            self.residual_tolerance_threshold,
+            self.correction_tolerance_threshold,
+            getattr(self.linear_solver, "name", type(self.linear_solver).__name__),
+        )
+        x = x_start.copy()
+        for step in range(1, self.load_steps + 1):
+            load_factor = step / self.load_steps
+            x, status = self._solve_load_step(problem, x, extra_force, load_factor, report, first=step == 1)
+            if status == "diverged":
+                report.diverged = True
+                report.converged = False
+                report.x = x_start.copy()
+                self._log("[DIVERGED] %s after %d iteration(s)", report.reason, report.iterations)
+                break
+            if status == "converged" and step == self.load_steps:
+                report.converged = True
+        if not report.diverged:
+            report.x = x
+            if report.converged:
+                self._log("[CONVERGED] %s after %d iteration(s)", report.reason, report.iterations)
+            else:
+                self._log("[NOT CONVERGED] %s after %d iteration(s)", report.reason, report.iterations)
+        self.last_report = report
+        return report
+
+    def _evaluate_residual(self, problem, x, extra_force, load_factor, report) -> np.ndarray:
+        start = time.perf_counter()
+        residual = problem.residual(x, extra_force, load_factor=load_factor)
+        report.residual_time += time.perf_counter() - start
+        return residual
+
+    def _solve_load_step(self, problem, x, extra_force, load_factor, report, *, first: bool):
+        residual = self._evaluate_residual(problem, x, extra_force, load_factor, report)
+        initial_norm = float(np.linalg.norm(residual))
+        if first:
+            report.squared_initial_residual = initial_norm**2
+        if not np.isfinite(initial_norm):
+            report.reason = "NaN in residual"
+            return x, "diverged"
+        if initial_norm <= self.absolute_residual_tolerance_threshold:
+            report.reason = "residual below absolute threshold"
+            return x, "converged"
+        if initial_norm <= _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0):
+            report.reason = "residual at round-off level"
+            return x, "converged"
+        increment_total = np.zeros_like(residual)
+        previous_correction = None
+        previous_norm = initial_norm
+        step_iterations = 0
+        status = "running"
+        next_tangent = None
+        for iteration in range(1, self.newton_iterations + 1):
+            iteration_start = time.perf_counter_ns()
+            if next_tangent is None:
+                start = time.perf_counter()
+                tangent = problem.tangent(x)
+                report.assembly_time += time.perf_counter() - start
+            else:
+                tangent = next_tangent
+            self.last_tangent = tangent
+            start = time.perf_counter()
+            try:
+                self.linear_solver.factorize(tangent)
+            except LinearSolverError as error:
+                report.reason = f"factorization failed: {error}"
+                return x, "diverged"
+            report.factorization_time += time.perf_counter() - start
+            start = time.perf_counter()
+            try:
+                if isinstance(self.linear_solver, CGSolver):
+                    warm = previous_correction if self.warm_start else None
+                    correction = self.linear_solver.solve(residual, x0=warm)
+                    report.iterative_linear_solver_squared_residuals.append(
+                        list(self.linear_solver.squared_residuals)
+                    )
+                    report.iterative_linear_solver_squared_rhs_norms.append(
+                        self.linear_solver.squared_rhs_norm
+                    )
+                    report.linear_solver_iterations.append(self.linear_solver.iterations)
+                else:
+                    correction = self.linear_solver.solve(residual)
+            except LinearSolverError as error:
+                report.reason = f"linear solve failed: {error}"
+                return x, "diverged"
+            report.solve_time += time.perf_counter() - start
+            if not np.all(np.isfinite(correction)):
+                report.iterations += 1
+                report.reason = "NaN in correction"
+                return x, "diverged"
+
+            step_length = 1.0
+            x_trial = x + problem.expand(correction)
+            # Fused evaluation: when another iteration may follow and no line search can reject the step,
+            # compute the residual and the next tangent in one pass over the elements (saves the separate
+            # force pass, which costs as much as the tangent for the corotational model). The factorized
+            # matrix is first copied, since the assembly rewrites the problem's K_free in place.
+            next_tangent = None
+            if not self.line_search and iteration < self.newton_iterations and hasattr(problem, "system"):
+                self.last_tangent = self._keep_values(tangent)
+                start = time.perf_counter()
+                residual_trial, next_tangent = problem.system(x_trial, extra_force, load_factor=load_factor)
+                report.assembly_time += time.perf_counter() - start
+            else:
+                residual_trial = self._evaluate_residual(problem, x_trial, extra_force, load_factor, report)
+            trial_norm = float(np.linalg.norm(residual_trial))
+            line_search_failed = False
+            if self.line_search:
+                step_length, x_trial, residual_trial, trial_norm, line_search_failed = self._line_search(
+                    problem, x, residual, correction, previous_norm, x_trial, residual_trial, trial_norm,
+                    extra_force, load_factor, report,
+                )  # fmt: skip
+                report.line_search_steps.append(step_length)
+            x = x_trial
+            residual = residual_trial
+            applied = correction if step_length == 1.0 else step_length * correction
+            increment_total += applied
+            previous_correction = correction
+            step_iterations += 1
+            report.iterations += 1
+            report.squared_residuals.append(trial_norm**2)
+            elapsed = time.perf_counter_ns() - iteration_start
+            report.iteration_times.append(elapsed)
+
+            correction_norm = float(np.linalg.norm(applied))
+            increment_norm = float(np.linalg.norm(increment_total))
+            relative_residual = trial_norm / initial_norm
+            relative_correction = correction_norm / increment_norm if increment_norm > 0.0 else np.inf
+            if report.linear_solver_iterations and isinstance(self.linear_solver, CGSolver):
+                self._log(
+                    "Newton iteration #%d: |R| = %.6e, |R|/|R0| = %.6e, |du|/|U| = %.6e, "
+                    "CG iterations = %d, time = %.3f ms",
+                    iteration, trial_norm, relative_residual, relative_correction,
+                    report.linear_solver_iterations[-1], elapsed * 1e-6,
+                )  # fmt: skip
+            else:
+                self._log(
+                    "Newton iteration #%d: |R| = %.6e, |R|/|R0| = %.6e, |du|/|U| = %.6e, time = %.3f ms",
+                    iteration, trial_norm, relative_residual, relative_correction, elapsed * 1e-6,
+                )  # fmt: skip
+
+            if not np.isfinite(trial_norm):
+                report.reason = "NaN in residual"
+                status = "diverged"
+                break
+            if line_search_failed:
+                report.reason = "line search failed"
+                status = "diverged"
+                break
+            if self.correction_tolerance_threshold > 0.0 and correction_norm < (
+                self.correction_tolerance_threshold * increment_norm
+            ):
+                report.reason = "correction below threshold"
+                status = "converged"
+                break
+            if (
+                self.residual_tolerance_threshold > 0.0
+                and trial_norm < self.residual_tolerance_threshold * initial_norm
+            ):
+                report.reason = "residual below threshold"
+                status = "converged"
+                break
+            if trial_norm <= self.absolute_residual_tolerance_threshold:
+                report.reason = "residual below absolute threshold"
+                status = "converged"
+                break
+            if trial_norm <= _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0):
+                report.reason = "residual at round-off level"
+                status = "converged"
+                break
+            if np.abs(applied).max() <= _CORRECTION_ROUND_OFF * np.abs(x).max():
+                report.reason = "correction at round-off level"
+                status = "converged"
+                break
+            if self.shoud_diverge_when_residual_is_growing and iteration > 1 and trial_norm > previous_norm:
+                report.reason = "residual growing"
+                status = "diverged"
+                break
+            previous_norm = trial_norm
+        else:
+            report.reason = "max iterations reached"
+        report.load_step_iterations.append(step_iterations)
+        return x, status
+
+    def _keep_values(self, matrix):
+        """A CSR copy of ``matrix`` sharing its index arrays (the buffer is reused while the pattern is)."""
+        kept = getattr(self, "_kept_tangent", None)
+        if kept is None or kept.indptr is not matrix.indptr or kept.indices is not matrix.indices:
+            kept = sp.csr_matrix((matrix.data.copy(), matrix.indices, matrix.indptr), shape=matrix.shape)
+            kept.has_sorted_indices = matrix.has_sorted_indices
+            self._kept_tangent = kept
+        else:
+            np.copyto(kept.data, matrix.data)
+        return kept
+
+    def _line_search(
+        self, problem, x, residual, correction, current_norm, x_trial, residual_trial, trial_norm,
+        extra_force, load_factor, report,
+    ):  # fmt: skip
+        """Backtrack until the residual norm decreases or, when the problem has a total potential, the
+        potential satisfies Armijo's condition ``Pi(x + a dx) <= Pi(x) - 1e-4 a R.dx``.
+
+        The energy test accepts the full Newton steps that raise the residual on the way to convergence
+        (pure residual backtracking stalls on them); the residual test accepts steps whose energy change is
+        lost in round-off near convergence. Returns ``(alpha, x, R, |R|, failed)``.
+        """
+        energy_start = None
+        slope = float(residual @ correction)  # -dPi/dalpha at alpha = 0, > 0 for an SPD tangent
+        if getattr(problem, "has_energy", False) and slope > 0.0:
+            energy_start = problem.energy(x, extra_force, load_factor=load_factor)
+
+        def acceptable(alpha, x_candidate, candidate_norm):
+            if not np.isfinite(candidate_norm):
+                return False
+            if candidate_norm < current_norm:
+                return True
+            if energy_start is None:
+                return False
+            energy = problem.energy(x_candidate, extra_force, load_factor=load_factor)
+            return bool(np.isfinite(energy) and energy <= energy_start - 1e-4 * alpha * slope)
+
+        step_length = 1.0
+        backtracks = 0
+        while not acceptable(step_length, x_trial, trial_norm):
+            if backtracks == self.maximum_line_search_iterations:
+                return step_length, x_trial, residual_trial, trial_norm, True
+            backtracks += 1
+            step_length *= self.line_search_coefficient
+            x_trial = x + problem.expand(step_length * correction)
+            residual_trial = self._evaluate_residual(problem, x_trial, extra_force, load_factor, report)
+            trial_norm = float(np.linalg.norm(residual_trial))
+        return step_length, x_trial, residual_trial, trial_norm, False

@@ -1,0 +1,216 @@
+"""Linear solvers: direct (Pardiso, SciPy), CG with Caribou's semantics, factorization reuse."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from mechanics.errors import ParameterError
+from mechanics.linear_solvers import (
+    CGSolver,
+    DirectSolver,
+    LinearSolverError,
+    ReusedFactorizationSolver,
+    make_linear_solver,
+)
+
+BACKENDS = ["pardiso", "scipy"]
+
+
+def random_spd(n=400, density=0.01, shift=1.0, seed=0):
+    B = sp.random(n, n, density=density, random_state=seed, format="csr")
+    return (B @ B.T + shift * sp.eye(n)).tocsr()
+
+
+def laplacian_3d(m=8):
+    """SPD 7-point Laplacian on an m^3 grid (condition number ~ m^2: CG needs many iterations)."""
+    one_d = sp.diags([-np.ones(m - 1), 2.0 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    eye = sp.eye(m)
+    return (sp.kron(sp.kron(one_d, eye), eye) + sp.kron(sp.kron(eye, one_d), eye)
+            + sp.kron(sp.kron(eye, eye), one_d)).tocsr()  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_matches_dense_solve(backend):
+    A = random_spd()
+    rng = np.random.default_rng(1)
+    b = rng.standard_normal(A.shape[0])
+    solver = DirectSolver(backend=backend)
+    solver.factorize(A)
+    x = solver.solve(b)
+    reference = np.linalg.solve(A.toarray(), b)
+    error = np.abs(x - reference).max() / np.abs(reference).max()
+    print(f"{backend}: max relative error vs dense = {error:.2e}")
+    assert x.shape == b.shape
+    assert error < 1e-10
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_multiple_right_hand_sides_equal_column_solves(backend):
+    A = random_spd(seed=3)
+    B = np.random.default_rng(2).standard_normal((A.shape[0], 7))
+    solver = DirectSolver(backend=backend)
+    solver.factorize(A)
+    X = solver.solve(B)
+    columns = np.stack([solver.solve(B[:, k]) for k in range(B.shape[1])], axis=1)
+    assert X.shape == B.shape
+    assert np.abs(X - columns).max() < 1e-12 * np.abs(X).max()
+    assert np.abs(A @ X - B).max() < 1e-10 * np.abs(B).max()
+    assert solver.stats["solves"] == 1 + B.shape[1]
+    assert solver.stats["right_hand_sides"] == 2 * B.shape[1]
+
+
+def test_pardiso_reuses_symbolic_analysis_for_same_pattern():
+    A = random_spd(seed=4)
+    solver = DirectSolver(backend="pardiso")
+    solver.factorize(A)
+    assert (solver.stats["analyses"], solver.stats["factorizations"]) == (1, 1)
+    A.data *= 3.0  # same CSR object, new values
+    solver.factorize(A)
+    other_values = A.copy()  # equal pattern in new arrays
+    other_values.data += 0.5 * (other_values.indices == np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)))
+    solver.factorize(other_values)
+    assert (solver.stats["analyses"], solver.stats["factorizations"]) == (1, 3)
+    b = np.ones(A.shape[0])
+    assert np.abs(other_values @ solver.solve(b) - b).max() < 1e-10
+    solver.factorize(random_spd(seed=5))  # new pattern: analyse again
+    assert solver.stats["analyses"] == 2
+    solver.close()
+    with pytest.raises(LinearSolverError, match="before a successful factorize"):
+        solver.solve(b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_indefinite_matrix_is_solved_with_ldlt(backend):
+    A = (random_spd(seed=6) - 2.0 * sp.eye(400)).tocsr()  # symmetric, eigenvalues of both signs
+    eigenvalues = np.linalg.eigvalsh(A.toarray())
+    assert eigenvalues.min() < 0 < eigenvalues.max()
+    b = np.random.default_rng(7).standard_normal((400, 2))
+    solver = DirectSolver(backend=backend)
+    solver.factorize(A)
+    residual = np.abs(A @ solver.solve(b) - b).max()
+    print(f"{backend}: indefinite residual {residual:.2e}, type {solver.matrix_type}, stats {solver.stats}")
+    assert residual < 1e-9
+    if backend == "pardiso":
+        assert solver.matrix_type == "symmetric indefinite"
+        assert solver.stats["spd_fallbacks"] == 1
+        assert solver.stats["negative_eigenvalues"] == int(np.sum(eigenvalues < 0))
+
+
+def test_singular_matrix_is_reported():
+    A = sp.csr_matrix(np.diag(np.r_[np.ones(9), 0.0]))
+    solver = DirectSolver(backend="scipy")
+    with pytest.raises(LinearSolverError, match="singular"):
+        solver.factorize(A)
+    pardiso = DirectSolver(backend="pardiso")
+    pardiso.factorize(A)
+    assert pardiso.stats["perturbed_pivots"] == 1
+
+
+@pytest.mark.parametrize(
+    "method", ["None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"]
+)
+def test_cg_converges_with_each_preconditioner(method):
+    A = laplacian_3d()
+    b = np.random.default_rng(8).standard_normal(A.shape[0])
+    solver = CGSolver(maximum_number_of_iterations=500, residual_tolerance_threshold=1e-10,
+                      preconditioning_method=method)  # fmt: skip
+    solver.factorize(A)
+    x = solver.solve(b)
+    relative = np.linalg.norm(b - A @ x) / np.linalg.norm(b)
+    print(f"{method}: {solver.iterations} iterations, |r|/|b| = {relative:.2e}")
+    assert solver.converged
+    assert relative < 1e-10 * 1.0001
+    assert len(solver.squared_residuals) == solver.iterations
+    assert solver.squared_rhs_norm == pytest.approx(b @ b)
+    # the recorded residual of the last iteration is the true residual (up to recurrence drift)
+    assert np.sqrt(solver.squared_residuals[-1]) == pytest.approx(
+        np.linalg.norm(b - A @ x), rel=1e-3, abs=1e-12
+    )
+    if method == "IncompleteCholesky":
+        assert solver.iterations < 15
+    if method == "LastFactorization":
+        assert solver.iterations <= 2
+
+
+def test_cg_stopping_rule_is_relative_to_rhs_norm():
+    A = laplacian_3d()
+    b = np.random.default_rng(9).standard_normal(A.shape[0])
+    iterations = []
+    for scale in (1.0, 1e6):
+        solver = CGSolver(maximum_number_of_iterations=500, residual_tolerance_threshold=1e-4)
+        solver.factorize(A)
+        solver.solve(scale * b)
+        ratios = np.sqrt(np.array(solver.squared_residuals) / solver.squared_rhs_norm)
+        # stops at the first iteration with |r_k|/|b| < 1e-4, not before
+        assert ratios[-1] < 1e-4 and np.all(ratios[:-1] >= 1e-4)
+        iterations.append(solver.iterations)
+    assert iterations[0] == iterations[1]  # scale invariant
+    # at most maximum_number_of_iterations, reported as not converged
+    capped = CGSolver(maximum_number_of_iterations=3)
+    capped.factorize(A)
+    capped.solve(b)
+    assert capped.iterations == 3 and not capped.converged
+    # zero right-hand side returns zero without iterating (Caribou)
+    assert np.all(capped.solve(np.zeros(A.shape[0])) == 0.0) and capped.iterations == 0
+
+
+def test_cg_warm_start_and_multiple_rhs():
+    A = laplacian_3d(6)
+    rng = np.random.default_rng(10)
+    B = rng.standard_normal((A.shape[0], 3))
+    solver = CGSolver(maximum_number_of_iterations=300, residual_tolerance_threshold=1e-10,
+                      preconditioning_method="Diagonal")  # fmt: skip
+    solver.factorize(A)
+    X = solver.solve(B)
+    assert np.abs(A @ X - B).max() < 1e-8
+    exact = np.linalg.solve(A.toarray(), B[:, 0])
+    solver.solve(B[:, 0])
+    cold_iterations = solver.iterations
+    solver.solve(B[:, 0], x0=exact + 1e-9 * rng.standard_normal(A.shape[0]))
+    print(f"cold start {cold_iterations} iterations, warm start {solver.iterations}")
+    assert solver.converged and solver.iterations < cold_iterations / 3
+
+
+def test_reused_factorization_refactors_only_when_needed():
+    A = laplacian_3d(6)
+    b = np.ones(A.shape[0])
+    solver = ReusedFactorizationSolver(
+        residual_tolerance_threshold=1e-10, refactorization_iteration_threshold=5
+    )
+    solver.factorize(A)
+    solver.solve(b)
+    assert solver.stats["refactorizations"] == 1 and solver.iterations <= 1
+    near = (A + 1e-3 * sp.eye(A.shape[0])).tocsr()  # a slightly changed tangent: old factor still good
+    solver.factorize(near)
+    x = solver.solve(b)
+    print("near:", solver.iterations, solver.stats)
+    assert solver.stats["refactorizations"] == 1 and 1 <= solver.iterations <= 5
+    assert np.linalg.norm(near @ x - b) < 1e-10 * np.linalg.norm(b)
+    far = (A + 2.0 * sp.diags(np.linspace(0, 5, A.shape[0]))).tocsr()
+    solver.factorize(far)
+    x = solver.solve(b)
+    print("far:", solver.iterations, solver.stats)
+    assert solver.stats["refactorizations"] == 2
+    assert np.linalg.norm(far @ x - b) < 1e-10 * np.linalg.norm(b)
+
+
+def test_parameter_validation():
+    with pytest.raises(ParameterError, match="maximum_number_of_iterations must be >= 1"):
+        CGSolver(maximum_number_of_iterations=0)
+    with pytest.raises(ParameterError, match="residual_tolerance_threshold"):
+        CGSolver(residual_tolerance_threshold=-1.0)
+    with pytest.raises(ParameterError, match="preconditioning_method"):
+        CGSolver(preconditioning_method="Jacobi")
+    assert CGSolver(preconditioning_method="diagonal").preconditioning_method == "Diagonal"
+    assert CGSolver(preconditioning_method=None).preconditioning_method == "None"
+    with pytest.raises(ParameterError, match="backend"):
+        DirectSolver(backend="mumps")
+    with pytest.raises(ParameterError, match="square"):
+        DirectSolver().factorize(sp.csr_matrix(np.ones((2, 3))))
+    solver = DirectSolver()
+    solver.factorize(random_spd(20, 0.2))
+    with pytest.raises(ParameterError, match="right-hand side"):
+        solver.solve(np.ones(21))
+    assert isinstance(make_linear_solver("cg", maximum_number_of_iterations=4), CGSolver)
+    with pytest.raises(ParameterError, match="linear solver kind"):
+        make_linear_solver("lu")
