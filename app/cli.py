@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 
-SUBCOMMANDS = ("info",)
+SUBCOMMANDS = ("run", "check", "info")
 
 
 def _gui_parser() -> argparse.ArgumentParser:
@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         from meshes.info import main as info_main
 
         return info_main(argv[1:])
+    if argv and argv[0] in ("run", "check"):
+        from app.headless import main as headless_main  # never imports Qt or VTK
+
+        return headless_main(argv)
     return run_gui(argv)
 
 

@@ -1,0 +1,435 @@
+"""A loaded scene: the validated spec (what a save writes), the running simulation built from it, and live
+parameter edits by the scene file's key paths (``softsim run --set``, the GUI panels, the Python API).
+
+>>> from mechanics import Scene
+>>> scene = Scene.load("resources/scenes/finger.toml")            # doctest: +SKIP
+>>> scene.set("body.finger.cable.cable.value", 5.0)                  # doctest: +SKIP
+>>> report = scene.step()                                            # doctest: +SKIP
+>>> scene.outputs()["cable.displacement"]                            # doctest: +SKIP
+5.0
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+import meshes
+from mechanics.constraint_solvers import make_constraint_solver
+from mechanics.constraints import (
+    BoxObstacle,
+    CableConstraint,
+    CapsuleObstacle,
+    ContactConstraint,
+    DragConstraint,
+    PlaneObstacle,
+    PositionEffector,
+    SphereObstacle,
+    SurfacePressureConstraint,
+)
+from mechanics.errors import ParameterError
+from mechanics.fem import TetElasticity
+from mechanics.linear_solvers import CGSolver, DirectSolver
+from mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
+from mechanics.newton import StaticNewtonSolver
+from mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
+from mechanics.simulation import Simulation
+from mechanics.static_problem import StaticProblem
+
+logger = logging.getLogger(__name__)
+
+#: key-path prefixes whose change is applied to the running solvers without a rebuild
+_LIVE_SOLVER_KEYS = ("solver.newton.", "solver.constraint.", "solver.linear.")
+
+
+def _error(spec: SceneSpec, path: str, message: str) -> SceneError:
+    return SceneError([f"{Path(spec.source).name}: {path}: {message}"])
+
+
+def _rotation_matrix(degrees) -> np.ndarray:
+    """Rotation about x, then y, then z (extrinsic), angles in degrees."""
+    rx, ry, rz = np.radians(degrees)
+    cx, sx, cy, sy, cz, sz = np.cos(rx), np.sin(rx), np.cos(ry), np.sin(ry), np.cos(rz), np.sin(rz)
+    Rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    Ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    Rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
+
+
+def _region_dict(region) -> dict:
+    """A RegionSpec as the selector table ``meshes.select_nodes`` reads (only the key that is set)."""
+    for key in ("box", "sphere", "set", "indices", "halfspace"):
+        value = getattr(region, key)
+        if value is not None:
+            return {key: asdict(value) if hasattr(value, "__dataclass_fields__") else value}
+    raise ValueError("region has no selector")
+
+
+def load_body_mesh(body) -> meshes.TetMesh:
+    """The body's mesh with the scene's scale, rotation and translation applied."""
+    mesh = meshes.load(body.mesh_path, scale=body.scale)
+    if any(body.rotation):
+        mesh.points = mesh.points @ _rotation_matrix(body.rotation).T
+    mesh.points = mesh.points + np.asarray(body.translation, dtype=np.float64)
+    return mesh
+
+
+def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
+    """(model, young (m,), poisson (m,)) with the material regions applied in file order (later wins)."""
+    material = body.material
+    young = np.full(mesh.n_tets, material.youngModulus)
+    poisson = np.full(mesh.n_tets, material.poissonRatio)
+    for i, region in enumerate(material.regions):
+        path = f"body.{body.name}.material.region[{i}]"
+        if region.model is not None and region.model != material.model:
+            raise _error(spec, f"{path}.model", f"{region.model!r} differs from the body's model "
+                         f"{material.model!r}; one body has one material model (regions may change "
+                         "youngModulus and poissonRatio)")
+        tets = meshes.tets_in_box(mesh.points, mesh.tets, region.box)
+        if tets.size == 0:
+            logger.warning("%s: the box selects no tetrahedron", path)
+        if region.youngModulus is not None:
+            young[tets] = region.youngModulus
+        if region.poissonRatio is not None:
+            poisson[tets] = region.poissonRatio
+    return material.model, young, poisson
+
+
+def make_linear_solver(linear):
+    if linear.type == "direct":
+        return DirectSolver(backend=linear.backend)
+    return CGSolver(maximum_number_of_iterations=linear.maximum_number_of_iterations,
+                    residual_tolerance_threshold=linear.residual_tolerance_threshold,
+                    preconditioning_method=linear.preconditioning_method)
+
+
+def _newton_parameters(newton) -> dict:
+    return {key: getattr(newton, key) for key in (
+        "newton_iterations", "correction_tolerance_threshold", "residual_tolerance_threshold",
+        "shoud_diverge_when_residual_is_growing", "warm_start", "printLog", "line_search", "load_steps")}
+
+
+def _constraint_parameters(constraint) -> dict:
+    keys = ["maxIterations", "tolerance", "sor", "scaleTolerance", "allVerified", "regularizationTerm",
+            "computeConstraintForces"]
+    if constraint.type == "ImprovedJacobi":
+        keys += ["useSpectralCorrection", "spectralCorrectionFactor", "useConjugateResidue",
+                 "conjugateResidueSpeedFactor", "sofaSpectralRadius"]
+    return {key: getattr(constraint, key) for key in keys}
+
+
+def make_constraint_solver_from(constraint):
+    return make_constraint_solver(constraint.type, **_constraint_parameters(constraint))
+
+
+def _cable_kwargs(cable) -> dict:
+    kwargs = {key: getattr(cable, key) for key in (
+        "hasPullPoint", "cableInitialLength", "valueType", "value", "minForce", "maxForce", "maxPositiveDisp",
+        "maxNegativeDisp", "maxDispVariation")}
+    if cable.points is not None:
+        kwargs["points"] = np.asarray(cable.points, dtype=np.float64)
+    else:
+        kwargs["indices"] = np.asarray(cable.indices, dtype=np.int64)
+    if cable.pullPoint is not None:
+        kwargs["pullPoint"] = np.asarray(cable.pullPoint, dtype=np.float64)
+    return kwargs
+
+
+_CAVITY_KEYS = ("flipNormal", "valueType", "value", "minPressure", "maxPressure", "minVolumeGrowth",
+                "maxVolumeGrowth", "maxPressureVariation", "maxVolumeGrowthVariation")
+
+
+def _make_cavity(spec, body, cavity, mesh):
+    kwargs = {key: getattr(cavity, key) for key in _CAVITY_KEYS}
+    path = f"body.{body.name}.cavity.{cavity.name}"
+    if cavity.set is not None:
+        if cavity.set not in mesh.triangle_sets:
+            have = ", ".join(sorted(mesh.triangle_sets)) or "none"
+            raise _error(spec, f"{path}.set", f"the mesh has no triangle set {cavity.set!r} (has: {have})")
+        kwargs["triangles"] = mesh.triangle_sets[cavity.set]
+    else:
+        surface = meshes.load_surface(cavity.surface_path, scale=body.scale)
+        points = surface.points
+        if any(body.rotation):
+            points = points @ _rotation_matrix(body.rotation).T
+        kwargs["surface_points"] = points + np.asarray(body.translation)
+        kwargs["surface_triangles"] = surface.triangles
+    return SurfacePressureConstraint(mesh.points, mesh.tets, name=cavity.name, **kwargs)
+
+
+def _make_effector(body, effector, mesh):
+    kwargs = {"useDirections": effector.useDirections, "weight": effector.weight}
+    if effector.position is not None:
+        kwargs["position"] = np.asarray(effector.position, dtype=np.float64)
+    else:
+        kwargs["indices"] = np.asarray(effector.indices, dtype=np.int64)
+    if effector.effectorGoal is not None:
+        kwargs["effectorGoal"] = np.asarray(effector.effectorGoal, dtype=np.float64)
+    return PositionEffector(mesh.points, mesh.tets, name=effector.name, **kwargs)
+
+
+def _make_obstacle(obstacle):
+    if obstacle.type == "plane":
+        return PlaneObstacle(obstacle.point, obstacle.normal)
+    if obstacle.type == "sphere":
+        return SphereObstacle(obstacle.center, obstacle.radius)
+    if obstacle.type == "box":
+        return BoxObstacle(obstacle.center, obstacle.halfExtents)
+    return CapsuleObstacle(obstacle.a, obstacle.b, obstacle.radius)
+
+
+class Scene:
+    """A scene file turned into a running :class:`Simulation`, with edits by key path.
+
+    ``spec`` always holds the values in effect (a save writes them); ``simulation`` runs the frames.
+    """
+
+    def __init__(self, spec: SceneSpec) -> None:
+        self.spec = spec
+        self.warnings: list[str] = []
+        self.drag: DragConstraint | None = None
+        self._build()
+
+    @classmethod
+    def load(cls, path: str | Path) -> Scene:
+        """Load and build a scene; raises SceneError, MeshError or ParameterError with a readable message."""
+        return cls(load_scene(path))
+
+    @property
+    def path(self) -> Path:
+        return Path(self.spec.source)
+
+    # -- building --------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        spec = self.spec
+        if len(spec.bodies) != 1:
+            raise _error(spec, "body", f"this version simulates exactly one body, the scene has {len(spec.bodies)}")
+        body = spec.bodies[0]
+        mesh = load_body_mesh(body)
+        self.mesh = mesh
+        self.body_spec = body
+        model, young, poisson = element_materials(spec, body, mesh)
+        elasticity = TetElasticity(mesh.points, mesh.tets, model=model, young=young, poisson=poisson,
+                                   rotation_method=body.material.rotation_method)
+        fixed = self._fixed_nodes(body, mesh)
+        self.masses = self._masses(body, mesh)
+        self.gravity = Gravity(self.masses, spec.scene.gravity)
+        loads = [self.gravity] + self._loads(body, mesh)
+        problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=loads)
+        newton_spec = spec.solver.newton
+        newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
+                                    **_newton_parameters(newton_spec))
+        constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c)) for c in body.cables]
+        constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
+        constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+        if spec.obstacles:
+            surface_nodes = np.unique(mesh.surface_triangles())
+            constraints.append(ContactConstraint(
+                surface_nodes, [_make_obstacle(o) for o in spec.obstacles],
+                contactDistance=[o.contactDistance for o in spec.obstacles],
+                friction=[o.friction for o in spec.obstacles], n_nodes=mesh.n_points, name="contact"))
+        self.simulation = Simulation(problem=problem, newton=newton,
+                                     constraint_solver=make_constraint_solver_from(spec.solver.constraint),
+                                     constraints=constraints,
+                                     reequilibration_iterations=newton_spec.reequilibration_iterations,
+                                     name=body.name)
+
+    def _fixed_nodes(self, body, mesh) -> np.ndarray:
+        selections = []
+        for i, region in enumerate(body.fixed):
+            try:
+                selections.append(meshes.select_nodes(mesh, _region_dict(region)))
+            except meshes.MeshError as error:
+                raise _error(self.spec, f"body.{body.name}.fixed[{i}]", str(error)) from None
+        return np.unique(np.concatenate(selections)) if selections else np.zeros(0, dtype=np.int64)
+
+    def _masses(self, body, mesh) -> np.ndarray:
+        material = body.material
+        if material.totalMass is None and material.massDensity is None:
+            if any(self.spec.scene.gravity):
+                self.warnings.append(f"body {body.name}: no totalMass or massDensity, gravity has no effect")
+            return np.zeros(mesh.n_points)
+        return lumped_masses(mesh.points, mesh.tets, material.massDensity, total_mass=material.totalMass)
+
+    def _loads(self, body, mesh) -> list:
+        loads = []
+        for i, force in enumerate(body.forces):
+            path = f"body.{body.name}.force[{i}]"
+            if force.pressure is not None:
+                if force.set not in mesh.triangle_sets:
+                    raise _error(self.spec, f"{path}.set", f"pressure needs a triangle set; the mesh has "
+                                 f"{', '.join(sorted(mesh.triangle_sets)) or 'none'}")
+                loads.append(PressureLoad(mesh.triangle_sets[force.set], force.pressure))
+                continue
+            try:
+                nodes = meshes.select_nodes(mesh, _region_dict(force))
+            except meshes.MeshError as error:
+                raise _error(self.spec, path, str(error)) from None
+            loads.append(NodalForce(nodes, force.totalForce))
+        return loads
+
+    # -- running ---------------------------------------------------------------------------------------
+    def step(self):
+        return self.simulation.step()
+
+    def run(self, frames: int):
+        return self.simulation.run(frames)
+
+    def reset(self) -> None:
+        self.simulation.reset()
+
+    def outputs(self) -> dict[str, float]:
+        return self.simulation.outputs()
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self.simulation.x
+
+    # -- editing ---------------------------------------------------------------------------------------
+    def get(self, path: str):
+        return get_value(self.spec, path)
+
+    def set(self, path: str, value) -> None:
+        """Change one value by key path; it takes effect on the next frame.
+
+        Validated exactly as the loader validates (SceneError naming the key and the range; the scene is
+        unchanged on error). Solver, material, gravity and actuator values are applied live; a change of
+        structure (mesh, fixed regions, obstacles, cable points...) rebuilds the simulation and keeps the
+        current positions.
+        """
+        previous = copy.deepcopy(self.spec)
+        set_value(self.spec, path, value)
+        try:
+            self._apply(path)
+        except (ParameterError, ValueError) as error:
+            self.spec = previous
+            self._build_keep_positions()
+            raise _error(self.spec, path, str(error)) from None
+
+    def _apply(self, path: str) -> None:
+        spec, sim = self.spec, self.simulation
+        body = spec.bodies[0]
+        if path.startswith("solver.newton."):
+            key = path.rsplit(".", 1)[1]
+            if key == "reequilibration_iterations":
+                sim.reequilibration_iterations = spec.solver.newton.reequilibration_iterations
+            else:
+                sim.newton.set_parameters(**_newton_parameters(spec.solver.newton))
+        elif path.startswith("solver.linear."):
+            sim.newton.set_parameters(linear_solver=make_linear_solver(spec.solver.linear))
+        elif path.startswith("solver.constraint."):
+            if path.endswith(".type"):
+                sim.constraint_solver = make_constraint_solver_from(spec.solver.constraint)
+            else:
+                sim.constraint_solver.set_parameters(**_constraint_parameters(spec.solver.constraint))
+        elif path == "scene.gravity":
+            self.gravity.g = spec.scene.gravity
+        elif path.startswith(("scene.", "solver.dynamic.", "drag.")):
+            pass  # read when used (dynamic mode, drag creation); nothing to rebuild
+        elif self._is_material_path(path):
+            model, young, poisson = element_materials(spec, body, self.mesh)
+            sim.problem.elasticity.set_material(model=model, young=young, poisson=poisson,
+                                                rotation_method=body.material.rotation_method)
+            if ".totalMass" in path or ".massDensity" in path:
+                self._build_keep_positions()
+        elif self._actuator_key(path) is not None:
+            kind, name, key = self._actuator_key(path)
+            actuator = getattr(body, {"cable": "cables", "cavity": "cavities", "effector": "effectors"}[kind])
+            spec_item = next(a for a in actuator if a.name == name)
+            value = getattr(spec_item, key)
+            if kind == "cable" and key in ("points", "indices", "pullPoint", "hasPullPoint", "cableInitialLength"):
+                self._build_keep_positions()
+            elif kind == "cavity" and key in ("surface", "set"):
+                self._build_keep_positions()
+            elif kind == "effector" and key in ("position", "indices"):
+                self._build_keep_positions()
+            else:
+                if isinstance(value, tuple):
+                    value = np.asarray(value, dtype=np.float64)
+                sim.constraint(name).set_parameters(**{key: value})
+        else:
+            self._build_keep_positions()
+
+    def _is_material_path(self, path: str) -> bool:
+        parts = path.replace("[", ".[").split(".")
+        return "material" in parts
+
+    def _actuator_key(self, path: str):
+        """("cable", name, key) for ``body.<b>.cable.<name>.<key>`` (names or [index]), else None."""
+        parts = path.split(".")
+        body = self.spec.bodies[0]
+        for kind, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
+            for i, part in enumerate(parts):
+                head = part.split("[")[0]
+                if head != kind or i + 1 >= len(parts):
+                    continue
+                if "[" in part:
+                    index = int(part.split("[")[1].rstrip("]"))
+                    return kind, items[index].name, parts[i + 1]
+                if i + 2 < len(parts):
+                    return kind, parts[i + 1], parts[i + 2]
+        return None
+
+    def _build_keep_positions(self) -> None:
+        x = self.simulation.x.copy()
+        frame = self.simulation.frame
+        drag = self.drag
+        self._build()
+        if x.shape == self.simulation.x.shape:
+            self.simulation.x = x
+            self.simulation.frame = frame
+        if drag is not None:
+            self.simulation.constraints.append(drag)
+
+    # -- mouse drag -------------------------------------------------------------------------------------
+    def start_drag(self, node: int, target) -> None:
+        """Attach ``node`` to ``target`` (3,) with the scene's drag compliance (a soft constraint)."""
+        self.stop_drag()
+        self.drag = DragConstraint(int(node), np.asarray(target, dtype=np.float64),
+                                   compliance=self.spec.drag.compliance, n_nodes=self.mesh.n_points)
+        self.simulation.constraints.append(self.drag)
+
+    def move_drag(self, target) -> None:
+        if self.drag is not None:
+            self.drag.set_target(np.asarray(target, dtype=np.float64))
+
+    def stop_drag(self) -> None:
+        if self.drag is not None:
+            self.simulation.constraints.remove(self.drag)
+            self.drag = None
+
+    # -- saving -----------------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write the scene with every value currently in effect (tuned live) to ``path``, atomically."""
+        save_scene(self.spec, path)
+
+
+def default_scene_for_mesh(path: str | Path) -> SceneSpec:
+    """A scene for a bare mesh file: corotational silicone, gravity along -y, the bottom 5 % (in y) fixed.
+
+    Units are guessed from the size: a body larger than 10 units across is taken to be in millimetres
+    (SoftRobots' mm-kg-s: E in kPa), otherwise in metres (SI). Every value can be edited afterwards.
+    """
+    path = Path(path).resolve()
+    mesh = meshes.load(path)
+    lo, hi = mesh.bbox[:3], mesh.bbox[3:]
+    millimetres = float(np.linalg.norm(hi - lo)) > 10.0
+    slab = lo[1] + 0.05 * (hi[1] - lo[1])
+    margin = 1e-6 * float(np.linalg.norm(hi - lo))
+    box = [lo[0] - margin, lo[1] - margin, lo[2] - margin, hi[0] + margin, slab, hi[2] + margin]
+    data = {
+        "scene": {"name": path.stem, "units": "mm-kg-s" if millimetres else "SI",
+                  "gravity": [0.0, -9810.0 if millimetres else -9.81, 0.0]},
+        "body": [{"name": "body", "mesh": str(path),
+                  "material": {"model": "corotational", "youngModulus": 100.0 if millimetres else 1e5,
+                               "poissonRatio": 0.45, "massDensity": 1.07e-6 if millimetres else 1070.0},
+                  "fixed": [{"box": box}]}],
+    }
+    return parse_data(data, source=str(path.with_suffix(".toml")), base_dir=path.parent)
+
+
+__all__ = ["Scene", "default_scene_for_mesh", "element_materials", "load_body_mesh"]

@@ -1,0 +1,131 @@
+"""A running simulation: the state of one body, its constraints and solvers, and the frame loop.
+
+``Simulation.step()`` runs one frame (mechanics.frame_step) and keeps the last good state when a frame
+fails. Parameters change between frames through ``set_*`` methods without rebuilding anything that does not
+depend on them (the sparsity pattern and the symbolic factorization survive a material change).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mechanics.fields import displacement_magnitude, nodal_average_operator
+from mechanics.frame_step import FrameReport, solve_frame
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """An immutable snapshot of the simulation for display or output; arrays are copies.
+
+    x : (n, 3) positions; displacement : (n,) |x - X|; von_mises : (m,) per element;
+    von_mises_nodal : (n,) volume-weighted nodal average; outputs : actuator/effector readouts
+    (``NAME.QUANTITY`` -> value); report : the FrameReport of the frame that produced it (None after a reset).
+    """
+
+    index: int
+    x: np.ndarray
+    displacement: np.ndarray
+    von_mises: np.ndarray
+    von_mises_nodal: np.ndarray
+    outputs: dict[str, float]
+    report: FrameReport | None
+    contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+
+class Simulation:
+    """One deformable body with its static problem, Newton solver, constraints and constraint solver.
+
+    Parameters
+    ----------
+    problem : mechanics.static_problem.StaticProblem (elasticity, fixed nodes, loads).
+    newton : mechanics.newton.StaticNewtonSolver.
+    constraint_solver : a solver from mechanics.constraint_solvers.
+    constraints : constraint models (mechanics.constraints), each named.
+    reequilibration_iterations : outer re-equilibration iterations (0 = SOFA's single linear correction).
+    """
+
+    def __init__(self, *, problem, newton, constraint_solver, constraints=(), reequilibration_iterations: int = 0,
+                 name: str = "body") -> None:
+        self.problem = problem
+        self.newton = newton
+        self.constraint_solver = constraint_solver
+        self.constraints = list(constraints)
+        self.reequilibration_iterations = int(reequilibration_iterations)
+        self.name = name
+        elasticity = problem.elasticity
+        self.X = np.array(elasticity.rest_positions, dtype=np.float64)
+        self.tets = np.asarray(elasticity.tets)
+        self._average = nodal_average_operator(self.tets, elasticity.volumes, self.X.shape[0])
+        self.x = self.X.copy()
+        self.x_free: np.ndarray | None = None
+        self.frame = 0
+        self.last_report: FrameReport | None = None
+        self.failed_frames = 0
+
+    # -- running --------------------------------------------------------------------------------------
+    def step(self) -> FrameReport:
+        """One frame from the current state; on failure the state stays as it was."""
+        x_new, report = solve_frame(problem=self.problem, newton=self.newton,
+                                    constraint_solver=self.constraint_solver, constraints=self.constraints,
+                                    x=self.x, frame=self.frame + 1, free_start=self.x_free,
+                                    reequilibration_iterations=self.reequilibration_iterations)
+        if x_new is None:
+            self.failed_frames += 1
+            logger.warning("frame %d failed: %s", report.frame, report.message)
+        else:
+            self.x = x_new
+            self.x_free = report.x_free
+            self.frame += 1
+        self.last_report = report
+        return report
+
+    def run(self, frames: int) -> list[FrameReport]:
+        return [self.step() for _ in range(frames)]
+
+    def reset(self) -> None:
+        """Back to the rest shape (parameters as currently tuned)."""
+        self.x = self.X.copy()
+        self.x_free = None
+        self.frame = 0
+        self.last_report = None
+
+    # -- reading --------------------------------------------------------------------------------------
+    def constraint(self, name: str):
+        for constraint in self.constraints:
+            if constraint.name == name:
+                return constraint
+        names = ", ".join(c.name for c in self.constraints) or "none"
+        raise KeyError(f"no actuator or constraint named {name!r} (have: {names})")
+
+    def outputs(self) -> dict[str, float]:
+        """Every actuator and effector output as ``NAME.QUANTITY`` -> float."""
+        values = {}
+        for constraint in self.constraints:
+            for key, value in constraint.outputs.items():
+                if np.ndim(value) == 0:
+                    values[f"{constraint.name}.{key}"] = float(value)
+        return values
+
+    def von_mises(self) -> np.ndarray:
+        return self.problem.elasticity.von_mises(self.x)
+
+    def snapshot(self, report: FrameReport | None) -> Frame:
+        von_mises = np.nan_to_num(self.von_mises())
+        points, forces = [], []
+        for constraint in self.constraints:
+            if hasattr(constraint, "contact_points"):
+                points.append(np.array(constraint.contact_points, dtype=np.float64).reshape(-1, 3))
+                forces.append(np.array(constraint.contact_forces, dtype=np.float64).reshape(-1, 3))
+        return Frame(
+            index=self.frame, x=self.x.copy(), displacement=displacement_magnitude(self.x, self.X),
+            von_mises=von_mises, von_mises_nodal=self._average @ von_mises, outputs=self.outputs(),
+            report=report,
+            contact_points=np.concatenate(points) if points else np.zeros((0, 3)),
+            contact_forces=np.concatenate(forces) if forces else np.zeros((0, 3)),
+        )
