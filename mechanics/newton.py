@@ -320,8 +320,14 @@ class StaticNewtonSolver:
         if initial_norm <= self.absolute_residual_tolerance_threshold:
             report.reason = "residual below absolute threshold"
             return x, "converged"
-        if initial_norm <= _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0):
+        force_scale = getattr(problem, "last_force_scale", 0.0)
+        if initial_norm <= _ROUND_OFF_FACTOR * force_scale:
             report.reason = "residual at round-off level"
+            return x, "converged"
+        if self.residual_tolerance_threshold > 0 and initial_norm <= self.residual_tolerance_threshold * force_scale:
+            # A warm start that is already balanced (|R| small against |f_int| + |f_ext|): the relative test
+            # against R0 can never pass from such a start, and iterating would only refactorize.
+            report.reason = "already in equilibrium (residual below threshold x force scale)"
             return x, "converged"
         increment_total = np.zeros_like(residual)
         previous_correction = None
