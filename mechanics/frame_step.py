@@ -67,7 +67,12 @@ class ConstraintSystem:
 
 @dataclass
 class FrameReport:
-    """What one frame did; the GUI and the CLI show it. Times are in seconds per phase."""
+    """What one frame did; the GUI and the CLI show it.
+
+    ``times`` holds seconds per phase: assembly (forces and tangents), factorization, newton_solve (the rest
+    of the Newton solve: triangular solves, residual norms), build (constraint rows), W, constraint_solve,
+    correction, and reequilibration when enabled.
+    """
 
     frame: int
     ok: bool
@@ -133,13 +138,21 @@ def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
         solver.factorize(problem.tangent(x))
 
 
-def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None):
-    """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report)."""
+def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None):
+    """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report).
+
+    ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve".
+    """
+    times = {} if times is None else times
+    started = time.perf_counter()
     W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free)
     W[np.diag_indices_from(W)] += system.compliance
+    times["W"] = times.get("W", 0.0) + time.perf_counter() - started
     if initial_force is not None and initial_force.size != system.n_rows:
         initial_force = None
+    started = time.perf_counter()
     report = constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
+    times["constraint_solve"] = times.get("constraint_solve", 0.0) + time.perf_counter() - started
     return KinvJt @ report.force, report
 
 
@@ -158,7 +171,10 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     times: dict[str, float] = {}
     started = time.perf_counter()
     newton_report = newton.solve(problem, x if free_start is None else free_start)
-    times["newton"] = time.perf_counter() - started
+    newton_time = time.perf_counter() - started
+    times["assembly"] = newton_report.assembly_time + newton_report.residual_time
+    times["factorization"] = newton_report.factorization_time
+    times["newton_solve"] = max(0.0, newton_time - times["assembly"] - times["factorization"])
     if newton_report.diverged or not np.all(np.isfinite(newton_report.x)):
         return None, FrameReport(frame, False, f"Newton solve diverged: {newton_report.reason}",
                                  newton=newton_report, times=times)
@@ -174,13 +190,15 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     if system is not None and system.n_rows:
         started = time.perf_counter()
         _ensure_factorization(problem, newton, x_free)
+        times["factorization"] += time.perf_counter() - started
         try:
-            correction, constraint_report = _project(constraint_solver, newton.linear_solver, system)
+            correction, constraint_report = _project(constraint_solver, newton.linear_solver, system, times=times)
         except ValueError as error:  # W not positive on its diagonal: an indefinite tangent
             return None, FrameReport(frame, False, f"constraint projection failed: {error}",
                                      newton=newton_report, times=times)
+        started = time.perf_counter()
         x_new = x_free + problem.expand(correction)
-        times["projection"] = time.perf_counter() - started
+        times["correction"] = time.perf_counter() - started
         if reequilibration_iterations:
             started = time.perf_counter()
             x_new, system, constraint_report = _reequilibrate(problem, newton.linear_solver, constraint_solver,
