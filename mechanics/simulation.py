@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mechanics.errors import ParameterError
 from mechanics.fields import displacement_magnitude, nodal_average_operator
 from mechanics.frame_step import FrameReport, solve_frame
+from mechanics.newton import NewtonReport
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +50,12 @@ class Simulation:
     constraint_solver : a solver from mechanics.constraint_solvers.
     constraints : constraint models (mechanics.constraints), each named.
     reequilibration_iterations : outer re-equilibration iterations (0 = SOFA's single linear correction).
+    dynamic_solver : a mechanics.dynamics.DynamicSolver over this body (needed for ``mode="dynamic"``).
+    mode : "static" or "dynamic".
     """
 
     def __init__(self, *, problem, newton, constraint_solver, constraints=(), reequilibration_iterations: int = 0,
-                 name: str = "body") -> None:
+                 name: str = "body", dynamic_solver=None, mode: str = "static") -> None:
         self.problem = problem
         self.newton = newton
         self.constraint_solver = constraint_solver
@@ -63,14 +67,32 @@ class Simulation:
         self.tets = np.asarray(elasticity.tets)
         self._average = nodal_average_operator(self.tets, elasticity.volumes, self.X.shape[0])
         self.x = self.X.copy()
+        self.v = np.zeros_like(self.X)
+        self.time = 0.0
         self.x_free: np.ndarray | None = None
+        self.dynamic_solver = dynamic_solver
+        self.mode = "static"
+        self.set_mode(mode)
         self.frame = 0
         self.last_report: FrameReport | None = None
         self.failed_frames = 0
 
     # -- running --------------------------------------------------------------------------------------
+    def set_mode(self, mode: str) -> None:
+        """"static" (Newton + constraint projection per frame) or "dynamic" (one implicit time step per frame)."""
+        if mode not in ("static", "dynamic"):
+            raise ParameterError(f"mode must be 'static' or 'dynamic', got {mode!r}")
+        if mode == "dynamic" and self.dynamic_solver is None:
+            raise ParameterError("dynamic mode needs a mass (totalMass or massDensity) and a dynamic solver")
+        if mode != self.mode:
+            self.v = np.zeros_like(self.X)  # switching starts from rest velocities
+            self.x_free = None
+        self.mode = mode
+
     def step(self) -> FrameReport:
         """One frame from the current state; on failure the state stays as it was."""
+        if self.mode == "dynamic":
+            return self._dynamic_step()
         x_new, report = solve_frame(problem=self.problem, newton=self.newton,
                                     constraint_solver=self.constraint_solver, constraints=self.constraints,
                                     x=self.x, frame=self.frame + 1, free_start=self.x_free,
@@ -85,12 +107,39 @@ class Simulation:
         self.last_report = report
         return report
 
+    def _dynamic_step(self) -> FrameReport:
+        from mechanics.dynamics import DynamicState
+
+        self.dynamic_solver.constraints = [c for c in self.constraints if c.enforced and c.active]
+        result = self.dynamic_solver.step(DynamicState(self.x, self.v, self.time, self.frame))
+        squared = [float(c) ** 2 for c in result.correction_norms]
+        newton = NewtonReport(x=result.state.x, converged=result.converged, diverged=result.diverged,
+                              reason=result.message or ("converged" if result.converged else "iterations done"),
+                              iterations=result.iterations, iteration_times=[], squared_residuals=squared,
+                              squared_initial_residual=squared[0] if squared else 0.0,
+                              iterative_linear_solver_squared_residuals=[],
+                              iterative_linear_solver_squared_rhs_norms=[])
+        report = FrameReport(self.frame + 1, result.ok, "" if result.ok else result.message, newton=newton,
+                             constraint=result.constraint, n_constraint_rows=result.n_constraint_rows,
+                             times=dict(result.times))
+        if result.ok:
+            self.x = np.array(result.state.x, dtype=np.float64).reshape(-1, 3)
+            self.v = np.array(result.state.v, dtype=np.float64).reshape(-1, 3)
+            self.time = result.state.time
+            self.frame += 1
+        else:
+            self.failed_frames += 1
+        self.last_report = report
+        return report
+
     def run(self, frames: int) -> list[FrameReport]:
         return [self.step() for _ in range(frames)]
 
     def reset(self) -> None:
         """Back to the rest shape (parameters as currently tuned)."""
         self.x = self.X.copy()
+        self.v = np.zeros_like(self.X)
+        self.time = 0.0
         self.x_free = None
         self.frame = 0
         self.last_report = None

@@ -1,0 +1,62 @@
+"""Simulation runs the static frame step or the dynamic (Compliant) step on the same body."""
+
+import numpy as np
+import pytest
+
+from mechanics.constraint_solvers import make_constraint_solver
+from mechanics.dynamics import DynamicSolver
+from mechanics.errors import ParameterError
+from mechanics.fem import TetElasticity
+from mechanics.linear_solvers import DirectSolver
+from mechanics.loads import Gravity
+from mechanics.mass import TetMass
+from mechanics.multibody import Body, MultiBodySystem
+from mechanics.newton import StaticNewtonSolver
+from mechanics.simulation import Simulation
+from mechanics.static_problem import StaticProblem
+from meshes.generate import beam
+
+
+def _simulation(mode):
+    mesh = beam(length=10.0, width=1.0, height=1.0, nx=8, ny=2, nz=2)
+    elasticity = TetElasticity(mesh.points, mesh.tets, model="stvk", young=2e4, poisson=0.3)
+    mass = TetMass(mesh.points, mesh.tets, massDensity=1.0, lumped=True)
+    gravity = Gravity(mass.nodal_masses, (0.0, -9.81, 0.0))
+    fixed = mesh.point_sets["fixed"]
+    problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=[gravity])
+    system = MultiBodySystem([Body("beam", elasticity, mass, fixed_nodes=fixed, loads=[gravity])])
+    dynamic = DynamicSolver(system, dt=0.05, rayleighMass=5.0, rayleighStiffness=0.0, newton_iterations=3)
+    return Simulation(problem=problem, newton=StaticNewtonSolver(linear_solver=DirectSolver()),
+                      constraint_solver=make_constraint_solver("BlockGaussSeidel"), dynamic_solver=dynamic,
+                      mode=mode)
+
+
+def test_damped_dynamic_frames_settle_on_the_static_frame_result():
+    static = _simulation("static")
+    assert static.step().ok
+    dynamic = _simulation("dynamic")
+    tip = int(np.argmax(dynamic.X[:, 0]))
+    sag = []
+    for _ in range(400):
+        report = dynamic.step()
+        assert report.ok
+        sag.append(dynamic.x[tip, 1] - dynamic.X[tip, 1])
+    # it falls, overshoots or creeps, and ends at the static equilibrium
+    assert min(sag) < 0.5 * (static.x[tip, 1] - static.X[tip, 1])
+    np.testing.assert_allclose(dynamic.x, static.x, atol=1e-6 * np.abs(static.x - static.X).max())
+    assert dynamic.time == pytest.approx(20.0)
+    assert report.newton.iterations >= 1 and np.isfinite(report.newton.squared_residuals).all()
+
+
+def test_switching_mode_resets_velocities_and_static_mode_needs_no_dynamic_solver():
+    simulation = _simulation("dynamic")
+    simulation.step()
+    assert np.abs(simulation.v).max() > 0
+    simulation.set_mode("static")
+    assert np.abs(simulation.v).max() == 0
+    assert simulation.step().ok
+    simulation.dynamic_solver = None
+    with pytest.raises(ParameterError, match="dynamic mode needs a mass"):
+        simulation.set_mode("dynamic")
+    with pytest.raises(ParameterError, match="'static' or 'dynamic'"):
+        simulation.set_mode("quasi")
