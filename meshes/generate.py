@@ -1,9 +1,12 @@
 """Procedural tetrahedral meshes of the SoftRobots tutorial bodies (units: mm).
 
-Bodies are built from structured grids: hexahedral grids split into 6 Kuhn tetrahedra (the split is
-conforming across neighbouring cells), with cells removed to carve gaps and cavities, or a triangulated disk
-extruded into prisms split into 3 tetrahedra by the global vertex order (also conforming). Only numpy is
-needed to build them; ``python -m meshes.generate [OUT_DIR]`` rewrites the shipped files in
+Bodies are built from structured grids: hexahedral grids split into 6 Kuhn tetrahedra, with cells removed
+to carve gaps and cavities, or a triangulated disk extruded into prisms split into 3 tetrahedra. Both splits
+are conforming and *mirror-symmetric* about the body's planes of symmetry: the Kuhn split is reflected in the
+upper half of each mirrored axis, and the prism split follows a vertex order that the disk's reflections
+preserve. A plain Kuhn split (same diagonal everywhere) couples bending to twisting: under gravity the old
+3 x 3-cell finger's tip moved sideways (z) by 0.196 times its bending deflection (y). Only numpy is needed to
+build them; ``python -m meshes.generate [OUT_DIR]`` rewrites the shipped files in
 ``resources/meshes/``.
 
 Cavity triangle sets (``cavity``) are oriented with their normals pointing *out of the cavity's enclosed
@@ -78,13 +81,39 @@ def _compact(points: np.ndarray, tets: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return points[used], new_index[tets]
 
 
-def hex_grid_tets(xs, ys, zs, keep=None) -> tuple[np.ndarray, np.ndarray]:
-    """Tetrahedra of a structured grid: 6 Kuhn tetrahedra per kept cell.
+def _check_mirror_axes(axes, coordinates, label: str) -> tuple[int, ...]:
+    """Validate ``mirror`` axes of a structured grid: even cell count, nodes symmetric about the mid-plane."""
+    checked = []
+    for axis in axes:
+        if axis not in (0, 1, 2):
+            raise MeshError(f"{label}: mirror axes must be in (0, 1, 2), got {axis}")
+        nodes = coordinates[axis]
+        cells = len(nodes) - 1
+        if cells % 2:
+            raise MeshError(
+                f"{label}: mirroring axis {axis} needs an even number of cells along it, got {cells}"
+            )
+        span = float(nodes[-1] - nodes[0])
+        if not np.allclose(nodes + nodes[::-1], nodes[0] + nodes[-1], rtol=0.0, atol=1e-12 * abs(span)):
+            raise MeshError(f"{label}: nodes along mirrored axis {axis} are not symmetric about its mid-plane")
+        checked.append(int(axis))
+    return tuple(sorted(set(checked)))
+
+
+def hex_grid_tets(xs, ys, zs, keep=None, mirror=()) -> tuple[np.ndarray, np.ndarray]:
+    """Tetrahedra of a structured grid: 6 Kuhn tetrahedra per kept cell, reflected per half along ``mirror``.
+
+    Along each axis in ``mirror``, cells in the upper half use the Kuhn split reflected across the cell's
+    mid-plane (local offset ``o -> 1 - o`` on that axis), so the whole tetrahedralisation is the mirror
+    image of itself about the grid's mid-plane. The split stays conforming: the diagonal of a face normal to
+    axis ``a`` depends only on the reflection state of the two other axes, which the two cells sharing the
+    face have in common.
 
     Parameters
     ----------
     xs, ys, zs : increasing node coordinates along each axis (lengths nx+1, ny+1, nz+1).
     keep : (nx, ny, nz) bool, cells to mesh (default all).
+    mirror : axes (0, 1, 2) to mirror; each needs an even cell count and nodes symmetric about the middle.
 
     Returns
     -------
@@ -92,6 +121,7 @@ def hex_grid_tets(xs, ys, zs, keep=None) -> tuple[np.ndarray, np.ndarray]:
     """
     xs, ys, zs = (np.asarray(v, dtype=np.float64) for v in (xs, ys, zs))
     shape = (len(xs) - 1, len(ys) - 1, len(zs) - 1)
+    mirror = _check_mirror_axes(mirror, (xs, ys, zs), "hex_grid_tets")
     if keep is None:
         keep = np.ones(shape, dtype=bool)
     keep = np.asarray(keep, dtype=bool)
@@ -99,7 +129,11 @@ def hex_grid_tets(xs, ys, zs, keep=None) -> tuple[np.ndarray, np.ndarray]:
         raise MeshError(f"hex_grid_tets: keep must have shape {shape}, got {keep.shape}")
     grid = np.stack(np.meshgrid(xs, ys, zs, indexing="ij"), axis=-1).reshape(-1, 3)
     cells = np.argwhere(keep)  # (c, 3) lower corner indices
-    corners = cells[:, None, None, :] + _KUHN_PATHS[None]  # (c, 6, 4, 3)
+    reflected = np.zeros(cells.shape, dtype=bool)
+    for axis in mirror:
+        reflected[:, axis] = cells[:, axis] >= shape[axis] // 2
+    offsets = np.where(reflected[:, None, None, :], 1 - _KUHN_PATHS[None], _KUHN_PATHS[None])
+    corners = cells[:, None, None, :] + offsets  # (c, 6, 4, 3)
     node = (corners[..., 0] * len(ys) + corners[..., 1]) * len(zs) + corners[..., 2]
     tets = _orient(grid, node.reshape(-1, 4).astype(np.int64))
     return _compact(grid, tets)
@@ -131,7 +165,8 @@ def beam(
 ) -> TetMesh:
     """Box beam ``[0, length] x [0, width] x [0, height]`` with nx*ny*nz cells of 6 tetrahedra.
 
-    Point sets: ``fixed`` (x = 0), ``free_end`` (x = length).
+    The split is mirror-symmetric about ``y = width/2`` when ``ny`` is even and about ``z = height/2`` when
+    ``nz`` is even. Point sets: ``fixed`` (x = 0), ``free_end`` (x = length).
     """
     for name, value in (("length", length), ("width", width), ("height", height)):
         if not np.isfinite(value) or value <= 0:
@@ -143,6 +178,7 @@ def beam(
         np.linspace(0.0, length, int(nx) + 1),
         np.linspace(0.0, width, int(ny) + 1),
         np.linspace(0.0, height, int(nz) + 1),
+        mirror=[axis for axis, cells in ((1, ny), (2, nz)) if int(cells) % 2 == 0],
     )
     return _finish(
         points,
@@ -162,14 +198,17 @@ def beam_level(
     return beam(length, width, height, base[0] * factor, base[1] * factor, base[2] * factor)
 
 
-def cube(size: float = 20.0, n: int = 5) -> TetMesh:
-    """Cube ``[0, size]^3`` with n cells per side (6 n^3 tetrahedra). Point sets ``bottom`` (y=0), ``top``."""
+def cube(size: float = 20.0, n: int = 6) -> TetMesh:
+    """Cube ``[0, size]^3`` with n cells per side (6 n^3 tetrahedra). Point sets ``bottom`` (y=0), ``top``.
+
+    For even ``n`` the split is mirror-symmetric about the three mid-planes.
+    """
     if not np.isfinite(size) or size <= 0:
         raise MeshError(f"cube: size must be finite and > 0, got {size}")
     if int(n) != n or n < 1:
         raise MeshError(f"cube: n must be an integer >= 1, got {n}")
     axis = np.linspace(0.0, size, int(n) + 1)
-    points, tets = hex_grid_tets(axis, axis, axis)
+    points, tets = hex_grid_tets(axis, axis, axis, mirror=(0, 1, 2) if int(n) % 2 == 0 else ())
     return _finish(
         points,
         tets,
@@ -178,14 +217,26 @@ def cube(size: float = 20.0, n: int = 5) -> TetMesh:
     )
 
 
-def finger(length: float = 103.0, nx: int = 21) -> TetMesh:
+def finger(length: float = 103.0, nx: int = 21, nz: int = 4) -> TetMesh:
     """The SoftRobots cable-driven finger: bar ``x in [-length, 0], y in [0, 15], z in [0, 15]``.
 
-    3 x 3 cells across (5 mm), ``nx`` cells along x (default 1134 tetrahedra). The cable path
+    ``nx`` cells along x, 3 cells along y (5 mm) and ``nz`` (even) cells along z (default 1512 tetrahedra).
+    The tetrahedralisation is the mirror image of itself about ``z = 7.5``, the cable's plane of symmetry,
+    so a symmetric cable pull bends the finger in the x-y plane without twisting it. The cable path
     :data:`FINGER_CABLE_POINTS` lies inside. Point sets: ``base`` (x = 0), ``tip`` (x = -length).
     """
-    section = np.linspace(0.0, 15.0, 4)
-    points, tets = hex_grid_tets(np.linspace(-length, 0.0, nx + 1), section, section)
+    if not np.isfinite(length) or length <= 0:
+        raise MeshError(f"finger: length must be finite and > 0, got {length}")
+    if int(nx) != nx or nx < 1:
+        raise MeshError(f"finger: nx must be an integer >= 1, got {nx}")
+    if int(nz) != nz or nz < 2 or nz % 2:
+        raise MeshError(f"finger: nz must be an even integer >= 2 (mirror symmetry about z = 7.5), got {nz}")
+    points, tets = hex_grid_tets(
+        np.linspace(-length, 0.0, int(nx) + 1),
+        np.linspace(0.0, 15.0, 4),
+        np.linspace(0.0, 15.0, int(nz) + 1),
+        mirror=(2,),
+    )
     return _finish(
         points,
         tets,
@@ -227,17 +278,35 @@ def _disk_triangles(ring_sizes=(8, 16), ring_radii=(0.5, 1.0)) -> tuple[np.ndarr
     return np.concatenate(coords), np.concatenate(triangles).astype(np.int64)
 
 
-def _extrude(coords2d: np.ndarray, triangles: np.ndarray, zs: np.ndarray, radii: np.ndarray):
-    """Prisms over each triangle between consecutive layers, 3 tetrahedra each, conforming split."""
+def _mirror_invariant_rank(coords2d: np.ndarray) -> np.ndarray:
+    """Vertex rank of a disk triangulation, unchanged by the reflections x -> -x and y -> -y: ring radius
+    first, then the angle folded into the first quadrant. Shape (p,) float64."""
+    radius = np.round(np.hypot(coords2d[:, 0], coords2d[:, 1]), 12)
+    folded_angle = np.round(np.arctan2(np.abs(coords2d[:, 1]), np.abs(coords2d[:, 0])), 12)
+    return 4.0 * radius + folded_angle  # folded angle <= pi/2 < 4 * (smallest ring spacing = 0.5)
+
+
+def _extrude(coords2d: np.ndarray, triangles: np.ndarray, zs: np.ndarray, radii: np.ndarray, rank=None):
+    """Prisms over each triangle between consecutive layers, 3 tetrahedra each.
+
+    The prism split follows a vertex order: ``rank`` (p,) (default: the vertex id). Any order that is strict
+    on every triangle gives a conforming split; an order invariant under a symmetry of the 2D triangulation
+    gives a split with the same symmetry.
+    """
     n2d = len(coords2d)
     points = np.concatenate(
         [np.column_stack([radius * coords2d, np.full(n2d, z)]) for z, radius in zip(zs, radii)]
     )
-    a, b, c = np.sort(triangles, axis=1).T
+    rank = np.arange(n2d, dtype=np.float64) if rank is None else np.asarray(rank, dtype=np.float64)
+    triangle_ranks = rank[triangles]
+    ordered = np.sort(triangle_ranks, axis=1)
+    if np.any(ordered[:, 1:] == ordered[:, :-1]):
+        raise MeshError("_extrude: the vertex rank must differ between the vertices of every triangle")
+    a, b, c = np.take_along_axis(triangles, np.argsort(triangle_ranks, axis=1), axis=1).T
     layers = np.arange(len(zs) - 1)[:, None] * n2d
     a0, b0, c0 = (v[None, :] + layers for v in (a, b, c))
     a1, b1, c1 = a0 + n2d, b0 + n2d, c0 + n2d
-    # Each quad side is cut from the bottom of its higher-numbered vertex to the top of the lower one.
+    # Each quad side is cut from the bottom of its higher-ranked vertex to the top of the lower one.
     tets = np.stack(
         [np.stack(v, axis=-1) for v in ((a0, b0, c0, a1), (b0, c0, a1, b1), (c0, a1, b1, c1))], axis=2
     ).reshape(-1, 4)
@@ -250,7 +319,8 @@ def trunk(
     """The SoftRobots trunk: a tapered cylinder along +z, ``z in [0, length]``.
 
     The cross-section is a 16-gon (inscribed in the radius) triangulated with rings of 1, 8 and 16 nodes;
-    layer thickness grows with the local radius (``layer_ratio * r``), so elements keep their shape.
+    layer thickness grows with the local radius (``layer_ratio * r``), so elements keep their shape. The
+    tetrahedralisation is mirror-symmetric about the planes x = 0 and y = 0 (those of the cables).
     Point sets: ``base`` (z = 0), ``tip`` (z = length).
     """
     if not 0 < tip_radius <= base_radius:
@@ -265,7 +335,7 @@ def trunk(
         n_layers = max(1, round(stretch))
         radii = base_radius * (tip_radius / base_radius) ** (np.arange(n_layers + 1) / n_layers)
         zs = (base_radius - radii) * length / (base_radius - tip_radius)
-    points, tets = _extrude(coords2d, triangles, zs, radii)
+    points, tets = _extrude(coords2d, triangles, zs, radii, _mirror_invariant_rank(coords2d))
     return _finish(
         points,
         tets,
@@ -320,28 +390,30 @@ def _segments(start: float, pieces) -> tuple[np.ndarray, list[tuple[str, int, in
 
 
 def pneunet(n_chambers: int = 5) -> TetMesh:
-    """PneuNets-style finger, ``x in [-115, 0], y in [0, 30], z in [-10, 10]``.
+    """PneuNets-style finger, ``x in [-115, 0], y in [0, 30], z in [-10, 10]``, mirror-symmetric about z = 0.
 
     Layout along y: bellows of ``n_chambers`` chambers (y in [0, 15], separated by external gaps y in [0, 9]),
-    a connecting channel (y in [15, 19], z in [-2, 2]) joining every chamber into ONE closed cavity, and a
-    solid strain-limiting plate (y in [19, 30]) that :data:`PNEUNET_STIFF_LAYER_BOX` selects by centroid.
-    Chambers are 10 x 12 x 12 mm; cavity volume 8640 mm^3 (SoftRobots' pneunetCavityCut: 8887.5).
+    a connecting channel (y in [15, 18], z in [-3, 3]) joining every chamber into ONE closed cavity, and a
+    solid strain-limiting plate (y in [18, 30]) that :data:`PNEUNET_STIFF_LAYER_BOX` selects by centroid.
+    Chambers are 10 x 12 x 12 mm between 4 mm walls; with 5 chambers the channel is 98 mm long and the cavity
+    volume is 5 * 1440 + 98 * 3 * 6 = 8964 mm^3 (SoftRobots' pneunetCavityCut: 8887.5). The z cells
+    (4, 3, 3, 3, 3, 4 mm) are an even number so that the split can be mirrored about z = 0.
 
     Sets: triangle set ``cavity`` (normals out of the cavity volume), point set ``base`` (x = 0), cell set
     ``stiff_layer``.
     """
-    if int(n_chambers) != n_chambers or not 1 <= n_chambers <= 6:
-        raise MeshError(f"pneunet: n_chambers must be an integer in [1, 6], got {n_chambers}")
+    if int(n_chambers) != n_chambers or not 1 <= n_chambers <= 5:
+        raise MeshError(f"pneunet: n_chambers must be an integer in [1, 5], got {n_chambers}")
     pieces = [(4.0, 1, "cap")]
     for chamber in range(n_chambers):
-        pieces += [(3.0, 1, "wall"), (10.0, 2, "chamber"), (3.0, 1, "wall")]
+        pieces += [(4.0, 1, "wall"), (10.0, 2, "chamber"), (4.0, 1, "wall")]
         if chamber < n_chambers - 1:
             pieces.append((4.0, 1, "gap"))
     bellows_end = -115.0 + sum(p[0] for p in pieces)
-    pieces.append((-bellows_end, 3, "connector"))
+    pieces.append((-bellows_end, max(1, round(-bellows_end / 5.0)), "connector"))
     xs, x_ranges = _segments(-115.0, pieces)
-    ys = np.array([0.0, 3.0, 9.0, 15.0, 19.0, 24.5, 30.0])
-    zs = np.array([-10.0, -6.0, -2.0, 2.0, 6.0, 10.0])
+    ys = np.array([0.0, 3.0, 9.0, 15.0, 18.0, 24.0, 30.0])
+    zs = np.array([-10.0, -6.0, -3.0, 0.0, 3.0, 6.0, 10.0])
     keep = np.ones((len(xs) - 1, len(ys) - 1, len(zs) - 1), dtype=bool)
     chamber_ranges = [(lo, hi) for label, lo, hi in x_ranges if label == "chamber"]
     cavity_boxes = []
@@ -349,12 +421,12 @@ def pneunet(n_chambers: int = 5) -> TetMesh:
         if label == "gap":
             keep[lo:hi, 0:2, :] = False
     for lo, hi in chamber_ranges:
-        keep[lo:hi, 1:3, 1:4] = False
-        cavity_boxes.append([xs[lo], ys[1], zs[1], xs[hi], ys[3], zs[4]])
+        keep[lo:hi, 1:3, 1:5] = False
+        cavity_boxes.append([xs[lo], ys[1], zs[1], xs[hi], ys[3], zs[5]])
     channel_lo, channel_hi = chamber_ranges[0][0], chamber_ranges[-1][1]
-    keep[channel_lo:channel_hi, 3, 2] = False
-    cavity_boxes.append([xs[channel_lo], ys[3], zs[2], xs[channel_hi], ys[4], zs[3]])
-    points, tets = hex_grid_tets(xs, ys, zs, keep)
+    keep[channel_lo:channel_hi, 3, 2:4] = False
+    cavity_boxes.append([xs[channel_lo], ys[3], zs[2], xs[channel_hi], ys[4], zs[4]])
+    points, tets = hex_grid_tets(xs, ys, zs, keep, mirror=(2,))
     from meshes.regions import tets_in_box
 
     return _finish(
@@ -369,7 +441,8 @@ def pneunet(n_chambers: int = 5) -> TetMesh:
 
 def balloon(size: float = 30.0, n: int = 8, wall_cells: int = 2) -> TetMesh:
     """Hollow cube ``[-size/2, size/2]^3`` (n cells per side) with a closed cubic cavity ``wall_cells``
-    cells in from each face. Default: 2688 tetrahedra, cavity 15^3 = 3375 mm^3.
+    cells in from each face. Default: 2688 tetrahedra, cavity 15^3 = 3375 mm^3. For even ``n`` the split is
+    mirror-symmetric about the three mid-planes.
 
     Sets: triangle set ``cavity`` (normals out of the cavity volume), point set ``base`` (y = -size/2).
     """
@@ -379,7 +452,8 @@ def balloon(size: float = 30.0, n: int = 8, wall_cells: int = 2) -> TetMesh:
     keep = np.ones((n, n, n), dtype=bool)
     inner = slice(wall_cells, n - wall_cells)
     keep[inner, inner, inner] = False
-    points, tets = hex_grid_tets(axis, axis, axis, keep)
+    mirror = (0, 1, 2) if int(n) % 2 == 0 else ()
+    points, tets = hex_grid_tets(axis, axis, axis, keep, mirror=mirror)
     lo, hi = axis[wall_cells], axis[n - wall_cells]
     return _finish(
         points,
