@@ -1,0 +1,417 @@
+"""``softsim run`` / ``softsim check`` (app.headless): outputs, overrides, errors, exit codes, atomic files.
+
+Runs go in-process through ``app.cli.main`` (or ``app.headless.main`` when a per-frame hook is needed); one
+test runs the installed ``softsim`` console script in a subprocess and checks that no GUI module is loaded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import meshio
+import numpy as np
+import pytest
+
+import meshes
+from app import headless
+from app.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "resources" / "scenes"
+FINGER = SCENES / "finger.toml"
+FINGER_MESH = ROOT / "resources" / "meshes" / "finger.vtu"
+VENV_BIN = Path(sys.executable).parent
+
+#: the cable pull of the override tests [mm]; 5 re-equilibration iterations make it exact (the default
+#: single linear correction of SoftRobots reaches 3.06 mm for a 5 mm request on the finger)
+PULL = 5.0
+EXACT = ["--set", "solver.newton.reequilibration_iterations=5"]
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, float]]]:
+    with open(path, newline="") as stream:
+        reader = csv.reader(stream)
+        header = next(reader)
+        rows = [dict(zip(header, map(float, line), strict=True)) for line in reader]
+    return header, rows
+
+
+def finger_variant(tmp_path: Path, name: str, *, model: str = "corotational", force_y: float | None = None,
+                   diverge_on_growing_residual: bool = False) -> Path:
+    """A copy of finger.toml in tmp_path (mesh by absolute path), optionally with another material model
+    and a nodal load on the tip box."""
+    text = FINGER.read_text().replace('"../meshes/finger.vtu"', f'"{FINGER_MESH.as_posix()}"')
+    text = text.replace('model = "corotational"', f'model = "{model}"')
+    if force_y is not None:
+        text = text.replace("  [[body.cable]]", "  [[body.force]]\n  box = [-105.0, 0.0, 0.0, -95.0, 15.0, 15.0]\n"
+                            f"  totalForce = [0.0, {force_y!r}, 0.0]\n\n  [[body.cable]]")
+    if diverge_on_growing_residual:
+        text = text.replace("[solver.newton]\n", "[solver.newton]\nshoud_diverge_when_residual_is_growing = true\n")
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {lines}"
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def pulled_run(tmp_path_factory):
+    """The finger pulled by 5 mm for 3 frames with the .vtu files: (exit code, out dir, stdout)."""
+    out = tmp_path_factory.mktemp("pulled")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = headless.main(["run", str(FINGER), "--frames", "3", "--out", str(out),
+                          "--set", f"body.finger.cable.cable.value={PULL}", *EXACT], stdout=stdout, stderr=stderr)
+    assert stderr.getvalue() == ""
+    return code, out, stdout.getvalue()
+
+
+def test_run_writes_csv_with_every_column_one_row_per_frame(pulled_run):
+    code, out, stdout = pulled_run
+    assert code == 0
+    assert "3 frames written" in stdout
+    header, rows = read_csv(out / "frames.csv")
+    assert header[: len(headless.BASE_COLUMNS)] == list(headless.BASE_COLUMNS)
+    for column in ("cable.cableLength", "cable.displacement", "cable.force", "tip.x", "tip.y", "tip.z"):
+        assert column in header
+    assert [row["frame"] for row in rows] == [1.0, 2.0, 3.0]
+    assert all(math.isfinite(value) for row in rows for value in row.values())
+    last = rows[-1]
+    assert last["newton_converged"] == 1.0 and last["constraint_converged"] == 1.0
+    assert last["cable.displacement"] == pytest.approx(PULL, abs=1e-5)
+    # the cable is shorter by exactly the pull (rest length of the looped cable: 157.806 mm)
+    assert last["cable.cableLength"] == pytest.approx(157.806 - PULL, abs=1e-3)
+    assert last["cable.force"] > 0.0  # a pulling cable (minForce = 0)
+    assert last["wall_ms"] > 0.0
+
+
+def test_run_writes_vtu_frames_and_pvd_with_displacement_and_von_mises(pulled_run):
+    _code, out, _stdout = pulled_run
+    rest = meshes.load(FINGER_MESH)  # the nodes the simulation keeps, in its order
+    _header, rows = read_csv(out / "frames.csv")
+    for index in (1, 2, 3):
+        mesh = meshio.read(out / f"frame_{index:04d}.vtu")
+        n, m = rest.n_points, rest.n_tets
+        assert mesh.cells_dict["tetra"].shape == (m, 4)
+        displacement = mesh.point_data["displacement"]
+        assert displacement.shape == (n, 3)
+        assert mesh.point_data["displacement_magnitude"].shape == (n,)
+        np.testing.assert_allclose(mesh.point_data["displacement_magnitude"], np.linalg.norm(displacement, axis=1))
+        # the points are the deformed positions: rest + displacement
+        np.testing.assert_allclose(mesh.points - displacement, rest.points, atol=1e-9)
+        von_mises = mesh.cell_data["von_mises"][0]
+        assert von_mises.shape == (m,) and np.all(np.isfinite(von_mises)) and von_mises.max() > 0.0
+        assert np.linalg.norm(displacement, axis=1).max() == pytest.approx(rows[index - 1]["max_displacement"])
+    pvd = (out / "result.pvd").read_text()
+    assert [f'file="frame_{i:04d}.vtu"' in pvd for i in (1, 2, 3)] == [True] * 3
+    assert pvd.count("<DataSet") == 3
+
+
+def test_set_changes_the_result_and_no_vtu_writes_only_the_csv(tmp_path, pulled_run, capsys):
+    code = cli_main(["run", str(FINGER), "--frames", "2", "--out", str(tmp_path), "--no-vtu", *EXACT])
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames.csv"]
+    _header, rows = read_csv(tmp_path / "frames.csv")
+    _header, pulled = read_csv(pulled_run[1] / "frames.csv")
+    assert rows[-1]["cable.displacement"] == pytest.approx(0.0, abs=1e-9)  # the scene's value = 0
+    # at 0 mm the cable holds the finger against gravity (a tension, ~483 mN); a 5 mm pull needs more (~1968)
+    assert 0.0 < rows[-1]["cable.force"] < pulled[-1]["cable.force"]
+    # pulling the cable moves the tip up (+y) against gravity: the tip ends higher than the sagging one
+    assert pulled[-1]["tip.y"] > rows[-1]["tip.y"] + 1.0
+    assert "frames.csv)" in capsys.readouterr().out
+
+
+def test_several_sets_apply_in_order(tmp_path):
+    code = cli_main(["run", str(FINGER), "--frames", "1", "--out", str(tmp_path), "--no-vtu", *EXACT,
+                     "--set", "body.finger.cable.cable.value=2", "--set", "body.finger.cable.cable.value=1.5",
+                     "--set", "solver.constraint.type=NNCG"])
+    assert code == 0
+    _header, rows = read_csv(tmp_path / "frames.csv")
+    assert rows[0]["cable.displacement"] == pytest.approx(1.5, abs=1e-5)
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("solver.constraint.spectralCorectionFactor=0.8", "did you mean spectralCorrectionFactor?"),
+    ("body.finger.cable.cable.valu=3", "did you mean value?"),
+    ("solver.constraint.tolerance=-1", "solver.constraint.tolerance: -1 is outside (0, inf)"),
+    ("body.finger.cable.cable.value=abc", 'expected a number, got "abc"'),
+    ("body.finger.cable.cable.value", "--set expects KEY=VALUE"),
+])
+def test_bad_set_exits_2_with_one_line(tmp_path, capsys, override, expected):
+    code = cli_main(["run", str(FINGER), "--frames", "1", "--out", str(tmp_path / "out"), "--set", override])
+    assert code == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("softsim: ")
+    assert expected in line
+    assert not (tmp_path / "out").exists()  # nothing is written for an invalid input
+
+
+def _bad_toml(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("[scene\nname = 1\n")
+    return path, "broken.toml: TOML syntax error"
+
+
+def _unknown_key(tmp_path):
+    path = finger_variant(tmp_path, "typo.toml")
+    path.write_text(path.read_text().replace("poissonRatio = 0.45", "poissonRatio = 0.45\n  yungModulus = 3.0"))
+    return path, "typo.toml: body[0].material.yungModulus: unknown key; did you mean youngModulus?"
+
+
+def _missing_mesh(tmp_path):
+    path = tmp_path / "nomesh.toml"
+    path.write_text(FINGER.read_text().replace('"../meshes/finger.vtu"', '"absent.vtu"'))
+    return path, "nomesh.toml: body[0].mesh: file not found"
+
+
+def _unreadable_mesh(tmp_path):
+    (tmp_path / "garbage.vtu").write_text("not a mesh\n")
+    path = tmp_path / "garbled.toml"
+    path.write_text(FINGER.read_text().replace('"../meshes/finger.vtu"', '"garbage.vtu"'))
+    return path, "garbled.toml: garbage.vtu: cannot read"
+
+
+def _out_of_range(tmp_path):
+    path = finger_variant(tmp_path, "range.toml")
+    path.write_text(path.read_text().replace("poissonRatio = 0.45", "poissonRatio = 0.7"))
+    return path, "range.toml: body[0].material.poissonRatio: 0.7 is outside"
+
+
+@pytest.mark.parametrize("make", [_bad_toml, _unknown_key, _missing_mesh, _unreadable_mesh, _out_of_range])
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_broken_scene_exits_2_naming_the_file(tmp_path, capsys, make, command):
+    path, expected = make(tmp_path)
+    extra = ["--frames", "1", "--out", str(tmp_path / "out")] if command == "run" else []
+    assert cli_main([command, str(path), *extra]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"softsim: {path.name}: ")
+    assert expected in line
+
+
+def test_verbose_adds_the_traceback(tmp_path, capsys):
+    path, _expected = _unknown_key(tmp_path)
+    assert cli_main(["check", str(path), "--verbose"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("softsim: typo.toml: ")
+    assert "Traceback (most recent call last)" in err and "SceneError" in err
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    (["--frames", "0", "--out", "x"], "--frames: 0 is outside [1, inf)"),
+    (["--out", "x"], "the following arguments are required: --frames"),
+    (["--frames", "two", "--out", "x"], "invalid int value: 'two'"),
+    (["--frames", "1", "--out", "x", "--colour"], "unrecognized arguments: --colour"),
+])
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, monkeypatch, arguments, expected):
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["run", str(FINGER), *arguments]) == 2
+    assert expected in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "x").exists()
+
+
+def test_diverging_first_frame_exits_3_and_keeps_the_header(tmp_path, capsys):
+    # A neo-Hookean finger under a 1e7 mN tip load: the first Newton step inverts elements, the neo-Hookean
+    # energy (log J) is undefined there and the residual is NaN, which the Newton solver reports as diverged
+    # (the corotational model has no such singularity, hence the material change).
+    scene = finger_variant(tmp_path, "crush.toml", model="neohookean", force_y=-1.0e7)
+    out = tmp_path / "out"
+    assert cli_main(["run", str(scene), "--frames", "3", "--out", str(out)]) == 3
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("softsim: crush.toml: frame 1 diverged: Newton solve diverged: NaN in residual")
+    assert "0 frame(s) written" in line
+    header, rows = read_csv(out / "frames.csv")
+    assert header[:9] == list(headless.BASE_COLUMNS) and rows == []
+    assert "<DataSet" not in (out / "result.pvd").read_text()
+
+
+def test_diverging_later_frame_exits_3_and_keeps_the_frames_written(tmp_path, capsys):
+    # The same neo-Hookean finger with no load runs fine; after frame 2 the hook applies the crushing load
+    # by key path (a live edit, as the GUI does), so frame 3 diverges.
+    scene = finger_variant(tmp_path, "late.toml", model="neohookean", force_y=0.0)
+    out = tmp_path / "out"
+
+    def crush_after_frame_2(scene, index, row):
+        if index == 2:
+            scene.set("body.finger.force[0].totalForce", "[0.0, -1.0e7, 0.0]")
+
+    code = headless.main(["run", str(scene), "--frames", "5", "--out", str(out)], on_frame=crush_after_frame_2)
+    assert code == 3
+    assert "late.toml: frame 3 diverged" in one_line(capsys.readouterr().err)
+    _header, rows = read_csv(out / "frames.csv")
+    assert [row["frame"] for row in rows] == [1.0, 2.0]
+    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frame_0002.vtu", "frames.csv",
+                                                     "result.pvd"]
+    assert (out / "result.pvd").read_text().count("<DataSet") == 2
+    n_nodes = meshes.load(FINGER_MESH).n_points
+    assert meshio.read(out / "frame_0002.vtu").point_data["displacement"].shape == (n_nodes, 3)
+
+
+def test_csv_and_pvd_are_complete_after_every_frame_and_no_temp_file_remains(tmp_path):
+    out = tmp_path / "out"
+    seen = []
+
+    def inspect(scene, index, row):
+        _header, rows = read_csv(out / "frames.csv")
+        assert [r["frame"] for r in rows] == list(map(float, range(1, index + 1)))
+        assert rows[-1]["max_displacement"] == pytest.approx(row["max_displacement"])
+        assert (out / "result.pvd").read_text().count("<DataSet") == index
+        assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+        seen.append(index)
+
+    assert headless.main(["run", str(FINGER), "--frames", "3", "--out", str(out)], on_frame=inspect,
+                         stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert seen == [1, 2, 3]
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monkeypatch):
+    """A write interrupted at frame 3 (the .vtu writer raises): frames 1-2 stay complete on disk."""
+    original = headless.write_frame_vtu
+
+    def failing_write(path, simulation):
+        if path.name == "frame_0003.vtu":
+            raise KeyboardInterrupt  # as a Ctrl-C in the middle of the write
+        original(path, simulation)
+
+    monkeypatch.setattr(headless, "write_frame_vtu", failing_write)
+    out = tmp_path / "out"
+    stderr = io.StringIO()
+    assert headless.main(["run", str(FINGER), "--frames", "4", "--out", str(out)], stderr=stderr,
+                         stdout=io.StringIO()) == headless.EXIT_INTERRUPTED
+    assert "interrupted" in one_line(stderr.getvalue())
+    _header, rows = read_csv(out / "frames.csv")
+    assert [row["frame"] for row in rows] == [1.0, 2.0]
+    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frame_0002.vtu", "frames.csv",
+                                                     "result.pvd"]
+
+
+def test_write_text_atomically_keeps_the_old_file_when_the_rename_fails(tmp_path, monkeypatch):
+    target = tmp_path / "frames.csv"
+    headless.write_text_atomically(target, "a,b\n1,2\n")
+    assert target.read_text() == "a,b\n1,2\n"
+
+    def no_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", no_replace)
+    with pytest.raises(OSError, match="No space left"):
+        headless.write_text_atomically(target, "a,b\n1,2\n3,4\n")
+    assert target.read_text() == "a,b\n1,2\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["frames.csv"]
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES.glob("*.toml")), ids=lambda p: p.name)
+def test_check_accepts_every_shipped_scene(scene, capsys):
+    assert cli_main(["check", str(scene)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{scene.name}: ")
+    assert " nodes, " in out and " tets, " in out and "constraints:" in out
+
+
+def test_check_summary_of_the_finger(capsys):
+    assert cli_main(["check", str(FINGER), "--set", "solver.constraint.type=NNCG"]) == 0
+    out = capsys.readouterr().out
+    mesh = meshes.load(FINGER_MESH)
+    assert f"body finger: {mesh.n_points} nodes, {mesh.n_tets} tets" in out
+    assert "cable (CableConstraint, 1 rows)" in out and "tip (PositionEffector, 3 rows)" in out
+    assert "constraint NNCG" in out
+
+
+def test_frame_table_grows_columns_and_formats_values():
+    table = headless.FrameTable(["cable.force"])
+    table.append({"frame": 1, "newton_converged": True, "cable.force": 0.25})
+    table.append({"frame": 2, "newton_converged": False, "cable.force": 0.5, "contact.force": 1.0})
+    lines = table.text().splitlines()
+    header = lines[0].split(",")
+    assert header[:9] == list(headless.BASE_COLUMNS) and header[9:] == ["cable.force", "contact.force"]
+    first = dict(zip(header, lines[1].split(","), strict=True))
+    second = dict(zip(header, lines[2].split(","), strict=True))
+    assert (first["frame"], first["newton_converged"], first["cable.force"], first["contact.force"]) == \
+        ("1", "1", "0.25", "")
+    assert (second["newton_converged"], second["contact.force"]) == ("0", "1.0")
+
+
+def test_progress_bar_waits_for_the_delay_then_draws_on_one_line():
+    stream = io.StringIO()
+    quiet = headless.ProgressBar(10, stream, delay=3600.0)
+    quiet.update(5)
+    quiet.close()
+    assert stream.getvalue() == ""
+    bar = headless.ProgressBar(4, stream, delay=0.0, width=8)
+    bar.update(4)
+    bar.close()
+    text = stream.getvalue()
+    assert text.startswith("\r[########] 4/4 frames") and text.endswith("\n") and text.count("\n") == 1
+
+
+def test_progress_option_keeps_the_csv_clean(tmp_path):
+    stderr = io.StringIO()
+    assert headless.main(["run", str(FINGER), "--frames", "2", "--out", str(tmp_path), "--no-vtu",
+                          "--progress"], stderr=stderr, stdout=io.StringIO()) == 0
+    header, rows = read_csv(tmp_path / "frames.csv")  # every cell parses as a number
+    assert len(rows) == 2 and header[0] == "frame"
+
+
+def test_console_script_runs_headless_without_gui_modules(tmp_path):
+    """The installed ``softsim`` script, then the same command with a check of ``sys.modules``."""
+    script = VENV_BIN / "softsim"
+    if not script.exists():
+        pytest.skip(f"console script not installed at {script}")
+    out = tmp_path / "out"
+    done = subprocess.run([str(script), "run", str(FINGER), "--frames", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frames.csv", "result.pvd"]
+    probe = (
+        "import sys\n"
+        "from app.cli import main\n"
+        f"code = main(['run', {str(FINGER)!r}, '--frames', '1', '--out', {str(tmp_path / 'probe')!r}])\n"
+        "gui = sorted(m for m in sys.modules if m.split('.')[0] in ('PyQt6', 'vtk', 'vtkmodules', 'pyvista',"
+        " 'pyvistaqt'))\n"
+        "print('GUI modules:', gui)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "GUI modules: []" in done.stdout
+
+
+def test_sigterm_stops_the_run_with_consistent_files(tmp_path):
+    """A run killed with SIGTERM (as by a job scheduler) exits 130 leaving a complete CSV and no temp file."""
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "app", "run", str(FINGER), "--frames", "1000000",
+                                "--out", str(out), "--no-vtu"], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        rows: list = []
+        for _ in range(1200):  # wait (at most ~120 s) until a few frames are on disk
+            if (out / "frames.csv").exists():
+                rows = read_csv(out / "frames.csv")[1]
+                if len(rows) >= 3:
+                    break
+            try:
+                process.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                continue
+            break
+        assert len(rows) >= 3, process.stderr.read() if process.poll() is not None else "no frames written"
+        process.terminate()
+        _stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130
+    assert "interrupted" in one_line(stderr)
+    _header, final = read_csv(out / "frames.csv")
+    assert len(final) >= len(rows) and [r["frame"] for r in final] == list(map(float, range(1, len(final) + 1)))
+    assert sorted(p.name for p in out.iterdir()) == ["frames.csv"]
