@@ -71,6 +71,7 @@ class Simulation:
         self.time = 0.0
         self.x_free: np.ndarray | None = None
         self.dynamic_solver = dynamic_solver
+        self.mode_of_last_frame = ""
         self.mode = "static"
         self.set_mode(mode)
         self.frame = 0
@@ -96,7 +97,8 @@ class Simulation:
         x_new, report = solve_frame(problem=self.problem, newton=self.newton,
                                     constraint_solver=self.constraint_solver, constraints=self.constraints,
                                     x=self.x, frame=self.frame + 1, free_start=self.x_free,
-                                    reequilibration_iterations=self.reequilibration_iterations)
+                                    reequilibration_iterations=self.reequilibration_iterations,
+                                    x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static")
         if x_new is None:
             self.failed_frames += 1
             logger.warning("frame %d failed: %s", report.frame, report.message)
@@ -104,6 +106,7 @@ class Simulation:
             self.x = x_new
             self.x_free = report.x_free
             self.frame += 1
+            self.mode_of_last_frame = "static"
         self.last_report = report
         return report
 
@@ -127,6 +130,7 @@ class Simulation:
             self.v = np.array(result.state.v, dtype=np.float64).reshape(-1, 3)
             self.time = result.state.time
             self.frame += 1
+            self.mode_of_last_frame = "dynamic"
         else:
             self.failed_frames += 1
         self.last_report = report
