@@ -38,6 +38,9 @@ from mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 
+#: extra projections per frame for contacts that appear only at the corrected positions
+MAX_REDETECTIONS = 3
+
 
 @dataclass
 class ConstraintSystem:
@@ -202,6 +205,23 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         started = time.perf_counter()
         x_new = x_free + problem.expand(correction)
         times["correction"] = time.perf_counter() - started
+        for _ in range(MAX_REDETECTIONS):
+            # A contact that appears only after the correction (an actuator or the drag pushed the body onto
+            # an obstacle that x_free does not touch): detect it at the corrected positions and project again.
+            missed = [c for c in enforced if getattr(c, "missed_contacts", None) and c.missed_contacts(x_new)]
+            if not missed:
+                break
+            for constraint in missed:
+                constraint.remember(x_new)
+                constraint.update(x_free)
+            system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+            try:
+                correction, constraint_report = _project(constraint_solver, newton.linear_solver, system,
+                                                         times=times)
+            except ValueError as error:
+                return None, FrameReport(frame, False, f"constraint projection failed: {error}",
+                                         newton=newton_report, times=times)
+            x_new = x_free + problem.expand(correction)
         if reequilibration_iterations:
             started = time.perf_counter()
             tolerance = newton.residual_tolerance_threshold

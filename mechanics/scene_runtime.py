@@ -30,6 +30,7 @@ from mechanics.constraints import (
     PositionEffector,
     SphereObstacle,
     SurfacePressureConstraint,
+    friction_frames,
 )
 from mechanics.errors import ParameterError
 from mechanics.fem import TetElasticity
@@ -172,6 +173,10 @@ def _make_effector(body, effector, mesh):
     return PositionEffector(mesh.points, mesh.tets, name=effector.name, **kwargs)
 
 
+#: alarm distance of the scene's contacts as a fraction of the body's bounding-box diagonal (contacts are detected within it)
+ALARM_FRACTION = 0.05
+
+
 def _make_obstacle(obstacle):
     if obstacle.type == "plane":
         return PlaneObstacle(obstacle.point, obstacle.normal)
@@ -228,9 +233,12 @@ class Scene:
         constraints += [_make_effector(body, e, mesh) for e in body.effectors]
         if spec.obstacles:
             surface_nodes = np.unique(mesh.surface_triangles())
+            contact_distance = np.array([o.contactDistance for o in spec.obstacles])
+            diagonal = float(np.linalg.norm(mesh.bbox[3:] - mesh.bbox[:3]))
             constraints.append(ContactConstraint(
                 surface_nodes, [_make_obstacle(o) for o in spec.obstacles],
-                contactDistance=[o.contactDistance for o in spec.obstacles],
+                contactDistance=contact_distance,
+                alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=mesh.n_points, name="contact"))
         self.simulation = Simulation(problem=problem, newton=newton,
                                      constraint_solver=make_constraint_solver_from(spec.solver.constraint),
@@ -390,7 +398,7 @@ class Scene:
         """Attach ``node`` to ``target`` (3,) with the scene's drag compliance (a soft constraint)."""
         self.stop_drag()
         self.drag = DragConstraint(int(node), np.asarray(target, dtype=np.float64),
-                                   compliance=self.spec.drag.compliance, n_nodes=self.mesh.n_points)
+                                   compliance=self.spec.drag.compliance)
         self.simulation.constraints.append(self.drag)
 
     def move_drag(self, target) -> None:
@@ -432,4 +440,5 @@ def default_scene_for_mesh(path: str | Path) -> SceneSpec:
     return parse_data(data, source=str(path.with_suffix(".toml")), base_dir=path.parent)
 
 
-__all__ = ["Scene", "default_scene_for_mesh", "element_materials", "load_body_mesh"]
+__all__ = ["ALARM_FRACTION", "Scene", "default_scene_for_mesh", "element_materials",
+           "load_body_mesh"]

@@ -140,7 +140,10 @@ class Simulation:
         return [self.step() for _ in range(frames)]
 
     def reset(self) -> None:
-        """Back to the rest shape (parameters as currently tuned)."""
+        """Back to the rest shape (parameters as currently tuned); contacts forget the last positions."""
+        for constraint in self.constraints:
+            if hasattr(constraint, "remember"):
+                constraint.remember(None)
         self.x = self.X.copy()
         self.v = np.zeros_like(self.X)
         self.time = 0.0

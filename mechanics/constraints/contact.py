@@ -207,6 +207,7 @@ class ContactConstraint(Constraint):
     """
 
     measures_motion = True
+    last_positions: np.ndarray | None = None
 
     def __init__(
         self,
@@ -280,7 +281,13 @@ class ContactConstraint(Constraint):
 
     # ------------------------------------------------------------------ detection
     def update(self, x_free: np.ndarray) -> None:
-        """Rebuild the contact set at the free positions ``x_free`` ``(n, 3)``."""
+        """Rebuild the contact set: a surface node is a contact candidate when it is within alarmDistance of an
+        obstacle at ``x_free`` ``(n, 3)`` or at the last corrected positions (see :meth:`remember`).
+
+        The row is the signed distance at ``x_free``. Detecting at ``x_free`` alone misses contacts that an
+        actuator or the drag causes: in a static frame ``x_free`` is the unconstrained equilibrium, which may
+        stay far from the obstacle while the corrected body goes through it.
+        """
         x_free = check_positions(self.name, x_free, self._n_nodes(x_free))
         self._clear()
         if not self.active or not self.obstacles or self.surface_nodes.size == 0:
@@ -290,12 +297,19 @@ class ContactConstraint(Constraint):
                 f"{self.name}: surface_nodes must be < {x_free.shape[0]} (the body's node count)"
             )
         points = x_free[self.surface_nodes]
+        last = self.last_positions
+        last_points = last[self.surface_nodes] if last is not None and last.shape == x_free.shape else None
         n_obstacles = len(self.obstacles)
         distances = np.empty((points.shape[0], n_obstacles))
         normals = np.empty((points.shape[0], n_obstacles, 3))
+        near = np.empty((points.shape[0], n_obstacles), dtype=bool)
         for j, obstacle in enumerate(self.obstacles):  # few obstacles; vectorised over the nodes
             distances[:, j], normals[:, j] = obstacle.signed_distance_and_normal(points)
-        node_index, obstacle_index = np.nonzero(distances < self.alarmDistance[None, :])
+            nearest = distances[:, j]
+            if last_points is not None:
+                nearest = np.minimum(nearest, obstacle.signed_distance_and_normal(last_points)[0])
+            near[:, j] = nearest < self.alarmDistance[j]
+        node_index, obstacle_index = np.nonzero(near)
         self.contact_nodes = self.surface_nodes[node_index]
         self.contact_obstacles = obstacle_index.astype(np.int64)
         self.normals = normals[node_index, obstacle_index]
@@ -303,6 +317,24 @@ class ContactConstraint(Constraint):
         self.tangents, self.bitangents = friction_frames(self.normals)
         self._rows_per_contact = np.where(self.friction[self.contact_obstacles] > 0.0, 3, 1)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
+
+    def remember(self, x: np.ndarray | None) -> None:
+        """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
+        self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
+
+    def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
+        """Number of surface nodes closer than contactDistance - tolerance to an obstacle at ``x`` that have no
+        contact row this frame (the frame step then re-detects and projects again)."""
+        if not self.active or not self.obstacles or self.surface_nodes.size == 0:
+            return 0
+        candidates = np.setdiff1d(self.surface_nodes, self.contact_nodes, assume_unique=False)
+        if candidates.size == 0:
+            return 0
+        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[candidates]
+        missed = np.zeros(candidates.size, dtype=bool)
+        for j, obstacle in enumerate(self.obstacles):
+            missed |= obstacle.signed_distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
+        return int(missed.sum())
 
     @property
     def n_contacts(self) -> int:
@@ -364,6 +396,7 @@ class ContactConstraint(Constraint):
 
     def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
         """Contact points (node positions ``x_new``) and forces ``f_n n + f_t t + f_s s`` per contact."""
+        self.remember(x_new)
         force = np.asarray(force, dtype=np.float64).reshape(-1)
         if force.size != self.n_rows:
             raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")

@@ -169,7 +169,11 @@ def test_contact_store_outputs():
     # J^T lambda is the same nodal force.
     nodal = (contact.jacobian(X).T @ force).reshape(-1, 3)
     np.testing.assert_allclose(nodal[contact.contact_nodes], contact.contact_forces, atol=1e-15)
-    # Separation: nothing within alarm distance.
+    # The stored positions stay contact candidates at the next update (an actuator may hold the body there)...
+    contact.update(X + [0.0, 0.0, 1.0])
+    assert contact.n_contacts == 9
+    # ...separation: once forgotten, nothing is within alarm distance.
+    contact.remember(None)
     contact.update(X + [0.0, 0.0, 1.0])
     assert contact.n_rows == 0 and contact.jacobian(X).shape == (0, 81) and contact.blocks(X).n_rows == 0
     with pytest.raises(ParameterError, match="alarmDistance must be >= contactDistance"):
