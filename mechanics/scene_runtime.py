@@ -30,7 +30,6 @@ from mechanics.constraints import (
     PositionEffector,
     SphereObstacle,
     SurfacePressureConstraint,
-    friction_frames,
 )
 from mechanics.errors import ParameterError
 from mechanics.fem import TetElasticity
@@ -173,7 +172,7 @@ def _make_effector(body, effector, mesh):
     return PositionEffector(mesh.points, mesh.tets, name=effector.name, **kwargs)
 
 
-#: alarm distance of the scene's contacts as a fraction of the body's bounding-box diagonal (contacts are detected within it)
+#: alarm distance of the scene's contacts, as a fraction of the body's bounding-box diagonal
 ALARM_FRACTION = 0.05
 
 
