@@ -31,10 +31,13 @@ from mechanics.constraints import (
     SphereObstacle,
     SurfacePressureConstraint,
 )
+from mechanics.dynamics import DynamicSolver
 from mechanics.errors import ParameterError
 from mechanics.fem import TetElasticity
 from mechanics.linear_solvers import CGSolver, DirectSolver
 from mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
+from mechanics.mass import TetMass
+from mechanics.multibody import Body, MultiBodySystem
 from mechanics.newton import StaticNewtonSolver
 from mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
 from mechanics.simulation import Simulation
@@ -120,6 +123,11 @@ def _constraint_parameters(constraint) -> dict:
         keys += ["useSpectralCorrection", "spectralCorrectionFactor", "useConjugateResidue",
                  "conjugateResidueSpeedFactor", "sofaSpectralRadius"]
     return {key: getattr(constraint, key) for key in keys}
+
+
+def _dynamic_parameters(dynamic) -> dict:
+    return {key: getattr(dynamic, key) for key in (
+        "implicitVelocity", "implicitPosition", "rayleighMass", "rayleighStiffness")}
 
 
 def make_constraint_solver_from(constraint):
@@ -239,11 +247,25 @@ class Scene:
                 contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=mesh.n_points, name="contact"))
-        self.simulation = Simulation(problem=problem, newton=newton,
-                                     constraint_solver=make_constraint_solver_from(spec.solver.constraint),
+        constraint_solver = make_constraint_solver_from(spec.solver.constraint)
+        self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
                                      constraints=constraints,
                                      reequilibration_iterations=newton_spec.reequilibration_iterations,
-                                     name=body.name)
+                                     name=body.name,
+                                     dynamic_solver=self._dynamic_solver(body, elasticity, fixed, loads,
+                                                                         constraint_solver),
+                                     mode=spec.scene.mode)
+
+    def _dynamic_solver(self, body, elasticity, fixed, loads, constraint_solver):
+        """The Compliant integrator over this body, or None when the body has no mass."""
+        material = body.material
+        if material.totalMass is None and material.massDensity is None:
+            return None
+        mass = TetMass(elasticity.rest_positions, elasticity.tets, massDensity=material.massDensity,
+                       totalMass=material.totalMass, lumped=True)
+        system = MultiBodySystem([Body(body.name, elasticity, mass, fixed_nodes=fixed, loads=loads)])
+        return DynamicSolver(system, constraint_solver=constraint_solver, dt=self.spec.scene.dt,
+                             **_dynamic_parameters(self.spec.solver.dynamic))
 
     def _fixed_nodes(self, body, mesh) -> np.ndarray:
         selections = []
@@ -331,12 +353,19 @@ class Scene:
         elif path.startswith("solver.constraint."):
             if path.endswith(".type"):
                 sim.constraint_solver = make_constraint_solver_from(spec.solver.constraint)
+                if sim.dynamic_solver is not None:
+                    sim.dynamic_solver.constraint_solver = sim.constraint_solver
             else:
                 sim.constraint_solver.set_parameters(**_constraint_parameters(spec.solver.constraint))
         elif path == "scene.gravity":
             self.gravity.g = spec.scene.gravity
-        elif path.startswith(("scene.", "solver.dynamic.", "drag.")):
-            pass  # read when used (dynamic mode, drag creation); nothing to rebuild
+        elif path == "scene.mode":
+            sim.set_mode(spec.scene.mode)
+        elif path == "scene.dt" or path.startswith("solver.dynamic."):
+            if sim.dynamic_solver is not None:
+                sim.dynamic_solver.set_parameters(dt=spec.scene.dt, **_dynamic_parameters(spec.solver.dynamic))
+        elif path.startswith(("scene.", "drag.")):
+            pass  # name, units: labels only; drag.compliance is read when a drag starts
         elif self._is_material_path(path):
             model, young, poisson = element_materials(spec, body, self.mesh)
             sim.problem.elasticity.set_material(model=model, young=young, poisson=poisson,

@@ -105,8 +105,6 @@ solver.dynamic.implicitVelocity (alpha)     (0, 1]                              
 solver.dynamic.implicitPosition (beta)      (0, 1]                                  1.0
 solver.dynamic.rayleighMass,                [0, inf)                                0, 0
   rayleighStiffness
-solver.dynamic.complianceFactor *           (0, inf) (LinearSolverConstraint-       1.0
-                                            Correction: scales W and the correction)
 drag.compliance *                           (0, inf) length/force                   1e-3
 =========================================== ======================================= ==========================
 
@@ -489,7 +487,6 @@ class DynamicSpec:
     implicitPosition: float = _key(Real(0.0, 1.0, lo_open=True), 1.0)
     rayleighMass: float = _key(_NON_NEGATIVE, 0.0)
     rayleighStiffness: float = _key(_NON_NEGATIVE, 0.0)
-    complianceFactor: float = _key(_POSITIVE, 1.0)
 
 
 @dataclass(kw_only=True)

@@ -60,3 +60,25 @@ def test_switching_mode_resets_velocities_and_static_mode_needs_no_dynamic_solve
         simulation.set_mode("dynamic")
     with pytest.raises(ParameterError, match="'static' or 'dynamic'"):
         simulation.set_mode("quasi")
+
+
+def test_the_finger_scene_in_dynamic_mode_settles_where_the_static_frame_puts_it():
+    from mechanics import Scene
+
+    static = Scene.load("resources/scenes/finger.toml")
+    static.set("solver.newton.reequilibration_iterations", 10)
+    static.set("body.finger.cable.cable.value", 4.0)
+    for _ in range(3):
+        assert static.step().ok
+    dynamic = Scene.load("resources/scenes/finger.toml")
+    dynamic.set("solver.dynamic.rayleighMass", 1.0)
+    dynamic.set("scene.dt", 0.02)
+    dynamic.set("scene.mode", "dynamic")
+    dynamic.set("body.finger.cable.cable.value", 4.0)
+    for _ in range(300):
+        assert dynamic.step().ok
+    assert dynamic.simulation.mode == "dynamic" and dynamic.simulation.time == pytest.approx(6.0)
+    assert dynamic.outputs()["cable.displacement"] == pytest.approx(4.0, abs=1e-6)
+    assert dynamic.outputs()["cable.force"] == pytest.approx(static.outputs()["cable.force"], rel=2e-3)
+    tip = int(np.argmin(static.simulation.X[:, 0]))
+    np.testing.assert_allclose(dynamic.positions[tip], static.positions[tip], atol=0.02)
