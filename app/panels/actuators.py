@@ -1,0 +1,397 @@
+"""The Actuators panel: a slider and a spin box per cable and cavity, live readouts of every actuator and
+effector output.
+
+A slider edit is sent with ``session.set_parameter("body.<body>.cable.<name>.value", v)``, at most
+``MAX_EDITS_PER_SECOND`` times a second (the first move at once, then the latest value at each tick), so a
+drag never floods the worker with edits it would apply one by one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from PyQt6.QtCore import QObject, Qt, QTimer
+from PyQt6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panels.schema_info import format_real
+from mechanics.scene import get_value
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ActuatorRange", "actuator_range", "Throttle", "ActuatorControl", "ActuatorsPanel",
+           "MAX_EDITS_PER_SECOND", "SLIDER_STEPS"]
+
+MAX_EDITS_PER_SECOND = 30
+#: The panel asks for the height of its controls up to this many pixels (then it scrolls).
+MAX_MIN_HEIGHT = 320
+SLIDER_STEPS = 1000
+#: Default displacement range of a cable without maxPositiveDisp/maxNegativeDisp: this share of its length.
+CABLE_DISPLACEMENT_SHARE = 0.3
+#: Default pressure range of a cavity without min/maxPressure: this share of the Young's modulus.
+CAVITY_PRESSURE_SHARE = 0.1
+#: Outputs shown as time curves and slider readouts per actuator kind (the others are readouts only).
+VALUE_QUANTITIES = {"cable": ("displacement", "force"), "cavity": ("pressure", "volumeGrowth")}
+#: The geometric quantities (plotted apart from the forces and pressures: other units, other scales).
+GEOMETRIC_QUANTITIES = ("displacement", "volumeGrowth")
+
+
+@dataclass(frozen=True)
+class ActuatorRange:
+    """Slider range ``[lo, hi]`` (spin box accepts ``[hard_lo, hard_hi]``) and where it comes from."""
+
+    lo: float
+    hi: float
+    hard_lo: float
+    hard_hi: float
+    source: str
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def force_scale(young_modulus: float, points: np.ndarray) -> float:
+    """A force that bends a slender body of this size by about its length: ``E h^4 / L^2`` with ``h`` the
+    smallest and ``L`` the largest bounding-box extent of ``points`` (n, 3) (beam: ``F = 3 E I d / L^3``)."""
+    extent = np.ptp(np.asarray(points, dtype=np.float64), axis=0)
+    h, length = float(max(extent.min(), 1e-12)), float(max(extent.max(), 1e-12))
+    return young_modulus * h**4 / length**2
+
+
+def actuator_range(kind: str, item, *, rest_outputs: dict[str, float], young_modulus: float,
+                   points: np.ndarray) -> ActuatorRange:
+    """The value range of a cable (``kind = "cable"``) or cavity spec ``item`` for its current valueType.
+
+    Bounds set in the scene are used as they are (maxPositiveDisp/maxNegativeDisp for a displacement,
+    minForce/maxForce for a force, min/maxPressure, min/maxVolumeGrowth). Unset bounds get a default from the
+    geometry: +/- 30 % of the cable's rest length (0 as lower end when minForce >= 0 keeps the cable from
+    pushing), ``[0, E h^4/L^2]`` for a force, ``[0, 0.1 E]`` for a pressure, ``[0, V0]`` for a volume growth.
+    ``rest_outputs`` are the frame outputs at rest (``NAME.cableLength``, ``NAME.initialCavityVolume``).
+    """
+    name = item.name
+    big = 1e12
+    if kind == "cable" and item.valueType == "displacement":
+        length = item.cableInitialLength
+        if length is None:
+            length = rest_outputs.get(f"{name}.cableLength", 0.0) + rest_outputs.get(f"{name}.displacement", 0.0)
+        half = CABLE_DISPLACEMENT_SHARE * length if length > 0 else 1.0
+        sources = []
+        if item.maxPositiveDisp is not None:
+            hi = item.maxPositiveDisp
+            sources.append("maxPositiveDisp")
+        else:
+            hi = half
+        if item.maxNegativeDisp is not None:
+            lo = -item.maxNegativeDisp
+            sources.append("maxNegativeDisp")
+        else:
+            lo = 0.0 if item.minForce is not None and item.minForce >= 0 else -half
+        default = f"default: {CABLE_DISPLACEMENT_SHARE:.0%} of the cable length {length:.4g}"
+        source = ", ".join(sources) if len(sources) == 2 else ", ".join([*sources, default])
+        hard_hi = hi if item.maxPositiveDisp is not None else (length if length > 0 else big)
+        hard_lo = lo if item.maxNegativeDisp is not None else -(length if length > 0 else big)
+        return ActuatorRange(lo, hi, hard_lo, hard_hi, source)
+    if kind == "cable":
+        low_key, high_key, low, high = "minForce", "maxForce", item.minForce, item.maxForce
+        default_lo, default_hi = 0.0, force_scale(young_modulus, points)
+        default_text = "default: 0 to E h^4 / L^2 of the body"
+    elif item.valueType == "pressure":
+        low_key, high_key, low, high = "minPressure", "maxPressure", item.minPressure, item.maxPressure
+        default_lo, default_hi = 0.0, CAVITY_PRESSURE_SHARE * young_modulus
+        default_text = f"default: 0 to {CAVITY_PRESSURE_SHARE:g} E"
+    else:
+        low_key, high_key, low, high = ("minVolumeGrowth", "maxVolumeGrowth", item.minVolumeGrowth,
+                                        item.maxVolumeGrowth)
+        default_lo = 0.0
+        default_hi = rest_outputs.get(f"{name}.initialCavityVolume", 0.0) or 1.0
+        default_text = "default: 0 to the rest volume"
+    lo = low if _finite(low) else default_lo
+    hi = high if _finite(high) else default_hi
+    if hi <= lo:  # e.g. a minForce above the default upper end
+        hi = lo + (abs(default_hi) or abs(lo) or 1.0)
+    sources = [key for key, value in ((low_key, low), (high_key, high)) if _finite(value)]
+    source = ", ".join(sources) if len(sources) == 2 else ", ".join([*sources, default_text])
+    hard_lo = low if _finite(low) else -big
+    hard_hi = high if _finite(high) else big
+    return ActuatorRange(lo, hi, hard_lo, hard_hi, source)
+
+
+class Throttle(QObject):
+    """Sends at most one value per ``interval_ms``: the first at once, then the newest pending one per tick."""
+
+    _NOTHING = object()
+
+    def __init__(self, send, interval_ms: int = 1000 // MAX_EDITS_PER_SECOND, parent: QObject | None = None):
+        super().__init__(parent)
+        self._send = send
+        self._pending = self._NOTHING
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self._tick)
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not self._NOTHING
+
+    def push(self, value) -> None:
+        self._pending = value
+        if not self._timer.isActive():
+            self._flush()
+            self._timer.start()
+
+    def flush(self) -> None:
+        """Send the pending value now (e.g. when the slider is released)."""
+        if self.pending:
+            self._flush()
+
+    def _tick(self) -> None:
+        if self.pending:
+            self._flush()
+            self._timer.start()
+
+    def _flush(self) -> None:
+        value, self._pending = self._pending, self._NOTHING
+        self._send(value)
+
+
+class ActuatorControl(QGroupBox):
+    """One cable or cavity: value type, slider + spin box over its range, and readouts of its outputs."""
+
+    def __init__(self, session, body_name: str, kind: str, index: int, *, rest_outputs: dict[str, float],
+                 young_modulus: float, points: np.ndarray, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.kind = kind
+        self._index = index
+        self._body_name = body_name
+        item = self._item()
+        self.name = item.name
+        self.prefix = f"body.{body_name}.{kind}.{self.name}"
+        self.value_path = f"{self.prefix}.value"
+        self._rest_outputs = rest_outputs
+        self._young_modulus = young_modulus
+        self._points = points
+        self.setTitle(f"{kind} {self.name}")
+        self.setObjectName(f"actuator:{self.name}")
+
+        self.value_type = QComboBox(self)
+        self.value_type.addItems(["displacement", "force"] if kind == "cable" else ["pressure", "volumeGrowth"])
+        self.value_type.setToolTip(f"{self.prefix}.valueType: what the slider imposes")
+        self.slider = QSlider(Qt.Orientation.Horizontal, self)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setMinimumWidth(160)
+        self.spin = QDoubleSpinBox(self)
+        self.spin.setKeyboardTracking(False)
+        self.spin.setMinimumWidth(100)
+        self.spin.setMaximumWidth(150)
+        self.range_label = QLabel(self)
+        self.range_label.setWordWrap(True)
+        self.range_label.setStyleSheet("color: gray;")
+        self.error_label = QLabel(self)
+        self.error_label.setStyleSheet("color: #c11;")
+        self.error_label.setWordWrap(True)
+        self.error_label.hide()
+        self.readouts: dict[str, QLabel] = {}
+        self._readout_form = QFormLayout()
+        self._readout_form.setContentsMargins(0, 0, 0, 0)
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("value type", self))
+        top.addWidget(self.value_type)
+        top.addStretch(1)
+        values = QHBoxLayout()
+        values.addWidget(self.slider, 1)
+        values.addWidget(self.spin)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(values)
+        layout.addWidget(self.range_label)
+        layout.addWidget(self.error_label)
+        layout.addLayout(self._readout_form)
+
+        self.throttle = Throttle(self._send, parent=self)
+        self.range = None
+        self.sync_from_spec()
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.slider.sliderReleased.connect(self.throttle.flush)
+        self.spin.valueChanged.connect(self._spin_changed)
+        self.value_type.currentTextChanged.connect(self._type_changed)
+
+    # -- state -----------------------------------------------------------------------------------------
+    def _item(self):
+        body = next(b for b in self.session.spec.bodies if b.name == self._body_name)
+        return (body.cables if self.kind == "cable" else body.cavities)[self._index]
+
+    def sync_from_spec(self) -> None:
+        """Show the value type, range and value of ``session.spec`` (not while the user drags)."""
+        item = self._item()
+        self._set_blocked(self.value_type, lambda: self.value_type.setCurrentText(item.valueType))
+        self.range = actuator_range(self.kind, item, rest_outputs=self._rest_outputs,
+                                    young_modulus=self._young_modulus, points=self._points)
+        r = self.range
+        self._set_blocked(self.spin, lambda: self.spin.setRange(r.hard_lo, r.hard_hi))
+        step = (r.hi - r.lo) / 100.0
+        self.spin.setSingleStep(step)
+        self.spin.setDecimals(max(2, min(10, 3 - int(math.floor(math.log10(step))) if step > 0 else 3)))
+        self.range_label.setText(f"{item.valueType} in [{r.lo:.4g}, {r.hi:.4g}] ({r.source})")
+        self.slider.setToolTip(f"{self.value_path}: {item.valueType}, slider range "
+                               f"[{format_real(r.lo)}, {format_real(r.hi)}]")
+        if self.slider.isSliderDown() or self.throttle.pending:
+            return
+        self._show_value(float(item.value))
+
+    def _show_value(self, value: float) -> None:
+        r = self.range
+        if value < r.lo or value > r.hi:  # a value typed beyond the default range widens the slider
+            self.range = ActuatorRange(min(r.lo, value), max(r.hi, value), r.hard_lo, r.hard_hi, r.source)
+            r = self.range
+        self._set_blocked(self.spin, lambda: self.spin.setValue(value))
+        position = round((value - r.lo) / (r.hi - r.lo) * SLIDER_STEPS) if r.hi > r.lo else 0
+        self._set_blocked(self.slider, lambda: self.slider.setValue(int(position)))
+
+    @staticmethod
+    def _set_blocked(widget, action) -> None:
+        widget.blockSignals(True)
+        try:
+            action()
+        finally:
+            widget.blockSignals(False)
+
+    def slider_value(self, position: int | None = None) -> float:
+        """The actuator value of a slider position (default: the current one)."""
+        position = self.slider.value() if position is None else position
+        return self.range.lo + (self.range.hi - self.range.lo) * position / SLIDER_STEPS
+
+    # -- edits -----------------------------------------------------------------------------------------
+    def _slider_moved(self, position: int) -> None:
+        value = self.slider_value(position)
+        self._set_blocked(self.spin, lambda: self.spin.setValue(value))
+        self.throttle.push(value)
+
+    def _spin_changed(self, value: float) -> None:
+        self._show_value(value)
+        self.throttle.push(value)
+
+    def _send(self, value: float) -> None:
+        error = self.session.set_parameter(self.value_path, float(value))
+        self._show_error(error)
+
+    def _type_changed(self, value_type: str) -> None:
+        error = self.session.set_parameter(f"{self.prefix}.valueType", value_type)
+        self._show_error(error)
+        self.sync_from_spec()
+
+    def _show_error(self, error: str | None) -> None:
+        self.error_label.setVisible(error is not None)
+        self.error_label.setText(error or "")
+
+    # -- readouts --------------------------------------------------------------------------------------
+    def update_readouts(self, outputs: dict[str, float]) -> None:
+        update_readouts(self, self._readout_form, self.readouts, self.name, outputs)
+
+
+def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel], name: str,
+                    outputs: dict[str, float]) -> None:
+    """Show every ``name.QUANTITY`` of ``outputs`` in ``form`` (rows created on first sight)."""
+    prefix = name + "."
+    for key, value in outputs.items():
+        if not key.startswith(prefix):
+            continue
+        label = labels.get(key)
+        if label is None:
+            label = QLabel(owner)
+            label.setObjectName(f"readout:{key}")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            form.addRow(key[len(prefix):], label)
+            labels[key] = label
+        label.setText(f"{value:.6g}")
+
+
+class EffectorReadout(QGroupBox):
+    """An effector's position (and distance to its goal) from each frame."""
+
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(f"effector {name}", parent)
+        self.name = name
+        self.setObjectName(f"effector:{name}")
+        self.readouts: dict[str, QLabel] = {}
+        self._form = QFormLayout(self)
+
+    def update_readouts(self, outputs: dict[str, float]) -> None:
+        update_readouts(self, self._form, self.readouts, self.name, outputs)
+
+
+class ActuatorsPanel(QWidget):
+    """A control per cable and cavity of every body and a readout group per effector; rebuilt on
+    ``scene_opened``, values kept in step with ``parameter_changed``, readouts from ``frame_ready``."""
+
+    def __init__(self, session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("actuators_panel")
+        self.session = session
+        self.controls: dict[str, ActuatorControl] = {}
+        self.effectors: dict[str, EffectorReadout] = {}
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setMinimumWidth(300)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.scroll)
+        session.scene_opened.connect(self.rebuild)
+        session.parameter_changed.connect(self._on_parameter_changed)
+        session.frame_ready.connect(self.update_frame)
+        self.rebuild()
+
+    def rebuild(self, _scene=None) -> None:
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        self.controls, self.effectors = {}, {}
+        spec = self.session.spec
+        frame = self.session.latest_frame
+        if spec is None or frame is None:
+            layout.addWidget(QLabel("No scene is open.", content))
+        else:
+            rest_outputs = dict(frame.outputs)
+            for body in spec.bodies:
+                young = get_value(spec, f"body.{body.name}.material.youngModulus")
+                for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
+                    for index, _item in enumerate(items):
+                        control = ActuatorControl(self.session, body.name, kind, index, rest_outputs=rest_outputs,
+                                                  young_modulus=young, points=frame.x, parent=content)
+                        self.controls[control.name] = control
+                        layout.addWidget(control)
+                for effector in body.effectors:
+                    readout = EffectorReadout(effector.name, content)
+                    self.effectors[effector.name] = readout
+                    layout.addWidget(readout)
+            if not self.controls and not self.effectors:
+                layout.addWidget(QLabel("This scene has no cable, cavity or effector.", content))
+        layout.addStretch(1)
+        self.scroll.setWidget(content)
+        self.scroll.setMinimumHeight(min(content.sizeHint().height() + 4, MAX_MIN_HEIGHT))
+        if frame is not None:
+            self.update_frame(frame)
+
+    def _on_parameter_changed(self, _path: str, _value) -> None:
+        for control in self.controls.values():
+            control.sync_from_spec()
+
+    def update_frame(self, frame) -> None:
+        """Readouts from ``frame.outputs``."""
+        for group in (*self.controls.values(), *self.effectors.values()):
+            group.update_readouts(frame.outputs)

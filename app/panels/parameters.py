@@ -1,0 +1,236 @@
+"""The Parameters panel: an editor for every value of the scene, grouped by section, generated from the schema.
+
+Edits go through ``session.set_parameter`` (validated at once, applied by the worker before the next frame).
+The panel follows the session: rebuilt when a scene opens, refreshed from ``session.spec`` whenever a value
+changes (from this panel, the actuator sliders or anywhere else), rebuilt when the set of keys changes (a
+fixed region switched from ``box`` to ``sphere`` has other keys).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PyQt6.QtCore import Qt, QTimer
+from PyQt6.QtWidgets import (
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panels.schema_info import (
+    EXPANDED_SECTIONS,
+    ParameterInfo,
+    describe_parameters,
+    is_relevant,
+    section_order,
+)
+from app.panels.widgets import ParameterEditor, _same, make_editor
+from mechanics.scene.kinds import Name
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CollapsibleSection", "ParametersPanel"]
+
+#: Width range of the scrolled list [pixels].
+MIN_WIDTH, MAX_WIDTH = 320, 440
+
+
+class CollapsibleSection(QWidget):
+    """A titled group whose body (a form of editors) folds away under its header button."""
+
+    def __init__(self, title: str, *, expanded: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = title
+        self.header = QToolButton(self)
+        self.header.setText(title)
+        self.header.setCheckable(True)
+        self.header.setChecked(expanded)
+        self.header.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.header.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.header.setStyleSheet("QToolButton { font-weight: bold; border: none; text-align: left; }")
+        self.body = QWidget(self)
+        self.form = QFormLayout(self.body)
+        self.form.setContentsMargins(14, 2, 2, 6)
+        self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.form.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        self.form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.body)
+        self.header.toggled.connect(self._toggled)
+        self._toggled(expanded)
+
+    @property
+    def expanded(self) -> bool:
+        return self.header.isChecked()
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.header.setChecked(expanded)
+
+    def _toggled(self, expanded: bool) -> None:
+        self.header.setArrowType(Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow)
+        self.body.setVisible(expanded)
+
+
+class ParametersPanel(QWidget):
+    """Every scene value in a scrollable list of sections (Newton, Linear solver, Constraint solver, Scene,
+    Material per body, actuators, ...). ``editors`` maps each key path (``list_parameters`` form) to its
+    editor; ``sections`` maps titles to their :class:`CollapsibleSection`."""
+
+    def __init__(self, session, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("parameters_panel")
+        self.session = session
+        self.editors: dict[str, ParameterEditor] = {}
+        self.sections: dict[str, CollapsibleSection] = {}
+        self._labels: dict[str, QLabel] = {}
+        self._paths: list[str] = []
+        self.filter = QLineEdit(self)
+        self.filter.setObjectName("parameter_filter")
+        self.filter.setPlaceholderText("Filter keys (e.g. tolerance)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._apply_filter)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.scroll)
+        self._content: QWidget | None = None
+        self._rebuild_pending = False
+        session.scene_opened.connect(self.rebuild)
+        session.parameter_changed.connect(self._on_parameter_changed)
+        session.message.connect(self._on_message)
+        self.rebuild()
+
+    # -- building --------------------------------------------------------------------------------------
+    def rebuild(self, _scene=None) -> None:
+        """Recreate every editor from ``session.spec`` (keeps which sections are folded)."""
+        self._rebuild_pending = False
+        expanded = {title: s.expanded for title, s in self.sections.items()}
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(4)
+        self.editors, self.sections, self._labels = {}, {}, {}
+        spec = self.session.spec
+        if spec is None:
+            layout.addWidget(QLabel("No scene is open.", content))
+            self._paths = []
+        else:
+            infos = describe_parameters(spec)
+            self._paths = [info.path for info in infos]
+            grouped: dict[str, list[ParameterInfo]] = {}
+            for info in infos:
+                grouped.setdefault(info.section, []).append(info)
+            for title in sorted(grouped, key=section_order):
+                default_open = title.split(":")[0] in EXPANDED_SECTIONS
+                section = CollapsibleSection(title, expanded=expanded.get(title, default_open), parent=content)
+                section.setObjectName(f"section:{title}")
+                for info in grouped[title]:
+                    self._add_row(section, info, spec)
+                self.sections[title] = section
+                layout.addWidget(section)
+        layout.addStretch(1)
+        self.scroll.setWidget(content)  # deletes the previous content widget
+        self._content = content
+        # Wide enough for the widest row (long Caribou key names), within reason; longer rows wrap.
+        width = content.sizeHint().width() + self.scroll.verticalScrollBar().sizeHint().width() + 4
+        self.scroll.setMinimumWidth(max(MIN_WIDTH, min(width, MAX_WIDTH)))
+        self._apply_filter(self.filter.text())
+
+    def _add_row(self, section: CollapsibleSection, info: ParameterInfo, spec) -> None:
+        editor = make_editor(info, self.session.set_parameter, section.body,
+                             read_only=isinstance(info.kind, Name))
+        editor.setObjectName(f"editor:{info.path}")
+        label = QLabel(_label_text(info, section.title), section.body)
+        label.setToolTip(editor.toolTip())
+        section.form.addRow(label, editor)
+        self.editors[info.path] = editor
+        self._labels[info.path] = label
+        self._set_enabled(info, spec)
+
+    def _set_enabled(self, info: ParameterInfo, spec) -> None:
+        if isinstance(info.kind, Name):
+            return
+        relevant = is_relevant(info, spec)
+        self.editors[info.path].setEnabled(relevant)
+        self._labels[info.path].setEnabled(relevant)
+
+    # -- following the session -------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Show the values of ``session.spec`` (a rebuild when its keys changed)."""
+        spec = self.session.spec
+        if spec is None:
+            return
+        infos = describe_parameters(spec)
+        if [info.path for info in infos] != self._paths:
+            self.rebuild()
+            return
+        for info in infos:
+            editor = self.editors[info.path]
+            if not _same(editor.value, info.value):
+                editor.set_value(info.value)
+            self._set_enabled(info, spec)
+
+    def _on_parameter_changed(self, _path: str, _value) -> None:
+        spec = self.session.spec
+        if spec is None:
+            return
+        if [info.path for info in describe_parameters(spec)] != self._paths:
+            # The edit may come from an editor of this panel, still on the call stack: rebuild afterwards.
+            if not self._rebuild_pending:
+                self._rebuild_pending = True
+                QTimer.singleShot(0, self.rebuild)
+            return
+        self.refresh()
+
+    def _on_message(self, level: str, text: str) -> None:
+        """Show a refusal by the worker (``set PATH: why``, e.g. a value the scene file allows but the solver
+        does not) on the editor of that key."""
+        if level != "error" or not text.startswith("set "):
+            return
+        path, _, reason = text[4:].partition(": ")
+        editor = self.editors.get(path)
+        if editor is not None:
+            editor.show_error(f"not applied: {reason}")
+
+    def editor(self, path: str) -> ParameterEditor:
+        """The editor of a key path in ``list_parameters`` form (``body.finger.material.poissonRatio``)."""
+        try:
+            return self.editors[path]
+        except KeyError:
+            raise KeyError(f"no parameter editor for {path!r}") from None
+
+    def _apply_filter(self, text: str) -> None:
+        needle = text.strip().lower()
+        for section in self.sections.values():
+            shown = 0
+            for path, editor in self.editors.items():
+                if editor.parent() is not section.body:
+                    continue
+                visible = not needle or needle in path.lower()
+                section.form.setRowVisible(editor, visible)
+                shown += visible
+            section.setVisible(shown > 0)
+            if needle and shown:
+                section.set_expanded(True)
+
+
+def _label_text(info: ParameterInfo, section_title: str) -> str:
+    """The row label: the key, with the item prefix when the key sits below the section's own table
+    (``fixed[0].box``, ``region[1].youngModulus``)."""
+    parts = info.path.split(".")
+    if section_title.startswith(("Material", "Body")):
+        for i, part in enumerate(parts):
+            if part.startswith(("fixed[", "force[", "region[")):
+                return ".".join(parts[i:])
+    return info.key

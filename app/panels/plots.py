@@ -1,0 +1,265 @@
+"""The Plots panel (pyqtgraph): Newton residual and constraint error per iteration of the last frame (log
+scale), actuator displacements, actuator forces and effector positions over a rolling window of frames (in
+three tabs); each plot exports as CSV. Clicking a legend entry hides or shows its curve.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PyQt6.QtCore import Qt
+from PyQt6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SeriesPlot", "PlotsPanel", "DEFAULT_HISTORY"]
+
+DEFAULT_HISTORY = 500
+_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+class SeriesPlot(QWidget):
+    """One plot of named curves over a shared x; ``export_csv`` writes exactly the plotted data.
+
+    On a log axis the non-positive and non-finite values are left out of the drawing (they stay in the CSV).
+    """
+
+    def __init__(self, title: str, x_name: str, y_label: str, *, log_y: bool, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.title = title
+        self.x_name = x_name
+        self.log_y = log_y
+        self.x = np.zeros(0)
+        self.series: dict[str, np.ndarray] = {}
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self.plot = pg.PlotWidget(self)
+        self.plot.setBackground("w")
+        self.plot.setTitle(title, color="k", size="9pt")
+        self.plot.setLabel("bottom", x_name)
+        self.plot.setLabel("left", y_label)
+        self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.plot.setLogMode(x=False, y=log_y)
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).enableAutoSIPrefix(False)
+        self.plot.setMinimumHeight(120)
+        self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.export_button = QPushButton("Export CSV...", self)
+        self.export_button.setToolTip(f"Write the data of '{title}' to a CSV file")
+        self.export_button.clicked.connect(self._export_dialog)
+        self.status = QLabel(self)
+        self.status.setStyleSheet("color: gray;")
+        bar = QHBoxLayout()
+        bar.addWidget(self.status, 1)
+        bar.addWidget(self.export_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot, 1)
+        layout.addLayout(bar)
+
+    def set_data(self, x, series: dict[str, np.ndarray]) -> None:
+        """Replace the plotted data: ``x`` (k,), ``series`` name -> (k,) values (NaN = no value)."""
+        self.x = np.asarray(x, dtype=np.float64)
+        self.series = {name: np.asarray(y, dtype=np.float64) for name, y in series.items()}
+        for name in [n for n in self._curves if n not in self.series]:
+            self.plot.removeItem(self._curves.pop(name))
+            self.legend.removeItem(name)
+        hidden = 0
+        for i, (name, y) in enumerate(self.series.items()):
+            keep = np.isfinite(y) & (y > 0.0) if self.log_y else np.isfinite(y)
+            hidden += int(np.count_nonzero(~keep & ~np.isnan(y)))
+            curve = self._curves.get(name)
+            if curve is None:
+                curve = self.plot.plot(name=name, pen=pg.mkPen(_COLOURS[i % len(_COLOURS)], width=2),
+                                       symbol="o" if self.log_y else None, symbolSize=4)
+                self._curves[name] = curve
+            curve.setData(self.x[keep], y[keep])
+        if self.x.size == 1:  # one point: a unit-wide range around it instead of pyqtgraph's +/- 0.5 %
+            self.plot.setXRange(self.x[0] - 1.0, self.x[0] + 1.0, padding=0.0)
+        else:
+            self.plot.enableAutoRange(axis="x")
+        self.status.setStyleSheet("color: gray;")
+        self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
+
+    def clear(self) -> None:
+        self.set_data(np.zeros(0), {})
+
+    def export_csv(self, path: str | Path) -> Path:
+        """Write ``x_name, <series names...>`` and one row per x value; an absent value is an empty cell."""
+        path = Path(path)
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow([self.x_name, *self.series])
+            for row, x in enumerate(self.x):
+                cells = [_cell(x)] + [_cell(y[row]) for y in self.series.values()]
+                writer.writerow(cells)
+        return path
+
+    def _export_dialog(self) -> None:
+        default = self.title.lower().replace(" ", "_") + ".csv"
+        path, _filter = QFileDialog.getSaveFileName(self, f"Export {self.title}", default, "CSV files (*.csv)")
+        if not path:
+            return
+        try:
+            self.export_csv(path)
+        except OSError as error:
+            self.status.setText(f"Cannot write {path}: {error.strerror or error}")
+            self.status.setStyleSheet("color: #c11;")
+            return
+        self.status.setStyleSheet("color: gray;")
+        self.status.setText(f"Wrote {Path(path).name}")
+
+
+def _cell(value: float) -> str:
+    value = float(value)
+    if math.isnan(value):
+        return ""
+    return repr(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+class PlotsPanel(QWidget):
+    """Four plots fed by ``session.frame_ready``; the time plots keep the last ``history`` frames (a frame
+    with a smaller index than the last one, i.e. a reset or a new scene, starts the history again)."""
+
+    def __init__(self, session, parent: QWidget | None = None, *, history: int = DEFAULT_HISTORY) -> None:
+        super().__init__(parent)
+        self.setObjectName("plots_panel")
+        self.session = session
+        self.summary = QLabel("No frame yet.", self)
+        self.summary.setObjectName("frame_summary")
+        self.summary.setWordWrap(True)
+        self.history_spin = QSpinBox(self)
+        self.history_spin.setRange(10, 100_000)
+        self.history_spin.setValue(history)
+        self.history_spin.setSuffix(" frames")
+        self.history_spin.setToolTip("How many past frames the time plots keep")
+        self.history_spin.valueChanged.connect(self.set_history)
+        self.newton_plot = SeriesPlot("Newton residual", "iteration", "|R|", log_y=True)
+        self.constraint_plot = SeriesPlot("Constraint error", "iteration", "error", log_y=True)
+        self.actuator_plot = SeriesPlot("Actuator displacements", "frame", "displacement / volume growth",
+                                        log_y=False)
+        self.force_plot = SeriesPlot("Actuator forces", "frame", "force / pressure", log_y=False)
+        self.effector_plot = SeriesPlot("Effectors", "frame", "position", log_y=False)
+        self.plots = {"newton": self.newton_plot, "constraint": self.constraint_plot,
+                      "actuators": self.actuator_plot, "forces": self.force_plot, "effectors": self.effector_plot}
+        self.tabs = QTabWidget(self)
+        for title, members in (("Convergence", (self.newton_plot, self.constraint_plot)),
+                               ("Actuators", (self.actuator_plot, self.force_plot)),
+                               ("Effectors", (self.effector_plot,))):
+            splitter = QSplitter(Qt.Orientation.Vertical, self.tabs)
+            for plot in members:
+                splitter.addWidget(plot)
+            self.tabs.addTab(splitter, title)
+        top = QHBoxLayout()
+        top.addWidget(self.summary, 1)
+        top.addWidget(QLabel("history", self))
+        top.addWidget(self.history_spin)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(top)
+        layout.addWidget(self.tabs, 1)
+        self.setMinimumHeight(260)
+        self.history: deque[tuple[int, dict[str, float]]] = deque(maxlen=history)
+        self._actuator_keys: list[str] = []
+        self._force_keys: list[str] = []
+        self._effector_names: list[str] = []
+        session.scene_opened.connect(self.reset)
+        session.frame_ready.connect(self.update_frame)
+        self.reset()
+
+    def set_history(self, frames: int) -> None:
+        self.history = deque(self.history, maxlen=int(frames))
+        self._update_time_plots()
+
+    def reset(self, _scene=None) -> None:
+        """Forget the history and take the actuator and effector names of ``session.spec``."""
+        self.history.clear()
+        self._actuator_keys, self._force_keys, self._effector_names = [], [], []
+        spec = self.session.spec
+        if spec is not None:
+            for body in spec.bodies:
+                for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
+                    for item in items:
+                        for quantity in VALUE_QUANTITIES[kind]:
+                            keys = self._actuator_keys if quantity in GEOMETRIC_QUANTITIES else self._force_keys
+                            keys.append(f"{item.name}.{quantity}")
+                self._effector_names += [e.name for e in body.effectors]
+        for plot in self.plots.values():
+            plot.clear()
+        self.summary.setText("No frame yet.")
+
+    def update_frame(self, frame) -> None:
+        """Take one frame: per-iteration plots from its report, one sample of the time plots."""
+        if self.history and frame.index < self.history[-1][0]:
+            self.history.clear()
+        if self.history and frame.index == self.history[-1][0]:
+            self.history[-1] = (frame.index, dict(frame.outputs))
+        else:
+            self.history.append((frame.index, dict(frame.outputs)))
+        self._update_time_plots()
+        report = frame.report
+        if report is None:
+            return
+        newton = report.newton
+        if newton is not None:
+            squared = [newton.squared_initial_residual, *newton.squared_residuals]
+            self.newton_plot.set_data(np.arange(len(squared)), {"residual_norm": np.sqrt(squared)})
+        constraint = report.constraint
+        if constraint is not None:
+            errors = np.asarray(constraint.graphErrors, dtype=np.float64)
+            self.constraint_plot.set_data(np.arange(1, errors.size + 1), {"error": errors})
+        else:
+            self.constraint_plot.clear()
+        self.summary.setText(_summary(frame))
+
+    def _update_time_plots(self) -> None:
+        frames = np.array([index for index, _ in self.history], dtype=np.float64)
+        effector_keys = []
+        for _index, outputs in self.history:
+            for key in outputs:
+                if key.split(".", 1)[0] in self._effector_names and key not in effector_keys:
+                    effector_keys.append(key)
+        for plot, keys in ((self.actuator_plot, self._actuator_keys), (self.force_plot, self._force_keys),
+                           (self.effector_plot, effector_keys)):
+            series = {key: np.array([outputs.get(key, np.nan) for _, outputs in self.history]) for key in keys}
+            plot.set_data(frames, series)
+
+    def export_csv(self, plot: str, path: str | Path) -> Path:
+        """Write the data of one plot (``newton``, ``constraint``, ``actuators``, ``forces``, ``effectors``) to
+        ``path``."""
+        try:
+            return self.plots[plot].export_csv(path)
+        except KeyError:
+            raise KeyError(f"no plot {plot!r}; plots: {', '.join(self.plots)}") from None
+
+
+def _summary(frame) -> str:
+    report = frame.report
+    parts = [f"frame {frame.index}" + ("" if report.ok else f": FAILED ({report.message})")]
+    newton = report.newton
+    if newton is not None:
+        state = "converged" if newton.converged else ("diverged" if newton.diverged else "not converged")
+        parts.append(f"Newton {newton.iterations} it, {state}" + (f" ({newton.reason})" if newton.reason else ""))
+    constraint = report.constraint
+    if constraint is not None:
+        state = "converged" if constraint.converged else "not converged"
+        parts.append(f"constraints {constraint.currentIterations} it, error {constraint.currentError:.3g}, {state}")
+    parts.append(f"{1e3 * sum(report.times.values()):.1f} ms")
+    return " | ".join(parts)
