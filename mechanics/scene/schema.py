@@ -88,7 +88,7 @@ solver.linear.preconditioning_method (cg)   None | Identity | Diagonal |        
                                             IncompleteCholesky | LastFactorization
 solver.constraint.type                      BlockGaussSeidel | ImprovedJacobi |     "BlockGaussSeidel"
                                             NNCG | exact
-solver.constraint.maxIterations             integer >= 1                            1000
+solver.constraint.maxIterations             integer in [1, 1e7]                     1000
 solver.constraint.tolerance                 (0, inf)                                1e-6
 solver.constraint.sor                       (0, 2)                                  1.0
 solver.constraint.scaleTolerance,           bool                                    true, false
@@ -96,9 +96,9 @@ solver.constraint.scaleTolerance,           bool                                
 solver.constraint.regularizationTerm        [0, inf)                                0
 solver.constraint.computeConstraintForces   bool                                    false
 solver.constraint.useSpectralCorrection     bool                                    false
-solver.constraint.spectralCorrectionFactor  (0, inf)                                1.0
+solver.constraint.spectralCorrectionFactor  (0, 10]                                 1.0
 solver.constraint.useConjugateResidue       bool                                    false
-solver.constraint.                          (0, inf)                                10.0
+solver.constraint.                          (0, 1000]                               10.0
   conjugateResidueSpeedFactor
 solver.constraint.sofaSpectralRadius *      bool (SOFA's unit-dependent rho)        false
 solver.dynamic.implicitVelocity (alpha)     (0, 1]                                  1.0
@@ -464,7 +464,7 @@ class ConstraintSpec:
     """``[solver.constraint]``: GenericConstraintSolver / ImprovedJacobi data fields (SOFA names)."""
 
     type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "exact"), "BlockGaussSeidel")
-    maxIterations: int = _key(Integer(1), 1000)
+    maxIterations: int = _key(Integer(1, 10_000_000), 1000)
     tolerance: float = _key(_POSITIVE, 1e-6)
     sor: float = _key(Real(0.0, 2.0, lo_open=True, hi_open=True), 1.0)
     scaleTolerance: bool = _key(Flag(), True)
@@ -472,9 +472,9 @@ class ConstraintSpec:
     regularizationTerm: float = _key(_NON_NEGATIVE, 0.0)
     computeConstraintForces: bool = _key(Flag(), False)
     useSpectralCorrection: bool = _key(Flag(), False)
-    spectralCorrectionFactor: float = _key(_POSITIVE, 1.0)
+    spectralCorrectionFactor: float = _key(Real(0.0, 10.0, lo_open=True), 1.0)
     useConjugateResidue: bool = _key(Flag(), False)
-    conjugateResidueSpeedFactor: float = _key(_POSITIVE, 10.0)
+    conjugateResidueSpeedFactor: float = _key(Real(0.0, 1000.0, lo_open=True), 10.0)
     sofaSpectralRadius: bool = _key(Flag(), False)
 
 

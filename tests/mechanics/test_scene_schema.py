@@ -351,7 +351,7 @@ def test_all_errors_are_collected(tmp_path: Path) -> None:
         "finger.toml: scene.dt: -1 is outside (0, inf)",
         "finger.toml: body[0].material.poissonRatio: 0.5 is outside (-1, 0.5)",
         "finger.toml: solver.constraint.sorr: unknown key; did you mean sor?",
-        "finger.toml: solver.constraint.maxIterations: 0 is outside [1, inf)",
+        "finger.toml: solver.constraint.maxIterations: 0 is outside [1, 10000000]",
     ]
 
 

@@ -311,3 +311,18 @@ def test_any_wrong_value_anywhere_is_a_scene_error(example) -> None:
     # Only the 6 names accept "x" (scene, body, cable, cavity, effector, obstacle); the cavity surface "x"
     # is a file that does not exist.
     assert rejected == 4 * len(paths) - 6
+
+
+def test_constraint_solver_ranges_in_the_scene_file_match_the_solvers():
+    """A value the scene file accepts must be one the solver accepts (the GUI validates with the file's rules)."""
+    from mechanics.constraint_solvers import make_constraint_solver
+    from mechanics.scene import SceneError, parse_scene, set_value
+
+    spec = parse_scene("[solver.constraint]\ntype = 'ImprovedJacobi'\n", check_files=False)
+    for key, too_big, largest in (("spectralCorrectionFactor", 10.5, 10.0),
+                                  ("conjugateResidueSpeedFactor", 1001.0, 1000.0),
+                                  ("maxIterations", 10_000_001, 10_000_000)):
+        with pytest.raises(SceneError, match=key):
+            set_value(spec, f"solver.constraint.{key}", too_big)
+        set_value(spec, f"solver.constraint.{key}", largest)
+        make_constraint_solver("ImprovedJacobi", **{key: largest})
