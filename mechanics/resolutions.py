@@ -58,6 +58,11 @@ FRICTION = 3
 KIND_NAMES = {EQUALITY: "EQUALITY", BOUNDED: "BOUNDED", FORCE: "FORCE", FRICTION: "FRICTION"}
 
 
+#: _VALID_KIND[k] is True for the kind codes of KIND_NAMES (a table lookup, cheaper than np.isin per frame)
+_VALID_KIND = np.zeros(256, dtype=bool)
+_VALID_KIND[list(KIND_NAMES)] = True
+
+
 def _per_block(value, n: int, name: str) -> np.ndarray:
     array = np.asarray(value, dtype=np.float64)
     if array.ndim == 0:
@@ -108,7 +113,7 @@ class Blocks:
         expected = np.concatenate(([0], np.cumsum(self.size)[:-1]))
         if not np.array_equal(self.start, expected):
             raise ParameterError("Blocks: start must be contiguous from 0 (start[k+1] = start[k] + size[k])")
-        if not np.all(np.isin(self.kind, list(KIND_NAMES))):
+        if not np.all(_VALID_KIND[self.kind.astype(np.int64) & 0xFF] & (self.kind >= 0)):
             raise ParameterError(
                 f"Blocks: kind must be in {sorted(KIND_NAMES)} (EQUALITY, BOUNDED, FORCE, FRICTION)"
             )

@@ -114,19 +114,35 @@ class PointSet:
             return self.mapping.apply(x)
         return x[self.indices]
 
+    def _scatter(self) -> tuple[np.ndarray, sp.csr_matrix]:
+        """``(columns (c,), M_t csr (c, 3k))``: the body DOFs the points depend on (sorted, unique) and the
+        transposed point-to-body map restricted to them (built once; the rows of every frame reuse it)."""
+        if getattr(self, "_scatter_cache", None) is None:
+            if self.mapping is not None:
+                full = self.mapping.matrix()
+            else:
+                cols = (3 * self.indices[:, None] + np.arange(3)[None, :]).reshape(-1)
+                full = sp.csr_matrix(
+                    (np.ones(cols.size), (np.arange(cols.size), cols)), shape=(cols.size, 3 * self.n_nodes)
+                )
+            full = full.tocsc()
+            full.sum_duplicates()
+            columns = np.flatnonzero(np.diff(full.indptr) > 0).astype(np.int64)
+            self._scatter_cache = (columns, full[:, columns].T.tocsr())
+        return self._scatter_cache
+
     def rows_to_dofs(self, rows: np.ndarray) -> sp.csr_matrix:
         """Constraint rows written on the points, ``(r, k, 3)``, as a CSR matrix ``(r, 3n)`` on the body
-        DOFs."""
+        DOFs (one entry per body DOF the points depend on, zeros included)."""
         n_rows = rows.shape[0]
-        flat = rows.reshape(n_rows, 3 * self.n_points)
-        if self.mapping is not None:
-            return (sp.csr_matrix(flat) @ self.mapping.matrix()).tocsr()
-        cols = (3 * self.indices[:, None] + np.arange(3)[None, :]).reshape(-1)
-        row_ids = np.repeat(np.arange(n_rows), cols.size)
-        matrix = sp.coo_matrix(
-            (flat.reshape(-1), (row_ids, np.tile(cols, n_rows))), shape=(n_rows, 3 * self.n_nodes)
+        flat = np.asarray(rows, dtype=np.float64).reshape(n_rows, 3 * self.n_points)
+        columns, scatter_t = self._scatter()
+        values = np.asarray(scatter_t @ flat.T).T  # (r, c)
+        indptr = np.arange(n_rows + 1, dtype=np.int64) * columns.size
+        return sp.csr_matrix(
+            (np.ascontiguousarray(values).reshape(-1), np.tile(columns, n_rows), indptr),
+            shape=(n_rows, 3 * self.n_nodes),
         )
-        return matrix.tocsr()
 
 
 class Constraint(abc.ABC):

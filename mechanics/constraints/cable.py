@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from mechanics.constraints.base import (
     Constraint,
@@ -43,6 +44,34 @@ logger = logging.getLogger(__name__)
 __all__ = ["CableConstraint", "cable_length_and_gradient"]
 
 
+@njit(cache=True)
+def _polyline_length_and_gradient(points, pull_point, has_pull_point, gradient):
+    """Length of ``[pull_point,] points`` and its gradient with respect to ``points`` written into
+    ``gradient`` (k, 3) (zeroed first); a zero-length segment contributes nothing."""
+    k = points.shape[0]
+    for i in range(k):
+        for c in range(3):
+            gradient[i, c] = 0.0
+    total = 0.0
+    first = 0 if has_pull_point else 1
+    for i in range(first, k):
+        d0 = points[i, 0] - (pull_point[0] if i == 0 else points[i - 1, 0])
+        d1 = points[i, 1] - (pull_point[1] if i == 0 else points[i - 1, 1])
+        d2 = points[i, 2] - (pull_point[2] if i == 0 else points[i - 1, 2])
+        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        total += length
+        if length > 0.0:
+            u0, u1, u2 = d0 / length, d1 / length, d2 / length
+            gradient[i, 0] += u0
+            gradient[i, 1] += u1
+            gradient[i, 2] += u2
+            if i > 0:
+                gradient[i - 1, 0] -= u0
+                gradient[i - 1, 1] -= u1
+                gradient[i - 1, 2] -= u2
+    return total
+
+
 def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None) -> tuple[float, np.ndarray]:
     """Length of the polyline ``[pull_point,] points[0], ..., points[-1]`` and its gradient.
 
@@ -53,17 +82,17 @@ def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None)
     Returns:
         ``(L, dL/dpoints (k, 3))``. A zero-length segment contributes no gradient.
     """
-    chain = points if pull_point is None else np.vstack([pull_point[None, :], points])
-    segments = np.diff(chain, axis=0)
-    lengths = np.linalg.norm(segments, axis=1)
-    units = np.zeros_like(segments)
-    np.divide(segments, lengths[:, None], out=units, where=lengths[:, None] > 0.0)
-    gradient = np.zeros_like(chain)
-    gradient[1:] += units
-    gradient[:-1] -= units
-    if pull_point is not None:
-        gradient = gradient[1:]
-    return float(lengths.sum()), gradient
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    gradient = np.empty_like(points)
+    if pull_point is None:
+        length = _polyline_length_and_gradient(points, _NO_PULL_POINT, False, gradient)
+    else:
+        pull = np.ascontiguousarray(pull_point, dtype=np.float64)
+        length = _polyline_length_and_gradient(points, pull, True, gradient)
+    return float(length), gradient
+
+
+_NO_PULL_POINT = np.zeros(3)
 
 
 def _validate_point(owner: str, key: str, value: Any) -> np.ndarray:
