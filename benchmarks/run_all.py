@@ -1,0 +1,141 @@
+"""Run every benchmark and rewrite benchmarks/RESULTS.md (``make bench``).
+
+Each script runs in its own process (clean peak-memory figures, no shared warm caches) and writes its own
+RESULTS_<name>.md; this script adds the machine, the date, the versions, the issue-8 targets as PASS/FAIL
+and the record of what each optimisation gained (benchmarks/GAINS.md, kept by hand), and concatenates
+everything into RESULTS.md.
+
+Usage: python benchmarks/run_all.py [--quick]   (--quick: fewer frames/iterations and no 130k meshes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import ROOT, cpu_model, markdown_table, total_ram_gb, versions  # noqa: E402
+
+
+def run(script: str, arguments: list[str], *, display: bool = False) -> float:
+    """Run one benchmark script from the repository root; returns its wall time in seconds."""
+    command = [sys.executable, str(HERE / script), *arguments]
+    if display and not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
+        command = ["xvfb-run", "-a", *command]
+    environment = dict(os.environ, PYTHONPATH=str(ROOT))
+    print(f"== {script} {' '.join(arguments)}", flush=True)
+    started = time.perf_counter()
+    completed = subprocess.run(command, cwd=ROOT, env=environment, check=False)
+    if completed.returncode != 0:
+        print(f"!! {script} exited with {completed.returncode}", flush=True)
+    return time.perf_counter() - started
+
+
+def _load(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def targets(scenes, scaling, render) -> str:
+    """The issue-8 targets as rows (target, measured, PASS/FAIL)."""
+    rows = []
+
+    def add(name, value, limit, unit="ms", note=""):
+        if value is None:
+            rows.append([name, "not measured", f"<= {limit} {unit}", "-", note])
+        else:
+            rows.append([name, f"{value:.2f} {unit}", f"<= {limit} {unit}", "PASS" if value <= limit else "FAIL",
+                         note])
+
+    by_name = {r["name"]: r for r in scenes or [] if "error" not in r}
+    for name, label, limit in (("finger", "finger (one cable), median frame", 5.0),
+                               ("trunk", "trunk (8 cables), median frame", 15.0),
+                               ("cavity_contacts_10k", "10k tets + cavity + 100 contacts (friction)", 60.0),
+                               ("cavity_contacts_10k_frictionless",
+                                "10k tets + cavity + 100 contacts (frictionless)", 60.0)):
+        r = by_name.get(name)
+        if r is None:
+            add(label, None, limit)
+            continue
+        worst = max(r["still"]["median"], r["ramp"]["median"])
+        add(label, worst, limit, note=f"{r['tets']} tets; worse of still/ramp; p90 ramp {r['ramp']['p90']:.2f} ms")
+    stvk36 = [r for r in scaling or [] if r["model"] == "stvk" and r["size"] == "36k"]
+    add("StVK Newton iteration at 36k tets", stvk36[0]["iteration_ms"] if stvk36 else None, 174.0)
+    for r in scaling or []:
+        bare = min(r["bare_factor_ms"], r["hot_factor_ms"])
+        add(f"Newton it. / bare factorization, {r['model']} {r['tets']} tets", r["iteration_ms"] / bare, 1.5,
+            unit="x", note=f"{r['iteration_ms']:.1f} ms vs {bare:.1f} ms")
+    if render:
+        add("surface update of a 10k-tet body", render["update"]["median"], 10.0,
+            note=f"+ Simulation.snapshot {render['snapshot']['median']:.1f} ms (the GUI's per-frame fields)")
+    else:
+        add("surface update of a 10k-tet body", None, 10.0)
+    return markdown_table(["target", "measured", "limit", "result", "note"], rows)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    quick = ["--quick"] if args.quick else []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        wall = {}
+        wall["scenes"] = run("bench_scenes.py", [*quick, "--json", str(tmp / "scenes.json")])
+        sizes = ["--sizes", "1k", "10k", "36k"] if args.quick else []
+        wall["scaling"] = run("bench_scaling.py", [*quick, *sizes, "--json", str(tmp / "scaling.json")])
+        wall["render"] = run("bench_render.py", [*quick, "--json", str(tmp / "render.json")], display=True)
+        wall["assembly"] = run("bench_assembly.py", ["--sizes", "1k,10k,36k" if args.quick else "1k,10k,36k,130k",
+                                                     "--repeat", "3"])
+        wall["constraints"] = run("bench_constraint_solvers.py", ["--sizes", "10", "100"] if args.quick else [])
+        wall["meshes"] = run("bench_mesh_load.py", ["--repeat", "1" if args.quick else "2"])
+        scenes, scaling, render = (_load(tmp / f"{n}.json") for n in ("scenes", "scaling", "render"))
+
+    info = versions()
+    header = [
+        "# softsim benchmark results",
+        "",
+        "Rewritten by `make bench` (`benchmarks/run_all.py`"
+        + (" --quick" if args.quick else "") + "); every script also runs alone.",
+        "",
+        f"- Date: {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}",
+        f"- Machine: {cpu_model()}, {os.cpu_count()} logical cores, {total_ram_gb():.1f} GB RAM "
+        "(shared with other jobs while measured: expect noise of tens of percent)",
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in info.items()),
+        f"- Total benchmark wall time: {time.perf_counter() - started:.0f} s "
+        f"({', '.join(f'{k} {v:.0f} s' for k, v in wall.items())})",
+        "",
+        "## Targets (issue 8; static mode, solver converged, median frame)",
+        "",
+        targets(scenes, scaling, render),
+        "",
+    ]
+    sections = []
+    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_assembly.md",
+                 "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
+        path = HERE / name
+        if path.exists():
+            text = path.read_text().strip()
+            if text.startswith("# "):  # demote the scripts' own titles under this page's
+                text = "#" + text
+            sections.append(text + "\n")
+    (HERE / "RESULTS.md").write_text("\n".join(header) + "\n" + "\n".join(sections))
+    print(f"written {HERE / 'RESULTS.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
