@@ -119,10 +119,21 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
     if not J_parts:
         empty = sp.csr_matrix((0, free_dofs.size))
         return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
-    J_full = sp.vstack(J_parts, format="csc")
-    J_free = J_full[:, free_dofs].tocsr()
+    J_free = _drop_fixed_columns(sp.vstack(J_parts, format="csr"), free_dofs)
     return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
                             np.concatenate(compliance_parts), row_ranges)
+
+
+def _drop_fixed_columns(J: sp.csr_matrix, free_dofs: np.ndarray) -> sp.csr_matrix:
+    """The columns of the free DOFs of a CSR matrix, renumbered (cheaper than CSC column slicing)."""
+    dof_to_free = np.full(J.shape[1], -1, dtype=np.int64)
+    dof_to_free[free_dofs] = np.arange(free_dofs.size)
+    columns = dof_to_free[J.indices]
+    keep = columns >= 0
+    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
+    indptr = np.zeros(J.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=J.shape[0]), out=indptr[1:])
+    return sp.csr_matrix((J.data[keep], columns[keep], indptr), shape=(J.shape[0], free_dofs.size))
 
 
 def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:

@@ -108,3 +108,11 @@ def test_cable_rows_are_built_at_x_free_and_the_violation_is_exact_there():
     system = build_constraint_system([cable], mesh.points, x_free, problem.free_dofs)
     # violation at x_free is exact: L0 - L(x_free) (positive when the cable is shorter than at rest)
     assert system.dfree[0] == pytest.approx(cable.L0 - cable.length(x_free), abs=1e-12)
+
+
+def test_dropping_fixed_columns_equals_column_slicing():
+    from mechanics.frame_step import _drop_fixed_columns
+
+    J = sp.random(7, 30, density=0.3, random_state=2, format="csr")
+    free = np.array([0, 2, 3, 7, 8, 9, 15, 21, 29])
+    np.testing.assert_array_equal(_drop_fixed_columns(J, free).toarray(), J.toarray()[:, free])
