@@ -259,17 +259,16 @@ def _reequilibrate(problem, linear_solver, constraint_solver, enforced, x_last, 
     """Constrained Newton (SQP) iterations from the corrected state; see the module docstring.
 
     Before each iteration the equilibrium residual R(x) + J^T lambda is checked: once it is below
-    ``tolerance`` x (|f_int| + |f_ext|) the state is accepted without assembling or factorizing (a frame whose
-    actuation did not change costs one force evaluation). Keeps the frame's set of rows (contacts are not
+    ``tolerance`` x (|f_int| + |f_ext|) the state is accepted without factorizing (a frame whose actuation
+    did not change costs one assembly). Keeps the frame's set of rows (contacts are not
     re-detected); stops early when the rows change or an iteration produces non-finite values (the last
     finite state is kept).
     """
     for _ in range(iterations):
-        residual = problem.residual(x_cur)
+        residual, K_free = problem.system(x_cur)  # one pass over the elements for both
         unbalanced = residual + system.J_free.T @ report.force
         if np.linalg.norm(unbalanced) <= tolerance * getattr(problem, "last_force_scale", 0.0):
             break
-        K_free = problem.tangent(x_cur)
         linear_solver.factorize(K_free)
         x_lin = x_cur + problem.expand(linear_solver.solve(residual))
         candidate = build_constraint_system(enforced, x_last, x_lin, problem.free_dofs, linearize_at=x_cur)
