@@ -1,7 +1,7 @@
 """The ``softsim`` command.
 
-``softsim [SCENE_OR_MESH] [--frames N --screenshot PNG]`` opens the window; the subcommands run headless
-and never import Qt or VTK.
+``softsim [SCENE_OR_MESH] [--frames N] [--screenshot PNG] [--set KEY=VALUE ...]`` opens the window (on the
+finger by default); the subcommands ``run``, ``check`` and ``info`` run headless and never import Qt or VTK.
 """
 
 from __future__ import annotations
@@ -14,40 +14,125 @@ SUBCOMMANDS = ("run", "check", "info")
 
 
 def _gui_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="softsim", description="Interactive soft-robot simulator.")
+    parser = argparse.ArgumentParser(
+        prog="softsim", description="Interactive soft-robot simulator.",
+        epilog="Subcommands (no window): softsim run|check|info ... (see softsim run --help).")
     parser.add_argument("path", nargs="?", help="scene (.toml) or tetrahedral mesh file; default: the finger")
-    parser.add_argument("--frames", type=int, default=0, help="run N frames, then (with --screenshot) exit")
-    parser.add_argument("--screenshot", metavar="PNG", help="save a screenshot of the window and exit")
+    parser.add_argument("--frames", type=int, default=0, metavar="N",
+                        help="run N frames after opening (then, with --screenshot, save it and exit)")
+    parser.add_argument("--screenshot", metavar="PNG", help="save a screenshot of the whole window and exit")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                        help="change a scene value by key path before running, e.g. "
+                             "body.finger.cable.cable.value=8 (repeatable)")
+    parser.add_argument("--camera", choices=("front", "side", "top", "iso"), default=None,
+                        help="camera preset for the first view (default: iso)")
     parser.add_argument("--verbose", action="store_true", help="log details")
     return parser
 
 
+def _parse_overrides(texts: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for text in texts:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects KEY=VALUE (e.g. body.finger.cable.cable.value=5), got {text!r}")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+class _Batch:
+    """Runs ``frames`` frames in the open window, then saves the screenshot and quits with an exit code.
+
+    Exit code: 0 when every frame succeeded, 1 when a frame failed (the message goes to stderr).
+    """
+
+    def __init__(self, app, window, frames: int, screenshot: str | None, camera: str) -> None:
+        from PyQt6.QtCore import QTimer
+
+        self.app, self.window, self.frames, self.screenshot = app, window, frames, screenshot
+        self.camera = camera
+        self.code = 0
+        self.problems: list[str] = []
+        window.session.message.connect(self._on_message)
+        window.session.step_once(frames)
+        self.timer = QTimer(window)
+        self.timer.setInterval(20)
+        self.timer.timeout.connect(self._check)
+        self.timer.start()
+
+    def _on_message(self, level: str, text: str) -> None:
+        if level in ("warning", "error"):
+            self.problems.append(f"{level}: {text}")
+        if level == "error" or (level == "warning" and " failed: " in text):
+            self.code = 1
+
+    def _check(self) -> None:
+        session = self.window.session
+        runner = session.runner
+        if runner is not None and (runner.frames_attempted < self.frames or runner.pending_steps > 0):
+            return
+        self.timer.stop()
+        session._poll()  # pick up the last frame and its messages now
+        for problem in self.problems:
+            print(problem, file=sys.stderr)
+        if self.screenshot is not None:
+            self.window.set_camera(self.camera)  # frame the deformed body in the final layout
+            if not self.window.save_screenshot(self.screenshot):
+                print(f"error: cannot write the screenshot {self.screenshot}", file=sys.stderr)
+                self.code = self.code or 1
+            self.window.close()
+            self.app.quit()
+
+
 def run_gui(argv: list[str]) -> int:
+    """``softsim [PATH] [--frames N] [--screenshot PNG] [--set KEY=VALUE ...]``: the interactive window.
+
+    Exit codes with --screenshot: 0 success, 1 a frame failed, 2 invalid input (scene, mesh or --set).
+    """
     args = _gui_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    from PyQt6.QtCore import QTimer
+    if args.frames < 0:
+        print(f"error: --frames must be >= 0, got {args.frames}", file=sys.stderr)
+        return 2
+    try:
+        overrides = _parse_overrides(args.overrides)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    import pyvista as pv
     from PyQt6.QtWidgets import QApplication
 
     from app.main_window import MainWindow
-    from app.resources import resource_path
+    from app.resources import default_scene
 
+    pv.OFF_SCREEN = False
+    batch = args.screenshot is not None
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
+    if batch:  # screenshots use the whole screen (e.g. Xvfb's 1400x900)
+        window.resize(app.primaryScreen().availableGeometry().size())
     window.show()
-    path = args.path or str(resource_path("meshes", "finger.vtu"))
-    opened = window.open_mesh(path)
-    if args.screenshot:
-        status = {"code": 0 if opened else 2}
-
-        def finish() -> None:
-            window.save_screenshot(args.screenshot)
+    path = args.path or str(default_scene())
+    if not window.open_path(path, dialog=not batch):
+        if batch:
+            print(f"error: {window.session.last_error}", file=sys.stderr)
             window.close()
-            app.quit()
-
-        QTimer.singleShot(500, finish)
-        app.exec()
-        return status["code"]
-    return app.exec()
+            return 2
+    for key, value in overrides:
+        problem = window.session.set_parameter(key, value)
+        if problem is not None:
+            if batch:
+                print(f"error: --set {key}={value}: {problem}", file=sys.stderr)
+                window.close()
+                return 2
+            window.show_error("Invalid --set", f"{key}={value}: {problem}")
+    if args.camera:
+        window.set_camera(args.camera)
+    if not batch and not args.frames:
+        return app.exec()
+    runner = _Batch(app, window, args.frames, args.screenshot, args.camera or "iso")
+    status = app.exec()
+    return runner.code if batch else status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,98 +1,534 @@
-"""softsim's main window: the viewport in the centre, menus, toolbar and status bar around it."""
+"""softsim's main window: the viewport in the centre, dockable panels, menus, toolbars and a status bar.
+
+The window talks to the simulation only through its :class:`~app.session.Session`; frames arrive from the
+session's poll timer and are drawn in place (see :mod:`app.viewport`).
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
-from PyQt6.QtCore import Qt
-from PyQt6.QtGui import QAction, QKeySequence
-from PyQt6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox
+import numpy as np
+from PyQt6.QtCore import Qt, QTimer
+from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
+from PyQt6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
-from app.viewport import Viewport
+from app.session import Session
+from app.settings import Settings
+from app.viewport import CAMERA_PRESETS, FIELDS, OVERLAYS, STYLES, Viewport
 
 logger = logging.getLogger(__name__)
 
+MESH_FILTER = "Meshes (*.vtk *.vtu *.msh *.mesh *.inp *.xdmf *.xmf *.med)"
+OPEN_FILTER = (f"Scenes and meshes (*.toml {MESH_FILTER[8:-1]});;Scenes (*.toml);;{MESH_FILTER};;All (*)")
+#: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
+RENDER_INTERVAL_FACTOR = 2.0
+BANNER_STYLE = {
+    "warning": "background:#5a4a10; color:#ffe9a8; padding:4px 8px; font-weight:bold;",
+    "error": "background:#6a1c1c; color:#ffd0d0; padding:4px 8px; font-weight:bold;",
+}
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{1e3 * seconds:.1f}"
+
+
+def phase_times(report, render_seconds: float | None) -> dict[str, float | None]:
+    """Seconds per phase of a FrameReport: assembly (forces and tangents), factorization, newton (the rest of
+    Step I), W (projection), constraint (constraint solve), render (GUI); None where the frame had no such
+    phase. Reads ``report.times`` (assembly, factorization, newton_solve, W, constraint_solve) and falls back
+    on the Newton and constraint reports for older reports (newton, projection)."""
+    times = dict(getattr(report, "times", {}) or {})
+    newton = getattr(report, "newton", None)
+    constraint = getattr(report, "constraint", None)
+    solve = times.get("constraint_solve", getattr(constraint, "time", None) if constraint is not None else None)
+    assembly = times.get("assembly", getattr(newton, "assembly_time", None))
+    factorization = times.get("factorization", getattr(newton, "factorization_time", None))
+    newton_rest = times.get("newton_solve")
+    if newton_rest is None and times.get("newton") is not None:
+        newton_rest = max(times["newton"] - (assembly or 0.0) - (factorization or 0.0), 0.0)
+    projection = times.get("W")
+    if projection is None and times.get("projection") is not None:
+        projection = max(times["projection"] - (solve or 0.0), 0.0)
+    return {"assembly": assembly, "factorization": factorization, "newton": newton_rest, "W": projection,
+            "constraint": solve, "render": render_seconds}
+
 
 class MainWindow(QMainWindow):
-    """Top-level window. ``open_mesh`` shows a bare tetrahedral mesh file."""
+    """Top-level window; ``open_path`` opens a scene (.toml) or a bare mesh."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
         super().__init__()
         self.setWindowTitle("softsim")
         self.resize(1280, 800)
+        self.settings = settings or Settings()
+        self.session = Session(self)
         self.viewport = Viewport(self)
-        self.setCentralWidget(self.viewport)
+        self.banner = QLabel("")
+        self.banner.setObjectName("warning_banner")
+        self.banner.setWordWrap(True)
+        self.banner.hide()
+        central = QWidget(self)
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.viewport, 1)
+        self.setCentralWidget(central)
         self.status_label = QLabel("no scene")
-        self.statusBar().addPermanentWidget(self.status_label)
+        self.frame_label = QLabel("")
+        self.timing_label = QLabel("")
+        self.warning_label = QLabel("")
+        self.warning_label.setStyleSheet("color:#c08000;")
+        self.pick_label = QLabel("")
+        for label in (self.pick_label, self.frame_label, self.timing_label, self.warning_label):
+            self.statusBar().addPermanentWidget(label)
+        self.statusBar().addWidget(self.status_label)
+        self.picked_node: int | None = None
+        self.last_render_time: float | None = None
+        self.recording_dir: Path | None = None
+        self.recorded_frames = 0
+        self.docks = []
+        self._pending_frame = None
+        self._last_render_end = 0.0
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.timeout.connect(self._draw_pending)
+        self._build_actions()
         self._build_menus()
+        self._build_toolbars()
+        self._build_docks()
+        self.session.scene_opened.connect(self._on_scene_opened)
+        self.session.frame_ready.connect(self._on_frame)
+        self.session.message.connect(self._on_message)
+        self.session.running_changed.connect(self._on_running_changed)
+        self.viewport.node_picked.connect(self._on_node_picked)
+        self.viewport.drag_started.connect(self.session.start_drag)
+        self.viewport.drag_moved.connect(self.session.move_drag)
+        self.viewport.drag_finished.connect(self.session.stop_drag)
+
+    # -- building ------------------------------------------------------------------------------------
+    def _action(self, text: str, slot, *, shortcut=None, checkable: bool = False, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.setCheckable(checkable)
+        if tip:
+            action.setToolTip(tip)
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        return action
+
+    def _build_actions(self) -> None:
+        key = QKeySequence.StandardKey
+        self.open_action = self._action("&Open...", self._ask_open, shortcut=key.Open,
+                                        tip="Open a scene (.toml) or a tetrahedral mesh")
+        self.save_action = self._action("&Save scene", self._save, shortcut=key.Save,
+                                        tip="Save the scene with the tuned parameters")
+        self.save_as_action = self._action("Save scene &as...", self._ask_save_as, shortcut=key.SaveAs)
+        self.reload_action = self._action("&Reload from disk", self.reload, shortcut="Ctrl+R",
+                                          tip="Read the file again (unsaved tuning is lost)")
+        self.reset_action = self._action("Rese&t", self.session.reset, shortcut="Ctrl+Backspace",
+                                         tip="Back to the rest shape, keeping the tuned parameters")
+        self.play_action = self._action("&Play", self._toggle_play, shortcut="Space", checkable=True,
+                                        tip="Play / pause the simulation")
+        self.step_action = self._action("S&tep", lambda: self.session.step_once(), shortcut="N",
+                                        tip="Run one frame")
+        self.screenshot_action = self._action("Save scree&nshot...", self._ask_screenshot,
+                                              tip="Save a PNG of the window")
+        self.export_action = self._action("&Export frame (.vtu)...", self._ask_export)
+        self.record_action = self._action("&Record frames...", self._toggle_recording, checkable=True,
+                                          tip="Save every drawn frame as a PNG into a folder")
+        self.drag_action = self._action("&Drag mode", self._toggle_drag_mode, shortcut="D", checkable=True,
+                                        tip="Left button drags a surface node (Ctrl+left always does)")
+        self.quit_action = self._action("&Quit", self.close, shortcut=key.Quit)
 
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        open_mesh = QAction("Open &mesh...", self)
-        open_mesh.setShortcut(QKeySequence.StandardKey.Open)
-        open_mesh.triggered.connect(self._ask_open_mesh)
-        file_menu.addAction(open_mesh)
-        screenshot = QAction("Save &screenshot...", self)
-        screenshot.triggered.connect(self._ask_screenshot)
-        file_menu.addAction(screenshot)
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(self.open_action)
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self._fill_recent_menu()
+        file_menu.addAction(self.reload_action)
         file_menu.addSeparator()
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        file_menu.addAction(quit_action)
-        view_menu = self.menuBar().addMenu("&View")
-        fit = QAction("&Fit", self)
-        fit.setShortcut(Qt.Key.Key_F)
-        fit.triggered.connect(self._fit)
-        view_menu.addAction(fit)
+        file_menu.addAction(self.save_action)
+        file_menu.addAction(self.save_as_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.export_action)
+        file_menu.addAction(self.screenshot_action)
+        file_menu.addAction(self.record_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        simulation_menu = bar.addMenu("&Simulation")
+        for action in (self.play_action, self.step_action, self.reset_action):
+            simulation_menu.addAction(action)
+        view_menu = bar.addMenu("&View")
+        colour_menu = view_menu.addMenu("&Colour by")
+        self.field_actions = self._radio_group(colour_menu, FIELDS, self.viewport.field, self.set_field)
+        style_menu = view_menu.addMenu("&Style")
+        self.style_actions = self._radio_group(style_menu, {s: s.capitalize() for s in STYLES},
+                                               self.viewport.style, self.set_style)
+        range_menu = view_menu.addMenu("Colour &range")
+        range_menu.addAction(self._action("&Automatic", lambda: self.set_color_range(None)))
+        range_menu.addAction(self._action("&Fixed...", self._ask_color_range))
+        show_menu = view_menu.addMenu("S&how")
+        self.overlay_actions = {}
+        labels = {"fixed": "Fixed nodes", "cables": "Cable paths", "cavities": "Cavities",
+                  "contacts": "Contacts and forces", "obstacles": "Obstacles"}
+        for key in OVERLAYS:
+            action = self._action(labels[key], lambda checked, k=key: self.viewport.set_overlay_visible(k, checked),
+                                  checkable=True)
+            action.setChecked(True)
+            show_menu.addAction(action)
+            self.overlay_actions[key] = action
+        camera_menu = view_menu.addMenu("C&amera")
+        shortcuts = {"front": "1", "side": "2", "top": "3", "iso": "4", "fit": "F"}
+        self.camera_actions = {}
+        for preset in (*CAMERA_PRESETS, "fit"):
+            action = self._action(preset.capitalize(), lambda _=False, p=preset: self.set_camera(p),
+                                  shortcut=shortcuts[preset])
+            camera_menu.addAction(action)
+            self.camera_actions[preset] = action
+        view_menu.addAction(self.drag_action)
+        self.panels_menu = bar.addMenu("&Panels")
 
-    # -- actions -------------------------------------------------------------------------------------
-    def open_mesh(self, path: str | Path) -> bool:
-        """Show a tetrahedral mesh file; on failure show the message and keep what was shown."""
-        import meshes
+    def _radio_group(self, menu, entries: dict, current: str, slot) -> dict[str, QAction]:
+        group = QActionGroup(self)
+        actions = {}
+        for key, label in entries.items():
+            action = self._action(label, lambda _=False, k=key: slot(k), checkable=True)
+            action.setChecked(key == current)
+            group.addAction(action)
+            menu.addAction(action)
+            actions[key] = action
+        return actions
 
+    def _build_toolbars(self) -> None:
+        main = QToolBar("Main", self)
+        main.setObjectName("main_toolbar")
+        for action in (self.open_action, self.save_action, self.reload_action, None, self.reset_action,
+                       self.play_action, self.step_action, None, self.screenshot_action, self.record_action,
+                       self.drag_action):
+            main.addSeparator() if action is None else main.addAction(action)
+        self.addToolBar(main)
+        display = QToolBar("Display", self)
+        display.setObjectName("display_toolbar")
+        self.field_combo = QComboBox(display)
+        for key, label in FIELDS.items():
+            self.field_combo.addItem(label, key)
+        self.field_combo.currentIndexChanged.connect(lambda i: self.set_field(self.field_combo.itemData(i)))
+        self.style_combo = QComboBox(display)
+        for style in STYLES:
+            self.style_combo.addItem(style.capitalize(), style)
+        self.style_combo.setCurrentIndex(STYLES.index(self.viewport.style))
+        self.style_combo.currentIndexChanged.connect(lambda i: self.set_style(self.style_combo.itemData(i)))
+        display.addWidget(self.field_combo)
+        display.addWidget(self.style_combo)
+        display.addSeparator()
+        for preset in (*CAMERA_PRESETS, "fit"):
+            display.addAction(self.camera_actions[preset])
+        self.addToolBar(display)
+
+    def _build_docks(self) -> None:
+        """The panels of app.panels (parameters, actuators, plots), when that package provides them."""
         try:
-            mesh = meshes.load(path)
-        except meshes.MeshError as error:
-            self.show_error("Cannot open mesh", str(error))
+            from app.panels import create_docks
+        except ImportError:
+            create_docks = None
+        if create_docks is None:
+            logger.info("app.panels.create_docks is not available: no panels")
+            self.panels_menu.addAction("(no panels available)").setEnabled(False)
+            return
+        try:
+            self.docks = list(create_docks(self.session, self))
+        except Exception:  # a panel bug must not keep the viewport from opening
+            logger.exception("building the panels failed")
+            self.statusBar().showMessage("the panels could not be built (see the log)", 10000)
+            self.docks = []
+        for dock in self.docks:
+            if self.dockWidgetArea(dock) == Qt.DockWidgetArea.NoDockWidgetArea:
+                self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            self.panels_menu.addAction(dock.toggleViewAction())
+
+    # -- opening and saving --------------------------------------------------------------------------
+    def open_path(self, path: str | Path, *, dialog: bool = True) -> bool:
+        """Open a scene (.toml) or a mesh; on failure show the message and keep what was open."""
+        if not self.session.open(path):
+            if dialog:
+                self.show_error("Cannot open", self.session.last_error or f"cannot open {path}")
             return False
-        height = mesh.points[:, 1] - mesh.points[:, 1].min()
-        self.viewport.clear_bodies()
-        self.viewport.show_body("body", mesh.points, mesh.surface_triangles(), "height", height)
-        self._fit()
-        self.status_label.setText(f"{Path(path).name}: {mesh.n_points} nodes, {mesh.n_tets} tetrahedra")
+        self.settings.add_recent_file(path)
         return True
+
+    def open_mesh(self, path: str | Path) -> bool:
+        """Open a bare tetrahedral mesh with a default scene; on failure show a dialog, keep the view."""
+        if not self.session.open_mesh(path):
+            self.show_error("Cannot open mesh", self.session.last_error or f"cannot open {path}")
+            return False
+        self.settings.add_recent_file(path)
+        return True
+
+    def reload(self) -> bool:
+        if self.session.path is None:
+            return False
+        if not self.session.reload():
+            self.show_error("Cannot reload", self.session.last_error or "reload failed")
+            return False
+        return True
+
+    def save_scene(self, path: str | Path) -> None:
+        """Save the scene (tuned values) to ``path``; done on the worker between two frames."""
+
+        def done(error) -> None:
+            if error is None:
+                self.settings.add_recent_file(path)
+                self._update_title()
+            else:
+                self.show_error("Cannot save", self.session.last_error or str(error))
+
+        self.session.save(path, done)
+
+    def export_frame(self, path: str | Path) -> bool:
+        try:
+            self.session.export_frame(path)
+        except (OSError, ValueError) as error:
+            self.show_error("Cannot export the frame", f"{Path(path).name}: {error}")
+            return False
+        self.statusBar().showMessage(f"exported {Path(path).name}", 5000)
+        return True
+
+    def save_screenshot(self, path: str | Path) -> bool:
+        """Save the whole window (panels included) as a PNG."""
+        self.flush_frame()
+        QApplication.processEvents()  # let the status bar labels take their new sizes
+        self.viewport.render()
+        if not self.grab().save(str(path)):
+            self.show_error("Cannot save the screenshot", f"cannot write {path}")
+            return False
+        return True
+
+    def start_recording(self, folder: str | Path) -> None:
+        """Save every drawn frame of the viewport as ``frame_00000.png``, ... into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.recording_dir, self.recorded_frames = folder, 0
+        self.record_action.setChecked(True)
+        self.statusBar().showMessage(f"recording into {folder}", 5000)
+
+    def stop_recording(self) -> None:
+        if self.recording_dir is not None:
+            self.statusBar().showMessage(f"recorded {self.recorded_frames} frames into {self.recording_dir}", 8000)
+        self.recording_dir = None
+        self.record_action.setChecked(False)
 
     def show_error(self, title: str, message: str) -> None:
         logger.error("%s: %s", title, message)
-        self.statusBar().showMessage(message, 10000)
+        self.statusBar().showMessage(message.replace("\n", " "), 10000)
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
         box.setObjectName("error_dialog")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 
-    def save_screenshot(self, path: str | Path) -> None:
-        """Save the whole window (panels included) as a PNG."""
-        self.viewport.render()
-        self.grab().save(str(path))
+    # -- display -------------------------------------------------------------------------------------
+    def set_field(self, field: str) -> None:
+        self.viewport.set_field(field, self.session.latest_frame)
+        self.field_actions[field].setChecked(True)
+        index = self.field_combo.findData(field)
+        if index != self.field_combo.currentIndex():
+            self.field_combo.setCurrentIndex(index)
 
-    def _ask_open_mesh(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open mesh", "", "Meshes (*.vtk *.vtu *.msh *.mesh *.inp *.xdmf);;All (*)")
+    def set_style(self, style: str) -> None:
+        self.viewport.set_style(style)
+        self.style_actions[style].setChecked(True)
+        index = self.style_combo.findData(style)
+        if index != self.style_combo.currentIndex():
+            self.style_combo.setCurrentIndex(index)
+
+    def set_color_range(self, clim) -> None:
+        self.viewport.set_color_range(clim)
+
+    def set_camera(self, preset: str) -> None:
+        self.viewport.set_camera_preset(preset)
+
+    def _toggle_drag_mode(self, checked: bool) -> None:
+        self.viewport.drag_mode = bool(checked)
+
+    def _toggle_play(self, checked: bool) -> None:
+        self.session.play() if checked else self.session.pause()
+
+    def _on_running_changed(self, running: bool) -> None:
+        self.play_action.setChecked(running)
+        self.play_action.setText("&Pause" if running else "&Play")
+
+    # -- session events -------------------------------------------------------------------------------
+    def _update_title(self) -> None:
+        path = self.session.path
+        self.setWindowTitle(f"softsim - {path.name}" if path is not None else "softsim")
+
+    def _on_scene_opened(self, scene) -> None:
+        self.picked_node = None
+        self.pick_label.setText("")
+        self._hide_banner()
+        self.warning_label.setText("")
+        self.viewport.show_scene(self.session)
+        self.set_camera("iso")
+        self._update_title()
+        mesh = scene.mesh
+        self.status_label.setText(f"{self.session.path.name}: {mesh.n_points} nodes, {mesh.n_tets} tetrahedra")
+
+    def _on_frame(self, frame) -> None:
+        """Draw a new frame, at most every RENDER_INTERVAL_FACTOR render times (a software-rendered view
+        must not take the interpreter from the solver thread); a skipped frame is drawn by a timer."""
+        self._pending_frame = frame
+        wait = self._last_render_end + RENDER_INTERVAL_FACTOR * (self.last_render_time or 0.0) - time.perf_counter()
+        if wait <= 0:
+            self._draw_pending()
+        elif not self._render_timer.isActive():
+            self._render_timer.start(max(1, int(1e3 * wait)))
+
+    def flush_frame(self) -> None:
+        """Draw the newest frame now if the render throttle is holding it back."""
+        self._render_timer.stop()
+        self._draw_pending()
+
+    def _draw_pending(self) -> None:
+        frame, self._pending_frame = self._pending_frame, None
+        if frame is None:
+            return
+        started = time.perf_counter()
+        self.viewport.update_frame(frame)
+        self.viewport.render()
+        self.last_render_time = time.perf_counter() - started
+        report = frame.report
+        if report is not None and report.ok and not report.message:
+            self._hide_banner()
+        self._show_frame_status(frame)
+        if self.picked_node is not None:
+            self._show_pick(self.picked_node, frame)
+        if self.recording_dir is not None:
+            self.viewport.screenshot(str(self.recording_dir / f"frame_{self.recorded_frames:05d}.png"))
+            self.recorded_frames += 1
+        self._last_render_end = time.perf_counter()
+
+    def _show_frame_status(self, frame) -> None:
+        rate = self.session.frame_rate if self.session.playing else 0.0
+        self.frame_label.setText(f"frame {frame.index}" + (f"  {rate:.1f} fps" if rate > 0 else ""))
+        if frame.report is None:
+            self.timing_label.setText(f"render {_ms(self.last_render_time)} ms")
+            return
+        t = phase_times(frame.report, self.last_render_time)
+        self.timing_label.setText(
+            f"ms: assembly {_ms(t['assembly'])} | factorization {_ms(t['factorization'])} | "
+            f"Newton {_ms(t['newton'])} | W {_ms(t['W'])} | constraint {_ms(t['constraint'])} | "
+            f"render {_ms(t['render'])}")
+
+    def _on_message(self, level: str, text: str) -> None:
+        if level == "info":
+            self.statusBar().showMessage(text, 5000)
+            return
+        self.warning_label.setText(f"last {level}: {text.splitlines()[0]}")
+        self.warning_label.setToolTip(text)
+        self.statusBar().showMessage(text.replace("\n", " "), 10000)
+        self.banner.setStyleSheet(BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
+        self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + "  (the last good state is shown)")
+        self.banner.show()
+
+    def _hide_banner(self) -> None:
+        self.banner.hide()
+
+    def _on_node_picked(self, node: int, position) -> None:
+        self.picked_node = int(node)
+        self._show_pick(self.picked_node, self.session.latest_frame)
+
+    def _show_pick(self, node: int, frame) -> None:
+        if frame is None or node >= len(frame.x):
+            return
+        x = frame.x[node]
+        u = x - self.session.rest_positions[node]
+        self.pick_label.setText(f"node {node}  x=({x[0]:.3g}, {x[1]:.3g}, {x[2]:.3g})  "
+                                f"|u|={np.linalg.norm(u):.3g}")
+
+    # -- dialogs --------------------------------------------------------------------------------------
+    def _start_dir(self) -> str:
+        return str(self.session.path.parent) if self.session.path is not None else ""
+
+    def _ask_open(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open scene or mesh", self._start_dir(), OPEN_FILTER)
         if path:
-            self.open_mesh(path)
+            self.open_path(path)
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.settings.recent_files
+        for path in files:
+            self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_path(p)).setToolTip(path)
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def _save(self) -> None:
+        if self.session.kind == "scene" and self.session.path is not None:
+            self.save_scene(self.session.path)
+        else:
+            self._ask_save_as()
+
+    def _ask_save_as(self) -> None:
+        suggestion = str(self.session.path.with_suffix(".toml")) if self.session.path is not None else "scene.toml"
+        path, _ = QFileDialog.getSaveFileName(self, "Save scene", suggestion, "Scenes (*.toml)")
+        if path:
+            self.save_scene(path)
+
+    def _ask_export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export frame", "frame.vtu", "VTK unstructured grid (*.vtu)")
+        if path:
+            self.export_frame(path)
 
     def _ask_screenshot(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "softsim.png", "PNG (*.png)")
         if path:
             self.save_screenshot(path)
 
-    def _fit(self) -> None:
-        self.viewport.view_isometric()
-        self.viewport.reset_camera()
-        self.viewport.render()
+    def _toggle_recording(self, checked: bool) -> None:
+        if not checked:
+            self.stop_recording()
+            return
+        folder = QFileDialog.getExistingDirectory(self, "Record frames into folder", self._start_dir())
+        if folder:
+            self.start_recording(folder)
+        else:
+            self.record_action.setChecked(False)
+
+    def _ask_color_range(self) -> None:
+        body = self.viewport.bodies.get("body")
+        lo, hi = body.actor.mapper.scalar_range if body is not None else (0.0, 1.0)
+        text, ok = QInputDialog.getText(self, "Fixed colour range", "min, max:", text=f"{lo:.6g}, {hi:.6g}")
+        if not ok:
+            return
+        try:
+            values = [float(v) for v in text.replace(";", ",").split(",")]
+            if len(values) != 2:
+                raise ValueError(f"give two numbers 'min, max', got {text!r}")
+            self.set_color_range(tuple(values))
+        except ValueError as error:
+            self.show_error("Invalid colour range", str(error))
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self.recording_dir = None
+        self._render_timer.stop()
+        self._pending_frame = None
+        self.session.close()
         self.viewport.close()
         super().closeEvent(event)
-
-

@@ -41,14 +41,26 @@ class WorkerOutput:
     messages: list[Message] = field(default_factory=list)
 
 
-class SimulationRunner:
-    """Runs ``simulation.step()`` on a worker thread; ``simulation.snapshot(report)`` makes the frame.
+def default_snapshot(simulation, report):
+    """The frame of a Scene (``scene.simulation.snapshot``) or of a bare Simulation (``snapshot``)."""
+    inner = getattr(simulation, "simulation", simulation)
+    return inner.snapshot(report)
 
-    ``snapshot`` must return an object holding copies only (positions, fields, report), never live state.
+
+class SimulationRunner:
+    """Runs ``simulation.step()`` on a worker thread; ``snapshot(simulation, report)`` makes the frame.
+
+    ``simulation`` is a :class:`mechanics.scene_runtime.Scene` (or anything with ``step()``);
+    ``snapshot`` must return an object holding copies only (positions, fields, report), never live state
+    (default: :func:`default_snapshot`). ``frames_attempted`` counts every frame run, failed or not;
+    ``frames_run`` only the frames that produced a new state.
     """
 
-    def __init__(self, simulation, *, min_frame_interval: float = 0.0) -> None:
+    def __init__(self, simulation, *, min_frame_interval: float = 0.0,
+                 snapshot: Callable[[object, object], object] = default_snapshot) -> None:
         self._simulation = simulation
+        self._snapshot = snapshot
+        self.frames_attempted = 0
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._latest = None
@@ -83,10 +95,20 @@ class SimulationRunner:
     def pause(self) -> None:
         self._playing = False
 
-    def step_once(self) -> None:
+    def step_once(self, count: int = 1) -> None:
+        """Run ``count`` more frames (in addition to playing, if playing)."""
         with self._lock:
-            self._pending_steps += 1
+            self._pending_steps += int(count)
         self._wake.set()
+
+    @property
+    def pending_steps(self) -> int:
+        with self._lock:
+            return self._pending_steps
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def submit(self, description: str, apply: Callable[[object], None]) -> None:
         """Queue a change; it is applied before the next frame (and immediately when paused)."""
@@ -140,19 +162,34 @@ class SimulationRunner:
                     time.sleep(spare)
                 continue
             if changed:  # show the effect of a change made while paused (e.g. a reset)
-                self._post(frame=self._simulation.snapshot(None))
+                self._post_snapshot(None)
             self._wake.wait(0.1)
             self._wake.clear()
 
+    def _post_snapshot(self, report) -> None:
+        try:
+            frame = self._snapshot(self._simulation, report)
+        except Exception as error:
+            logger.exception("snapshot failed")
+            self._post(message=Message("error", f"cannot read the frame: {error}"))
+            return
+        self._post(frame=frame)
+
     def _run_frame(self) -> None:
+        """One frame; the counters move after the frame and its messages are posted."""
         try:
             report = self._simulation.step()
         except Exception as error:  # a bug or an unexpected failure: report it, keep the last good state
             logger.exception("frame failed")
             self._playing = False
             self._post(message=Message("error", f"frame failed: {error}"))
+            self.frames_attempted += 1
             return
-        self.frames_run += 1
         if not report.ok:
-            self._post(message=Message("warning", report.message))
-        self._post(frame=self._simulation.snapshot(report))
+            self._post(message=Message("warning", f"frame {report.frame} failed: {report.message}"))
+        elif report.message:  # converged badly (e.g. Newton or the constraint solver hit its iteration cap)
+            self._post(message=Message("warning", f"frame {report.frame}: {report.message}"))
+        self._post_snapshot(report)
+        if report.ok:
+            self.frames_run += 1
+        self.frames_attempted += 1

@@ -1,31 +1,41 @@
 """The GUI's handle on the running scene: opens scenes, owns the simulation worker, relays frames and messages.
 
 All methods run on the GUI thread. The Scene itself lives on the worker thread: the GUI changes it only
-through ``set_parameter``/``submit`` (applied between frames) and reads it only through frames, except for
-the validated spec values it shows, which are read from ``spec`` (a copy kept on the GUI side).
+through ``set_parameter``/``submit``/``call`` (applied between frames) and reads it only through frames,
+except for the validated spec values it shows, which are read from ``spec`` (a copy kept on the GUI side),
+and the static geometry copied when the scene is opened (``rest_positions``, ``tets``, ``surface_triangles``,
+``fixed_nodes``, ``cavity_triangles``).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import queue
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from PyQt6.QtCore import QObject, QTimer, pyqtSignal
 
+from app.frames import make_display_frame
 from app.runner import SimulationRunner
-from mechanics.scene import SceneError, set_value
+from mechanics.scene import SceneError, get_value, set_value
 
 logger = logging.getLogger(__name__)
 
 POLL_INTERVAL_MS = 15
+SCENE_SUFFIXES = (".toml",)
+#: frames used to settle back to equilibrium after a drag started while paused
+SETTLE_FRAMES_AFTER_DRAG = 5
 
 
 class Session(QObject):
     """One open scene at a time. Signals carry immutable frames and human-readable messages."""
 
     scene_opened = pyqtSignal(object)  # the Scene that was opened (for building views and panels)
-    frame_ready = pyqtSignal(object)  # mechanics.simulation.Frame, newest only (latest wins)
+    frame_ready = pyqtSignal(object)  # app.frames.DisplayFrame (a mechanics Frame), newest only
     message = pyqtSignal(str, str)  # level ("error" | "warning" | "info"), text
     parameter_changed = pyqtSignal(str, object)  # key path, new value (after validation)
     running_changed = pyqtSignal(bool)
@@ -36,47 +46,89 @@ class Session(QObject):
         self.spec = None  # GUI-side copy of the scene spec, kept in step with every accepted edit
         self.runner: SimulationRunner | None = None
         self.latest_frame = None
+        self.path: Path | None = None  # the file the scene came from (scene or bare mesh)
+        self.kind: str | None = None  # "scene" or "mesh"
+        self.last_error: str | None = None  # the message of the last failed open/save/export
+        self.rest_positions = np.zeros((0, 3))
+        self.tets = np.zeros((0, 4), dtype=np.int64)
+        self.surface_triangles = np.zeros((0, 3), dtype=np.int64)
+        self.fixed_nodes = np.zeros(0, dtype=np.int64)
+        self.cavity_triangles: dict[str, np.ndarray] = {}
+        self.frames_received = 0
+        self.frame_rate = 0.0  # frames shown per second (exponential average)
+        self._last_frame_time: float | None = None
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._drag_auto_play = False
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_INTERVAL_MS)
         self._timer.timeout.connect(self._poll)
 
     # -- opening ---------------------------------------------------------------------------------------
+    def open(self, path: str | Path) -> bool:
+        """Open a scene (.toml) or a bare mesh (any other extension ``meshes.load`` reads)."""
+        if Path(path).suffix.lower() in SCENE_SUFFIXES:
+            return self.open_scene(path)
+        return self.open_mesh(path)
+
     def open_scene(self, path: str | Path) -> bool:
         """Load a scene file; on any error emit a message and keep the current scene running."""
         from mechanics.scene_runtime import Scene
 
-        try:
-            scene = Scene.load(path)
-        except (ValueError, OSError) as error:  # SceneError, MeshError, ParameterError are ValueErrors
-            self.message.emit("error", f"Cannot open {Path(path).name}:\n{error}")
-            return False
-        self._install(scene)
-        return True
+        return self._open(path, "scene", lambda: Scene.load(path))
 
     def open_mesh(self, path: str | Path) -> bool:
         """Open a bare mesh with a default scene (fixed base, gravity, corotational material)."""
         from mechanics.scene_runtime import Scene, default_scene_for_mesh
 
+        return self._open(path, "mesh", lambda: Scene(default_scene_for_mesh(path)))
+
+    def _open(self, path, kind: str, build: Callable[[], object]) -> bool:
         try:
-            scene = Scene(default_scene_for_mesh(path))
-        except (ValueError, OSError) as error:
-            self.message.emit("error", f"Cannot open {Path(path).name}:\n{error}")
-            return False
+            scene = build()
+        except (ValueError, OSError) as error:  # SceneError, MeshError, ParameterError are ValueErrors
+            return self._fail(f"Cannot open {Path(path).name}:\n{error}")
+        except Exception as error:  # an unexpected failure while building must not end the session
+            logger.exception("opening %s failed", path)
+            return self._fail(f"Cannot open {Path(path).name}:\n{type(error).__name__}: {error}")
+        self.path, self.kind = Path(path).resolve(), kind
         self._install(scene)
         return True
 
+    def _fail(self, text: str) -> bool:
+        self.last_error = text
+        self.message.emit("error", text)
+        return False
+
     def _install(self, scene) -> None:
+        from mechanics.constraints import SurfacePressureConstraint
+
         self.close()
         self.scene = scene
         self.spec = copy.deepcopy(scene.spec)
-        self.runner = SimulationRunner(scene)
-        self.runner.start()
-        self.latest_frame = scene.simulation.snapshot(None)
+        simulation = scene.simulation
+        self.rest_positions = simulation.X.copy()
+        self.tets = np.array(simulation.tets, dtype=np.int64)
+        self.surface_triangles = np.array(scene.mesh.surface_triangles(), dtype=np.int64)
+        self.fixed_nodes = np.array(simulation.problem.fixed_nodes, dtype=np.int64)
+        self.cavity_triangles = {c.name: np.array(c.triangles, dtype=np.int64) for c in simulation.constraints
+                                 if isinstance(c, SurfacePressureConstraint)}
+        self.latest_frame = make_display_frame(scene, None)
+        self.frames_received, self.frame_rate, self._last_frame_time = 0, 0.0, None
+        self._drag_auto_play = False
+        self.runner = SimulationRunner(scene, snapshot=make_display_frame)
         for warning in scene.warnings:
             self.message.emit("warning", warning)
         self.scene_opened.emit(scene)
         self.frame_ready.emit(self.latest_frame)
+        self.runner.start()
         self._timer.start()
+        self.running_changed.emit(False)
+
+    def reload(self) -> bool:
+        """Open the current file again from disk (tuned values not saved are lost); False if it fails."""
+        if self.path is None:
+            return self._fail("no file to reload")
+        return self.open_scene(self.path) if self.kind == "scene" else self.open_mesh(self.path)
 
     def close(self) -> None:
         """Stop the worker (waits for the current frame)."""
@@ -84,33 +136,72 @@ class Session(QObject):
         if self.runner is not None:
             self.runner.stop()
             self.runner = None
+            self._poll_results()
 
     # -- running ---------------------------------------------------------------------------------------
     def play(self) -> None:
         if self.runner is not None:
             self.runner.play()
+            self._drag_auto_play = False
             self.running_changed.emit(True)
 
     def pause(self) -> None:
         if self.runner is not None:
             self.runner.pause()
+            self._drag_auto_play = False
             self.running_changed.emit(False)
 
     @property
     def playing(self) -> bool:
         return self.runner is not None and self.runner.playing
 
-    def step_once(self) -> None:
+    def step_once(self, count: int = 1) -> None:
         if self.runner is not None:
-            self.runner.step_once()
+            self.runner.step_once(count)
 
     def submit(self, description: str, apply) -> None:
         """Run ``apply(scene)`` on the worker between two frames."""
         if self.runner is not None:
             self.runner.submit(description, apply)
 
+    def call(self, description: str, apply: Callable[[object], object],
+             on_done: Callable[[object, Exception | None], None]) -> None:
+        """Run ``apply(scene)`` on the worker; ``on_done(result, error)`` is then called on the GUI thread."""
+
+        def run(scene) -> None:
+            try:
+                result = apply(scene)
+            except Exception as error:  # handed to on_done on the GUI thread
+                self._results.put((on_done, None, error))
+                return
+            self._results.put((on_done, result, None))
+
+        self.submit(description, run)
+
     def reset(self) -> None:
-        self.submit("reset", lambda scene: scene.reset())
+        """Back to the rest shape with the parameters as tuned (reload reads the file again)."""
+        self.submit("reset", lambda scene: (scene.stop_drag(), scene.reset()))
+
+    # -- mouse drag ------------------------------------------------------------------------------------
+    def start_drag(self, node: int, target) -> None:
+        """Attach ``node`` to ``target`` (3,) through the scene's drag constraint; runs frames while dragging."""
+        target = np.array(target, dtype=np.float64)
+        self.submit(f"drag node {node}", lambda scene: scene.start_drag(int(node), target))
+        if self.runner is not None and not self.runner.playing:
+            self.runner.play()
+            self._drag_auto_play = True
+
+    def move_drag(self, target) -> None:
+        target = np.array(target, dtype=np.float64)
+        self.submit("move drag", lambda scene: scene.move_drag(target))
+
+    def stop_drag(self) -> None:
+        """Release the node; the body returns to equilibrium (a few frames are run if it was paused)."""
+        self.submit("release drag", lambda scene: scene.stop_drag())
+        if self._drag_auto_play and self.runner is not None:
+            self.runner.pause()
+            self.runner.step_once(SETTLE_FRAMES_AFTER_DRAG)
+        self._drag_auto_play = False
 
     # -- parameters ------------------------------------------------------------------------------------
     def set_parameter(self, path: str, value) -> str | None:
@@ -126,17 +217,87 @@ class Session(QObject):
         except SceneError as error:
             return str(error)
         self.spec = trial
-        self.submit(f"set {path}", lambda scene: scene.set(path, value))
+
+        def adopt(spec, error) -> None:
+            if error is None:
+                self.spec = spec
+                self.parameter_changed.emit(path, get_value(spec, path))
+
+        def done(_result, error) -> None:
+            if error is None:
+                return
+            # The scene refused what the file's rules allow (e.g. a set the mesh does not have) and kept its
+            # old values: take the worker's spec as the truth again (queued after every earlier edit), then
+            # say why on the editor of that key.
+            self.call("sync scene values", lambda scene: copy.deepcopy(scene.spec), adopt)
+            self.message.emit("error", f"set {path}: {error}")
+
+        self.call(f"set {path}", lambda scene: scene.set(path, value), done)
         self.parameter_changed.emit(path, value)
         return None
 
+    # -- files -----------------------------------------------------------------------------------------
+    def save(self, path: str | Path, on_done: Callable[[Exception | None], None] | None = None) -> None:
+        """Write the scene with every value in effect to ``path`` (.toml) on the worker, between frames.
+
+        On success the session's file becomes ``path`` (reload reads it); either way ``on_done(error)``
+        is called on the GUI thread and a message is emitted.
+        """
+        path = Path(path).resolve()
+
+        def done(_result, error) -> None:
+            if error is None:
+                self.path, self.kind = path, "scene"
+                self.message.emit("info", f"saved {path.name}")
+            else:
+                self.last_error = f"Cannot save {path.name}:\n{error}"
+                self.message.emit("error", self.last_error)
+            if on_done is not None:
+                on_done(error)
+
+        if self.runner is None:
+            self._fail("no scene is open")
+            return
+        self.call(f"save {path.name}", lambda scene: scene.save(path), done)
+
+    def export_frame(self, path: str | Path) -> None:
+        """Write the shown frame as a .vtu: point data displacement (n, 3) and its magnitude, von_mises
+        (nodal), strain_energy_density (nodal); cell data von_mises (m,). Raises OSError/ValueError."""
+        import meshes
+
+        frame = self.latest_frame
+        if frame is None:
+            raise ValueError("no frame to export: open a scene first")
+        point_data = {"displacement": frame.x - self.rest_positions,
+                      "displacement_magnitude": frame.displacement,
+                      "von_mises_nodal": frame.von_mises_nodal}
+        if getattr(frame, "energy_density_nodal", np.zeros(0)).shape == frame.displacement.shape:
+            point_data["strain_energy_density_nodal"] = frame.energy_density_nodal
+        meshes.write_vtu(path, frame.x, self.tets, point_data=point_data, cell_data={"von_mises": frame.von_mises})
+
     # -- polling ---------------------------------------------------------------------------------------
+    def _poll_results(self) -> None:
+        while True:
+            try:
+                on_done, result, error = self._results.get_nowait()
+            except queue.Empty:
+                return
+            on_done(result, error)
+
     def _poll(self) -> None:
+        self._poll_results()
         if self.runner is None:
             return
         output = self.runner.take_output()
         for message in output.messages:
             self.message.emit(message.level, message.text)
         if output.frame is not None:
+            now = time.perf_counter()
+            if self._last_frame_time is not None:
+                rate = 1.0 / max(now - self._last_frame_time, 1e-6)
+                self.frame_rate = rate if self.frame_rate == 0.0 else 0.8 * self.frame_rate + 0.2 * rate
+            self._last_frame_time = now
+            self.frames_received += 1
             self.latest_frame = output.frame
             self.frame_ready.emit(output.frame)
+        self._poll_results()

@@ -1,27 +1,65 @@
-"""The 3D viewport: a pyvistaqt QtInteractor showing the surface of a tetrahedral body.
+"""The 3D viewport: a pyvistaqt QtInteractor showing the body, its boundary conditions and its actuators.
 
-The surface actor is created once per body; every frame writes new positions and field values into the
-existing VTK arrays (no ``add_mesh`` per frame), as pyvista's animation examples do.
+Every actor is created once when a scene is opened; each frame writes new positions and field values into
+the existing VTK arrays (no ``add_mesh`` per frame), as pyvista's animation examples do. The mouse drags a
+surface node with the left button while the drag mode is on or Ctrl is held; otherwise it moves the camera.
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pyvista as pv
+import vtk
+from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
+from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+
+logger = logging.getLogger(__name__)
 
 BACKGROUND = "#20242b"
+#: field key -> scalar bar title; the values come from the frame (see ``field_values``)
+FIELDS = {
+    "displacement": "Displacement magnitude",
+    "von_mises": "von Mises stress",
+    "energy_density": "Strain energy density",
+}
+STYLES = ("surface", "wireframe", "surface with edges")
+OVERLAYS = ("fixed", "cables", "cavities", "contacts", "obstacles")
+#: camera presets: direction from the focal point to the camera, and the view-up vector (y up)
+CAMERA_PRESETS = {
+    "front": ((0.0, 0.0, 1.0), (0.0, 1.0, 0.0)),
+    "side": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0)),
+    "top": ((0.0, 1.0, 0.0), (0.0, 0.0, -1.0)),
+    "iso": ((0.45, 0.55, 1.0), (0.0, 1.0, 0.0)),
+}
+
+
+def field_values(frame, field: str) -> np.ndarray:
+    """The nodal values (n,) of ``field`` (a FIELDS key) in a frame."""
+    if field == "displacement":
+        return frame.displacement
+    if field == "von_mises":
+        return frame.von_mises_nodal
+    if field == "energy_density":
+        values = getattr(frame, "energy_density_nodal", None)
+        if values is not None and values.shape == frame.displacement.shape:
+            return values
+        return np.zeros_like(frame.displacement)
+    raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
 
 
 class BodyView:
-    """Boundary surface of one tetrahedral body, drawn with edges and coloured by a nodal field.
+    """Boundary surface of one tetrahedral body coloured by a nodal field, updated in place.
 
     Parameters
     ----------
     plotter : the pyvista plotter to draw into.
     points : (n, 3) float64 node positions of the whole body.
     surface_triangles : (k, 3) int64 outward boundary triangles (node ids of the body).
-    field_name, field : the scalar field shown, one value per body node, shape (n,).
+    field_name : scalar bar title; field : (n,) one value per body node.
+    clim : fixed colour range, or None for the automatic range (min..max of the shown values).
     """
 
     def __init__(self, plotter, points: np.ndarray, surface_triangles: np.ndarray, field_name: str,
@@ -34,46 +72,457 @@ class BodyView:
         local = np.searchsorted(self.surface_nodes, surface_triangles)
         faces = np.hstack([np.full((len(local), 1), 3, dtype=np.int64), local]).ravel()
         self.surface = pv.PolyData(np.array(points[self.surface_nodes], dtype=np.float64), faces)
-        self.surface.point_data[field_name] = np.asarray(field, dtype=np.float64)[self.surface_nodes]
+        self.surface.point_data["field"] = np.asarray(field, dtype=np.float64)[self.surface_nodes]
         self.actor = plotter.add_mesh(
-            self.surface, scalars=field_name, show_edges=True, edge_color="#303030", cmap="viridis",
+            self.surface, scalars="field", show_edges=True, edge_color="#303030", cmap="viridis",
             smooth_shading=False, name=name, clim=clim or self._auto_clim(),
-            scalar_bar_args={"title": field_name, "vertical": True, "position_x": 0.88, "position_y": 0.1,
-                             "height": 0.8, "width": 0.06, "color": "white", "fmt": "%.3g"},
+            scalar_bar_args={"title": field_name, "vertical": False, "position_x": 0.3, "position_y": 0.01,
+                             "height": 0.13, "width": 0.4, "color": "white", "fmt": "%.3g",
+                             "title_font_size": 16, "label_font_size": 14, "n_labels": 5},
         )
+        self.scalar_bar = plotter.scalar_bars[field_name]
 
     def _auto_clim(self) -> tuple[float, float]:
-        values = self.surface.point_data[self.field_name]
+        values = self.surface.point_data["field"]
         lo, hi = float(np.min(values)), float(np.max(values))
-        return (lo, hi) if hi > lo else (lo, lo + 1.0)
+        if hi > lo:
+            return lo, hi
+        return lo, lo + max(abs(lo) * 1e-3, 1e-12)
 
     def update(self, x: np.ndarray, field: np.ndarray | None = None) -> None:
         """Write new positions (n, 3) and optionally a new nodal field (n,) into the existing arrays."""
         self.surface.points[:] = x[self.surface_nodes]
         if field is not None:
-            self.surface.point_data[self.field_name][:] = field[self.surface_nodes]
-            self.actor.mapper.scalar_range = self.fixed_clim or self._auto_clim()
+            self.surface.point_data["field"][:] = field[self.surface_nodes]
+        self.actor.mapper.scalar_range = self.fixed_clim or self._auto_clim()
         self.surface.Modified()
+
+    def set_title(self, title: str) -> None:
+        self.field_name = title
+        self.scalar_bar.SetTitle(title)
+
+    def set_style(self, style: str) -> None:
+        if style not in STYLES:
+            raise ValueError(f"unknown display style {style!r}; allowed: {', '.join(STYLES)}")
+        prop = self.actor.prop
+        prop.style = "wireframe" if style == "wireframe" else "surface"
+        prop.show_edges = style == "surface with edges"
+
+
+def _obstacle_mesh(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
+    """A surface for an obstacle spec (plane: a square twice the body's size centred under the body)."""
+    size = float(np.linalg.norm(body_bounds[3:] - body_bounds[:3])) or 1.0
+    if obstacle.type == "plane":
+        normal = np.asarray(obstacle.normal, dtype=np.float64)
+        normal = normal / np.linalg.norm(normal)
+        centre_body = 0.5 * (body_bounds[:3] + body_bounds[3:])
+        point = np.asarray(obstacle.point, dtype=np.float64)
+        centre = centre_body - np.dot(centre_body - point, normal) * normal
+        return pv.Plane(center=centre, direction=normal, i_size=2 * size, j_size=2 * size)
+    if obstacle.type == "sphere":
+        return pv.Sphere(radius=obstacle.radius, center=obstacle.center, theta_resolution=32, phi_resolution=32)
+    if obstacle.type == "box":
+        centre, half = np.asarray(obstacle.center), np.asarray(obstacle.halfExtents)
+        lo, hi = centre - half, centre + half
+        return pv.Box(bounds=(lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]))
+    a, b = np.asarray(obstacle.a, dtype=np.float64), np.asarray(obstacle.b, dtype=np.float64)
+    axis = b - a
+    length = float(np.linalg.norm(axis))
+    if length == 0.0:
+        return pv.Sphere(radius=obstacle.radius, center=a)
+    return pv.Capsule(center=0.5 * (a + b), direction=axis / length, radius=obstacle.radius,
+                      cylinder_length=length, resolution=32)
+
+
+class ContactGlyphs:
+    """Contact points (small spheres) and contact forces (arrows); the point count changes every frame, so
+    the data is copied into the same PolyData objects and the same actors are kept."""
+
+    def __init__(self, plotter, body_size: float) -> None:
+        self.body_size = body_size
+        self.points = pv.PolyData()
+        self._set_data(np.zeros((0, 3)), np.zeros((0, 3)))
+        points_mapper = vtk.vtkPolyDataMapper()
+        points_mapper.SetInputData(self.points)
+        points_mapper.ScalarVisibilityOff()
+        self.points_actor = vtk.vtkActor()
+        self.points_actor.SetMapper(points_mapper)
+        points_property = self.points_actor.GetProperty()
+        points_property.SetColor(1.0, 0.31, 0.31)
+        points_property.SetPointSize(9)
+        points_property.SetRenderPointsAsSpheres(True)
+        plotter.add_actor(self.points_actor, name="contact_points", reset_camera=False, pickable=False)
+        self.glyph = vtk.vtkGlyph3D()
+        self.glyph.SetSourceData(pv.Arrow(tip_length=0.3, tip_radius=0.12, shaft_radius=0.04))
+        self.glyph.SetInputData(self.points)
+        self.glyph.SetVectorModeToUseVector()
+        self.glyph.SetScaleModeToScaleByVector()
+        self.glyph.OrientOn()
+        self.glyph.SetInputArrayToProcess(1, 0, 0, 0, "force")
+        mapper = vtk.vtkPolyDataMapper()
+        mapper.SetInputConnection(self.glyph.GetOutputPort())
+        mapper.ScalarVisibilityOff()
+        self.arrows_actor = vtk.vtkActor()
+        self.arrows_actor.SetMapper(mapper)
+        self.arrows_actor.GetProperty().SetColor(1.0, 0.85, 0.2)
+        self.arrows_actor.PickableOff()
+        plotter.top_renderer.AddActor(self.arrows_actor)  # forces point into the body: draw them on top
+
+    def _set_data(self, points: np.ndarray, forces: np.ndarray) -> None:
+        """Replace the points, vertices and force vectors of the same vtkPolyData (pyvista refuses empty arrays)."""
+        vtk_points = vtk.vtkPoints()
+        vtk_points.SetData(numpy_to_vtk(np.ascontiguousarray(points), deep=True))
+        vertices = vtk.vtkCellArray()
+        count = len(points)
+        offsets = numpy_to_vtkIdTypeArray(np.arange(count + 1, dtype=np.int64), deep=True)
+        connectivity = numpy_to_vtkIdTypeArray(np.arange(count, dtype=np.int64), deep=True)
+        vertices.SetData(offsets, connectivity)
+        vectors = numpy_to_vtk(np.ascontiguousarray(forces), deep=True)
+        vectors.SetName("force")
+        self.points.SetPoints(vtk_points)
+        self.points.SetVerts(vertices)
+        self.points.GetPointData().SetVectors(vectors)
+        self.points.Modified()
+
+    def update(self, points: np.ndarray, forces: np.ndarray) -> None:
+        """points, forces : (c, 3); the longest arrow is drawn 15 % of the body's size long."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        forces = np.asarray(forces, dtype=np.float64).reshape(-1, 3)
+        if len(forces) != len(points):
+            forces = np.zeros_like(points)
+        self._set_data(points, forces)
+        largest = float(np.max(np.linalg.norm(forces, axis=1))) if len(forces) else 0.0
+        self.glyph.SetScaleFactor(0.15 * self.body_size / largest if largest > 0 else 0.0)
+        self.glyph.Modified()
+
+    def set_visible(self, visible: bool) -> None:
+        self.points_actor.SetVisibility(visible)
+        self.arrows_actor.SetVisibility(visible)
 
 
 class Viewport(QtInteractor):
-    """The central 3D view; all calls happen on the GUI thread."""
+    """The central 3D view; all calls happen on the GUI thread.
+
+    Signals: ``node_picked(node, position (3,))`` when a node is picked; ``drag_started(node, target)``,
+    ``drag_moved(target)``, ``drag_finished()`` while the mouse drags it (targets are (3,) arrays in the
+    camera plane through the picked point).
+    """
+
+    node_picked = pyqtSignal(int, object)
+    drag_started = pyqtSignal(int, object)
+    drag_moved = pyqtSignal(object)
+    drag_finished = pyqtSignal()
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent, auto_update=False)
         self.set_background(BACKGROUND)
         self.add_axes(color="white")
         self.bodies: dict[str, BodyView] = {}
+        self.overlay_actors: dict[str, list] = {key: [] for key in OVERLAYS}
+        self.overlay_visible = dict.fromkeys(OVERLAYS, True)
+        self.field = "displacement"
+        self.style = "surface with edges"
+        self.fixed_clim: tuple[float, float] | None = None
+        self.drag_mode = False
+        self.body_size = 1.0
+        self._fixed_poly: pv.PolyData | None = None
+        self._fixed_nodes = np.zeros(0, dtype=np.int64)
+        self._cables: dict[str, pv.PolyData] = {}
+        self._cavities: dict[str, pv.PolyData] = {}
+        self._contacts: ContactGlyphs | None = None
+        self._drag_line: pv.PolyData | None = None
+        self._drag_actor = None
+        self._dragging: dict | None = None
+        self._picker = vtk.vtkCellPicker()
+        self._picker.SetTolerance(0.002)
+        self._picker.PickFromListOn()
+        # cables and the drag line are drawn in a second layer on top of the body (cables run inside it)
+        self.top_renderer = vtk.vtkRenderer()
+        self.top_renderer.SetLayer(1)
+        self.top_renderer.InteractiveOff()
+        self.render_window.SetNumberOfLayers(2)
+        self.render_window.AddRenderer(self.top_renderer)
 
+    def _render(self, *args, **kwargs):
+        if self.render_window is not None and self.top_renderer.GetActiveCamera() is not self.camera:
+            self.top_renderer.SetActiveCamera(self.camera)
+        return super()._render(*args, **kwargs)
+
+    def close(self) -> None:
+        if getattr(self, "render_window", None) is not None and getattr(self, "top_renderer", None) is not None:
+            self.top_renderer.RemoveAllViewProps()
+            self.render_window.RemoveRenderer(self.top_renderer)
+        super().close()
+
+    # -- building (once per scene) --------------------------------------------------------------------
     def show_body(self, name: str, points, surface_triangles, field_name: str, field, **kwargs) -> BodyView:
         """Add (or replace) a body; replacing happens only when a new scene or mesh is opened."""
         if name in self.bodies:
             self.remove_actor(self.bodies[name].actor)
         view = BodyView(self, points, surface_triangles, field_name, field, name=name, **kwargs)
         self.bodies[name] = view
+        self._picker.InitializePickList()
+        for body in self.bodies.values():
+            self._picker.AddPickList(body.actor)
         return view
 
     def clear_bodies(self) -> None:
         for view in self.bodies.values():
             self.remove_actor(view.actor)
         self.bodies.clear()
+        for actors in self.overlay_actors.values():
+            for actor in actors:
+                self.remove_actor(actor)
+        self.overlay_actors = {key: [] for key in OVERLAYS}
+        self.top_renderer.RemoveAllViewProps()
+        for title in list(self.scalar_bars.keys()):
+            self.remove_scalar_bar(title)
+        self._cables, self._cavities, self._contacts, self._fixed_poly = {}, {}, None, None
+        self._drag_line, self._drag_actor, self._dragging = None, None, None
+
+    def show_scene(self, session) -> None:
+        """Build every actor for the scene open in ``session`` (static geometry and its latest frame)."""
+        frame = session.latest_frame
+        self.clear_bodies()
+        x = frame.x
+        bounds = np.concatenate([x.min(axis=0), x.max(axis=0)])
+        self.body_size = float(np.linalg.norm(bounds[3:] - bounds[:3])) or 1.0
+        body = self.show_body("body", x, session.surface_triangles, FIELDS[self.field],
+                              field_values(frame, self.field), clim=self.fixed_clim)
+        body.set_style(self.style)
+        self._fixed_nodes = np.asarray(session.fixed_nodes, dtype=np.int64)
+        if self._fixed_nodes.size:
+            self._fixed_poly = pv.PolyData(np.array(x[self._fixed_nodes]))
+            self._add_overlay("fixed", self._fixed_poly, color="#4aa3ff", point_size=7,
+                              render_points_as_spheres=True)
+        for name, path in frame.cable_paths.items():
+            poly = pv.lines_from_points(path)
+            self._cables[name] = poly
+            self._add_top("cables", poly, (1.0, 0.55, 0.1), line_width=4)
+        for name, points in frame.cavity_points.items():
+            triangles = session.cavity_triangles.get(name)
+            if triangles is None or len(points) == 0:
+                continue
+            faces = np.hstack([np.full((len(triangles), 1), 3, dtype=np.int64), triangles]).ravel()
+            poly = pv.PolyData(np.array(points), faces)
+            self._cavities[name] = poly
+            self._add_overlay("cavities", poly, color="#e04fd0", opacity=0.35, name=f"cavity:{name}")
+        self._contacts = ContactGlyphs(self, self.body_size)
+        self.overlay_actors["contacts"] += [self._contacts.points_actor, self._contacts.arrows_actor]
+        self._contacts.update(frame.contact_points, frame.contact_forces)
+        for obstacle in getattr(session.spec, "obstacles", []):
+            self._add_overlay("obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
+                              name=f"obstacle:{obstacle.name}")
+        self._drag_line = pv.PolyData(np.zeros((2, 3)), lines=np.array([2, 0, 1]))
+        self._drag_actor = self._add_top(None, self._drag_line, (1.0, 0.2, 0.2), line_width=3)
+        self._drag_actor.SetVisibility(False)
+        for key in OVERLAYS:
+            self.set_overlay_visible(key, self.overlay_visible[key])
+
+    def _add_top(self, key: str | None, poly, rgb, *, line_width: float):
+        """An actor in the top layer (drawn over the body): polylines such as cable paths."""
+        mapper = vtk.vtkPolyDataMapper()
+        mapper.SetInputData(poly)
+        mapper.ScalarVisibilityOff()
+        actor = vtk.vtkActor()
+        actor.SetMapper(mapper)
+        actor.GetProperty().SetColor(*rgb)
+        actor.GetProperty().SetLineWidth(line_width)
+        actor.GetProperty().SetRenderLinesAsTubes(True)
+        actor.PickableOff()
+        self.top_renderer.AddActor(actor)
+        if key is not None:
+            self.overlay_actors[key].append(actor)
+        return actor
+
+    def _add_overlay(self, key: str, poly, *, name: str | None = None, **kwargs) -> None:
+        actor = self.add_mesh(poly, name=name or key, reset_camera=False, pickable=False, **kwargs)
+        self.overlay_actors[key].append(actor)
+
+    # -- per frame ------------------------------------------------------------------------------------
+    def update_frame(self, frame) -> None:
+        """Write the frame's positions and fields into the existing arrays (no actor is created)."""
+        body = self.bodies.get("body")
+        if body is None:
+            return
+        x = frame.x
+        body.update(x, field_values(frame, self.field))
+        if self._fixed_poly is not None:
+            self._fixed_poly.points[:] = x[self._fixed_nodes]
+            self._fixed_poly.Modified()
+        for name, path in getattr(frame, "cable_paths", {}).items():
+            poly = self._cables.get(name)
+            if poly is not None and poly.n_points == len(path):
+                poly.points[:] = path
+                poly.Modified()
+        for name, points in getattr(frame, "cavity_points", {}).items():
+            poly = self._cavities.get(name)
+            if poly is not None and poly.n_points == len(points):
+                poly.points[:] = points
+                poly.Modified()
+        if self._contacts is not None:
+            self._contacts.update(frame.contact_points, frame.contact_forces)
+        node = getattr(frame, "drag_node", -1)
+        if self._drag_line is not None:
+            if node >= 0 and frame.drag_target is not None:
+                self._drag_line.points[:] = np.vstack([x[node], frame.drag_target])
+                self._drag_line.Modified()
+            self._drag_actor.SetVisibility(node >= 0)
+
+    # -- display options -------------------------------------------------------------------------------
+    def set_field(self, field: str, frame=None) -> None:
+        if field not in FIELDS:
+            raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
+        self.field = field
+        body = self.bodies.get("body")
+        if body is not None:
+            body.set_title(FIELDS[field])
+            if frame is not None:
+                body.update(frame.x, field_values(frame, field))
+        self.render()
+
+    def set_style(self, style: str) -> None:
+        if style not in STYLES:
+            raise ValueError(f"unknown display style {style!r}; allowed: {', '.join(STYLES)}")
+        self.style = style
+        for body in self.bodies.values():
+            body.set_style(style)
+        self.render()
+
+    def set_color_range(self, clim: tuple[float, float] | None) -> None:
+        """A fixed colour range (lo < hi), or None for the automatic range."""
+        if clim is not None:
+            lo, hi = float(clim[0]), float(clim[1])
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                raise ValueError(f"the colour range needs finite lo < hi, got {clim!r}")
+            clim = (lo, hi)
+        self.fixed_clim = clim
+        for body in self.bodies.values():
+            body.fixed_clim = clim
+            body.actor.mapper.scalar_range = clim or body._auto_clim()
+        self.render()
+
+    def set_overlay_visible(self, key: str, visible: bool) -> None:
+        if key not in OVERLAYS:
+            raise ValueError(f"unknown overlay {key!r}; allowed: {', '.join(OVERLAYS)}")
+        self.overlay_visible[key] = bool(visible)
+        for actor in self.overlay_actors[key]:
+            actor.SetVisibility(bool(visible))
+        self.render()
+
+    def set_camera_preset(self, preset: str) -> None:
+        """``front`` (look along -z), ``side`` (along -x), ``top`` (along -y), ``iso``, or ``fit`` (keep the
+        direction, frame the body); y is up except in ``top``."""
+        if preset != "fit":
+            if preset not in CAMERA_PRESETS:
+                raise ValueError(f"unknown camera preset {preset!r}; allowed: fit, {', '.join(CAMERA_PRESETS)}")
+            direction, up = CAMERA_PRESETS[preset]
+            body = self.bodies.get("body")
+            centre = np.asarray(body.surface.center) if body is not None else np.zeros(3)
+            direction = np.asarray(direction) / np.linalg.norm(direction)
+            self.camera.focal_point = tuple(centre)
+            self.camera.position = tuple(centre + direction * 3.0 * self.body_size)
+            self.camera.up = up
+        body = self.bodies.get("body")
+        if body is not None:
+            self.reset_camera(bounds=body.surface.bounds)
+            self.camera.zoom(0.9)  # a margin for the deformation and the colour legend
+        else:
+            self.reset_camera()
+        self.render()
+
+    # -- picking and dragging --------------------------------------------------------------------------
+    def display_coordinates(self, x: float, y: float) -> tuple[float, float]:
+        """VTK display coordinates (device pixels, y up) of a Qt widget position (logical pixels, y down)."""
+        scale = self.devicePixelRatioF()
+        return round(x * scale), round((self.height() - y - 1) * scale)
+
+    def pick_node(self, display_x: float, display_y: float) -> tuple[int, np.ndarray] | None:
+        """The body node nearest to the surface point under display coordinates, and that point (3,)."""
+        body = self.bodies.get("body")
+        if body is None or not self._picker.Pick(display_x, display_y, 0.0, self.renderer):
+            return None
+        local = self._picker.GetPointId()
+        if local < 0:
+            return None
+        return int(body.surface_nodes[local]), np.array(self._picker.GetPickPosition(), dtype=np.float64)
+
+    def _display_ray(self, display_x: float, display_y: float) -> tuple[np.ndarray, np.ndarray]:
+        points = []
+        for depth in (0.0, 1.0):
+            self.renderer.SetDisplayPoint(display_x, display_y, depth)
+            self.renderer.DisplayToWorld()
+            world = np.array(self.renderer.GetWorldPoint(), dtype=np.float64)
+            points.append(world[:3] / world[3])
+        origin, end = points
+        return origin, end - origin
+
+    def drag_target(self, display_x: float, display_y: float) -> np.ndarray | None:
+        """The point of the current drag plane (through the picked point, facing the camera) under the mouse,
+        shifted by the offset between the picked node and the picked surface point."""
+        if self._dragging is None:
+            return None
+        origin, direction = self._display_ray(display_x, display_y)
+        normal = self._dragging["normal"]
+        denominator = float(np.dot(direction, normal))
+        if abs(denominator) < 1e-12:
+            return None
+        t = float(np.dot(self._dragging["point"] - origin, normal)) / denominator
+        return origin + t * direction + self._dragging["offset"]
+
+    def begin_drag(self, display_x: float, display_y: float) -> bool:
+        """Pick the node under the mouse and start dragging it; False when the mouse is not on the body."""
+        picked = self.pick_node(display_x, display_y)
+        if picked is None:
+            return False
+        node, point = picked
+        body = self.bodies["body"]
+        node_position = np.array(body.surface.points[np.searchsorted(body.surface_nodes, node)])
+        camera = self.camera
+        normal = np.asarray(camera.focal_point) - np.asarray(camera.position)
+        normal = normal / np.linalg.norm(normal)
+        self._dragging = {"node": node, "point": point, "normal": normal, "offset": node_position - point}
+        self.node_picked.emit(node, node_position)
+        self.drag_started.emit(node, node_position)
+        return True
+
+    def continue_drag(self, display_x: float, display_y: float) -> None:
+        target = self.drag_target(display_x, display_y)
+        if target is not None:
+            self.drag_moved.emit(target)
+
+    def end_drag(self) -> None:
+        if self._dragging is not None:
+            self._dragging = None
+            self.drag_finished.emit()
+
+    @property
+    def dragging(self) -> bool:
+        return self._dragging is not None
+
+    def _wants_drag(self, event) -> bool:
+        ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+        return event.button() == Qt.MouseButton.LeftButton and (self.drag_mode or ctrl)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if self._wants_drag(event):
+            position = event.position()
+            if self.begin_drag(*self.display_coordinates(position.x(), position.y())):
+                event.accept()
+                return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if self._dragging is not None:
+            position = event.position()
+            self.continue_drag(*self.display_coordinates(position.x(), position.y()))
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if self._dragging is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.end_drag()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)

@@ -412,3 +412,17 @@ def test_a_cavity_scene_with_regions_and_obstacles(qtbot, session, tmp_path):
         assert control.readouts[f"inner.{quantity}"].text() == f"{frame.outputs[f'inner.{quantity}']:.6g}"
     assert plots.force_plot.series.keys() == {"inner.pressure"}
     assert plots.actuator_plot.series["inner.volumeGrowth"][-1] == frame.outputs["inner.volumeGrowth"]
+
+
+def test_a_value_the_worker_refuses_is_reverted_in_the_session_spec(docks, session, qtbot):
+    """The file's rules accept a set name, but the mesh has no such set: the scene refuses it when building."""
+    path = "body.finger.fixed[0].set"
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    assert session.set_parameter(path, "no_such_set") is None  # valid for the file's rules
+    assert session.spec.bodies[0].fixed[0].set == "no_such_set"
+    qtbot.waitUntil(lambda: any(text.startswith(f"set {path}:") for _, text in messages), timeout=10000)
+    qtbot.waitUntil(lambda: session.spec.bodies[0].fixed[0].set is None, timeout=10000)  # the scene kept its box
+    assert session.spec.bodies[0].fixed[0].box == (-15.0, 0.0, 0.0, 5.0, 10.0, 15.0)
+    error = next(text for level, text in messages if text.startswith(f"set {path}:"))
+    assert "no_such_set" in error

@@ -1,0 +1,80 @@
+"""Persistent user settings: the recent files list, in a JSON file under the softsim config directory.
+
+The directory is ``$SOFTSIM_CONFIG_DIR`` when set (tests point it to a temporary directory), else the
+platform's: ``%APPDATA%/softsim`` on Windows, ``~/Library/Application Support/softsim`` on macOS,
+``$XDG_CONFIG_HOME/softsim`` (default ``~/.config/softsim``) elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+SETTINGS_FILE = "settings.json"
+MAX_RECENT_FILES = 10
+
+
+def config_dir() -> Path:
+    """The directory holding softsim's settings (not created here)."""
+    override = os.environ.get("SOFTSIM_CONFIG_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming")) / "softsim"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "softsim"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "softsim"
+
+
+class Settings:
+    """The settings file as a small dict; every change is written at once (atomically).
+
+    A missing or unreadable file gives the defaults (and a logged warning when unreadable): settings must
+    never keep the app from starting.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.path = Path(directory or config_dir()) / SETTINGS_FILE
+        self._data: dict = {}
+        try:
+            self._data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(self._data, dict):
+                raise ValueError("the top level is not a table")
+        except FileNotFoundError:
+            self._data = {}
+        except (OSError, ValueError) as error:
+            logger.warning("ignoring the settings file %s: %s", self.path, error)
+            self._data = {}
+
+    def _write(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(self._data, indent=2), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as error:
+            logger.warning("cannot write the settings file %s: %s", self.path, error)
+
+    @property
+    def recent_files(self) -> list[str]:
+        """Most recent first; absolute paths as strings (files that no longer exist are left out)."""
+        files = self._data.get("recent_files", [])
+        if not isinstance(files, list):
+            return []
+        return [f for f in files if isinstance(f, str) and Path(f).exists()]
+
+    def add_recent_file(self, path: str | Path) -> None:
+        """Put ``path`` first in the recent files (at most MAX_RECENT_FILES, no duplicates)."""
+        entry = str(Path(path).resolve())
+        files = [f for f in self._data.get("recent_files", []) if isinstance(f, str) and f != entry]
+        self._data["recent_files"] = [entry, *files][:MAX_RECENT_FILES]
+        self._write()
+
+    def clear_recent_files(self) -> None:
+        self._data["recent_files"] = []
+        self._write()

@@ -1,0 +1,49 @@
+"""``softsim SCENE --frames N --screenshot PNG [--set KEY=VALUE]``: opens the window, runs, saves, exits."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PyQt6.QtGui import QImage
+
+from app.resources import default_scene
+
+pytestmark = pytest.mark.gui
+
+
+def _softsim(*args, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
+                          timeout=180, env=env, cwd=cwd)
+
+
+def test_frames_and_screenshot_exit_0_and_write_the_window_png(tmp_path):
+    png = tmp_path / "finger.png"
+    result = _softsim(default_scene(), "--frames", 4, "--set", "body.finger.cable.cable.value=6",
+                      "--screenshot", png)
+    assert result.returncode == 0, result.stderr
+    image = QImage(str(png))
+    assert not image.isNull() and image.width() >= 800 and image.height() >= 500
+    # the shot is the whole window: not a uniform image
+    pixels = np.array([image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 29)])
+    assert len(np.unique(pixels)) > 20
+
+
+def test_a_broken_scene_exits_2_with_the_message(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[scene]\nmode = 'sideways'\n")
+    result = _softsim(broken, "--frames", 2, "--screenshot", tmp_path / "x.png")
+    assert result.returncode == 2
+    assert "broken.toml" in result.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_an_invalid_set_exits_2_naming_the_key(tmp_path):
+    result = _softsim(default_scene(), "--frames", 1, "--set", "body.finger.material.poissonRatio=0.7",
+                      "--screenshot", tmp_path / "x.png")
+    assert result.returncode == 2
+    assert "poissonRatio" in result.stderr
+    result = _softsim(default_scene(), "--set", "no-equals-sign", "--screenshot", tmp_path / "x.png")
+    assert result.returncode == 2 and "KEY=VALUE" in result.stderr

@@ -1,0 +1,288 @@
+"""The main window with a running scene: frames drawn in place, the cable, the mouse drag, failures, files."""
+
+import threading
+from pathlib import Path
+
+import meshio
+import numpy as np
+import pytest
+from PyQt6.QtCore import QPoint, Qt, QTimer
+from PyQt6.QtWidgets import QMessageBox, QPushButton
+
+from app.resources import default_scene, resource_path
+from mechanics.frame_step import FrameReport
+from mechanics.scene import load_scene
+from tests.app.conftest import grab_viewport_pixels, run_frames, share_of_non_background
+
+pytestmark = pytest.mark.gui
+BACKGROUND_RGB = (0x20, 0x24, 0x2B)
+SCENES = sorted(Path(str(resource_path("scenes"))).glob("*.toml"))
+CABLE = "body.finger.cable.cable.value"
+
+
+def _errors(window) -> list[str]:
+    problems = []
+    window.session.message.connect(lambda level, text: problems.append(text) if level == "error" else None)
+    return problems
+
+
+@pytest.mark.parametrize("scene_path", SCENES, ids=[p.stem for p in SCENES])
+def test_every_shipped_scene_opens_and_runs_frames_drawn_in_place(main_window, qtbot, scene_path):
+    errors = _errors(main_window)
+    assert main_window.open_path(scene_path), main_window.session.last_error
+    viewport = main_window.viewport
+    body = viewport.bodies["body"]
+    actor_ids = {name: id(view.actor) for name, view in viewport.bodies.items()}
+    actor_count = viewport.renderer.GetActors().GetNumberOfItems()
+    surface = body.surface
+    frame = run_frames(qtbot, main_window, 3)
+    assert errors == []
+    assert frame.index == main_window.session.runner.frames_run == 3
+    assert np.all(np.isfinite(frame.x))
+    # the frame was written into the same arrays of the same actors
+    assert {name: id(view.actor) for name, view in viewport.bodies.items()} == actor_ids
+    assert viewport.renderer.GetActors().GetNumberOfItems() == actor_count
+    assert viewport.bodies["body"].surface is surface
+    np.testing.assert_array_equal(surface.points, frame.x[body.surface_nodes])
+    np.testing.assert_allclose(surface.point_data["field"], frame.displacement[body.surface_nodes])
+
+
+def test_the_default_scene_is_the_finger():
+    assert default_scene().name == "finger.toml" and default_scene().exists()
+
+
+def test_pulling_the_cable_bends_the_finger(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    main_window.viewport.setFixedSize(800, 600)  # the panels beside it resize as their content changes
+    qtbot.wait(20)
+    before = run_frames(qtbot, main_window, 1)
+    pixels_before = grab_viewport_pixels(main_window)
+    assert main_window.session.set_parameter(CABLE, 5.0) is None
+    after = run_frames(qtbot, main_window, 6)
+    tip = int(np.argmin(before.x[:, 0]))  # the finger points along -x; its base is fixed at x in [-15, 5]
+    moved = after.x[tip] - before.x[tip]
+    # pulling the cable (y = 12.5, above the mid-plane) lifts the tip: measured ~ +6 mm in y for 5 mm
+    assert moved[1] > 2.0, moved
+    # the static frames approach the imposed 5 mm (measured 3.27 mm after 6 frames: linearised projection)
+    assert 2.5 < after.outputs["cable.displacement"] <= 5.0 + 1e-6
+    changed = share_of_non_background(grab_viewport_pixels(main_window), pixels_before)
+    assert changed > 0.01, f"only {changed:.4f} of the pixels changed"
+
+
+def _display_point(viewport, world) -> tuple[float, float]:
+    """Qt widget coordinates (logical pixels, y down) of a world point."""
+    renderer = viewport.renderer
+    renderer.SetWorldPoint(*world, 1.0)
+    renderer.WorldToDisplay()
+    dx, dy, _ = renderer.GetDisplayPoint()
+    scale = viewport.devicePixelRatioF()
+    return dx / scale, viewport.height() - 1 - dy / scale
+
+
+def test_a_node_dragged_with_the_mouse_moves_the_body_and_it_returns_on_release(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    viewport = main_window.viewport
+    viewport.setFixedSize(800, 600)  # the panels beside it resize as their content changes
+    qtbot.wait(20)
+    rest = run_frames(qtbot, main_window, 1).x.copy()  # the equilibrium under gravity (tip sag ~7.4 mm)
+    main_window.set_camera("front")  # looking along -z, y up: moving the mouse up drags the tip up
+    lo, hi = rest.min(axis=0), rest.max(axis=0)
+    near_tip = rest[:, 0] < lo[0] + 1e-6
+    aim = np.array([lo[0] + 2.0, rest[near_tip, 1].mean(), hi[2]])  # on the front face, 2 mm from the tip
+    x, y = _display_point(viewport, aim)
+    picked = []
+    viewport.node_picked.connect(lambda node, position: picked.append(node))
+    start = QPoint(round(x), round(y))
+    qtbot.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier, start)
+    assert viewport.dragging and picked, "the press did not pick a node of the finger"
+    node = picked[0]
+    assert np.linalg.norm(rest[node] - aim) < 8.0  # a node of the picked triangle (mesh size ~5 mm)
+    assert "node" in main_window.pick_label.text()
+    for step in range(1, 7):
+        qtbot.mouseMove(viewport, QPoint(start.x(), start.y() - 15 * step))
+        qtbot.wait(30)
+    main_window.session.pause()
+    frame = run_frames(qtbot, main_window, 2)
+    assert frame.drag_node == node
+    lift = frame.x[node, 1] - rest[node, 1]
+    assert lift > 5.0, f"the dragged node rose {lift:.2f} mm"
+    assert main_window.viewport._drag_actor.GetVisibility()
+    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
+                       QPoint(start.x(), start.y() - 90))
+    assert not viewport.dragging
+    frame = run_frames(qtbot, main_window, 3)
+    assert frame.drag_node == -1
+    # back to the gravity equilibrium (static frames: the first free solve after the release gets there)
+    assert np.linalg.norm(frame.x[node] - rest[node]) < 0.01 * lift
+
+
+def test_the_gui_handles_a_click_while_a_slow_frame_runs(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    started, release = threading.Event(), threading.Event()
+
+    def install_slow_step(scene):
+        normal_step = scene.step
+
+        def slow_step():
+            started.set()
+            release.wait(30.0)  # the frame lasts until the test has clicked
+            scene.step = normal_step
+            return normal_step()
+
+        scene.step = slow_step
+
+    session.submit("slow frame", install_slow_step)
+    session.step_once()
+    assert started.wait(10.0)
+    clicks, ticks = [], []
+    button = QPushButton("click me", main_window)
+    button.clicked.connect(lambda: clicks.append(session.runner.frames_attempted))
+    button.show()
+    QTimer.singleShot(0, lambda: ticks.append(1))
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: ticks == [1], timeout=5000)
+    assert clicks == [0]  # handled while the first frame was still running
+    assert not release.is_set()
+    release.set()
+    qtbot.waitUntil(lambda: session.runner.frames_attempted == 1, timeout=20000)
+
+
+def test_a_failed_frame_shows_the_reason_keeps_the_last_state_and_the_session_goes_on(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    good = run_frames(qtbot, main_window, 1)
+
+    def make_frames_fail(scene):
+        scene.step = lambda: FrameReport(scene.simulation.frame + 1, False, "Newton solve diverged: test reason")
+
+    main_window.session.submit("fail", make_frames_fail)
+    shown = run_frames(qtbot, main_window, 1)
+    assert main_window.banner.isVisible()
+    assert "Newton solve diverged: test reason" in main_window.banner.text()
+    assert "test reason" in main_window.warning_label.text()
+    np.testing.assert_array_equal(shown.x, good.x)
+    body = main_window.viewport.bodies["body"]
+    np.testing.assert_array_equal(body.surface.points, good.x[body.surface_nodes])
+    main_window.session.submit("heal", lambda scene: scene.__dict__.pop("step"))
+    assert main_window.session.set_parameter(CABLE, 3.0) is None
+    healed = run_frames(qtbot, main_window, 2)
+    assert healed.report.ok and healed.index == good.index + 2
+    assert not main_window.banner.isVisible()
+
+
+def test_a_frame_that_does_not_converge_shows_a_warning(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    assert session.set_parameter("solver.constraint.maxIterations", 1) is None
+    assert session.set_parameter("solver.constraint.tolerance", 1e-14) is None
+    assert session.set_parameter(CABLE, 6.0) is None
+    frame = run_frames(qtbot, main_window, 1)
+    assert frame.report.ok and "did not converge" in frame.report.message
+    assert main_window.banner.isVisible() and "did not converge" in main_window.banner.text()
+
+
+def test_a_broken_scene_or_mesh_gives_a_dialog_and_the_session_keeps_running(main_window, qtbot, tmp_path):
+    assert main_window.open_path(default_scene())
+    broken_scene = tmp_path / "broken.toml"
+    broken_scene.write_text("[scene]\nname = 3\n[[body]]\nmesh = 'missing.vtu'\n")
+    broken_mesh = tmp_path / "broken.msh"
+    broken_mesh.write_text("not a mesh at all\n")
+    for broken in (broken_scene, broken_mesh):
+        assert not main_window.open_path(broken)
+        dialog = main_window.findChild(QMessageBox, "error_dialog")
+        assert dialog is not None and broken.name in dialog.text()
+        dialog.close()
+        qtbot.wait(10)
+    assert main_window.session.path == default_scene().resolve()
+    frame = run_frames(qtbot, main_window, 2)
+    assert frame.index == 2
+
+
+def test_save_reload_reset_export_screenshot_and_recording(main_window, qtbot, tmp_path):
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    assert session.set_parameter(CABLE, 4.0) is None
+    assert session.set_parameter("body.finger.material.youngModulus", 900.0) is None
+    bent = run_frames(qtbot, main_window, 4)
+    saved = tmp_path / "tuned" / "finger_tuned.toml"
+    saved.parent.mkdir()
+    main_window.save_scene(saved)
+    qtbot.waitUntil(lambda: session.path == saved.resolve(), timeout=10000)
+    spec = load_scene(saved)
+    assert spec.bodies[0].cables[0].value == 4.0 and spec.bodies[0].material.youngModulus == 900.0
+    assert str(saved.resolve()) == main_window.settings.recent_files[0]
+    # export the shown frame
+    vtu = tmp_path / "frame.vtu"
+    assert main_window.export_frame(vtu)
+    written = meshio.read(vtu)
+    np.testing.assert_allclose(written.points, bent.x)
+    np.testing.assert_allclose(written.point_data["displacement"], bent.x - session.rest_positions)
+    np.testing.assert_allclose(written.cell_data["von_mises"][0], bent.von_mises)
+    # reset: back to rest, tuned values kept
+    session.reset()
+    qtbot.waitUntil(lambda: session.latest_frame.index == 0, timeout=10000)
+    assert float(np.max(session.latest_frame.displacement)) == 0.0
+    assert session.spec.bodies[0].cables[0].value == 4.0
+    # reload reads the saved file again
+    assert main_window.reload()
+    assert session.spec.bodies[0].cables[0].value == 4.0 and session.latest_frame.index == 0
+    # screenshot of the whole window and a recording of frames
+    png = tmp_path / "window.png"
+    assert main_window.save_screenshot(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    main_window.start_recording(tmp_path / "recording")
+    run_frames(qtbot, main_window, 3)
+    main_window.stop_recording()
+    recorded = sorted((tmp_path / "recording").glob("frame_*.png"))
+    assert recorded and recorded[0].name == "frame_00000.png"
+    assert main_window.recorded_frames == len(recorded)
+
+
+def test_opening_a_bare_mesh_gets_a_default_scene_with_a_fixed_base(main_window, qtbot):
+    assert main_window.open_path(resource_path("meshes", "cube.vtu"))
+    session = main_window.session
+    assert session.kind == "mesh" and session.fixed_nodes.size > 0
+    assert session.spec.bodies[0].fixed[0].box is not None
+    frame = run_frames(qtbot, main_window, 2)
+    assert np.all(np.isfinite(frame.x)) and frame.index == 2
+
+
+def test_display_options_colour_style_overlays_range_and_camera(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    assert main_window.session.set_parameter(CABLE, 5.0) is None
+    frame = run_frames(qtbot, main_window, 3)
+    body = main_window.viewport.bodies["body"]
+    nodes = body.surface_nodes
+    for field, expected in (("von_mises", frame.von_mises_nodal), ("energy_density", frame.energy_density_nodal),
+                            ("displacement", frame.displacement)):
+        main_window.set_field(field)
+        np.testing.assert_allclose(body.surface.point_data["field"], expected[nodes])
+        assert body.scalar_bar.GetTitle() == main_window.viewport.bodies["body"].field_name
+    assert float(np.max(frame.energy_density_nodal)) > 0.0
+    main_window.set_style("wireframe")
+    assert body.actor.prop.style == "Wireframe"
+    main_window.set_style("surface with edges")
+    assert body.actor.prop.style == "Surface" and body.actor.prop.show_edges
+    main_window.set_color_range((0.0, 2.0))
+    assert tuple(body.actor.mapper.scalar_range) == (0.0, 2.0)
+    run_frames(qtbot, main_window, 1)
+    assert tuple(body.actor.mapper.scalar_range) == (0.0, 2.0)  # a fixed range survives new frames
+    main_window.set_color_range(None)
+    with pytest.raises(ValueError, match="lo < hi"):
+        main_window.viewport.set_color_range((2.0, 1.0))
+    cables = main_window.viewport.overlay_actors["cables"]
+    assert len(cables) == 1 and cables[0].GetVisibility()
+    path = frame.cable_paths["cable"]
+    assert path.shape == (15, 3)  # pull point + 14 cable points
+    np.testing.assert_allclose(path[0], [0.0, 12.5, 2.5])
+    main_window.overlay_actions["cables"].trigger()
+    assert not cables[0].GetVisibility()
+    assert len(main_window.viewport.overlay_actors["fixed"]) == 1
+    main_window.set_camera("front")
+    camera = main_window.viewport.camera
+    direction = np.subtract(camera.position, camera.focal_point)
+    assert direction[2] > 0 and abs(direction[0]) < 1e-9 * np.linalg.norm(direction)
+    np.testing.assert_allclose(camera.up, (0.0, 1.0, 0.0), atol=1e-12)
+    main_window.set_camera("top")
+    direction = np.subtract(camera.position, camera.focal_point)
+    assert direction[1] > 0 and abs(direction[2]) < 1e-9 * np.linalg.norm(direction)

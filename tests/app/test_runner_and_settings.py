@@ -1,0 +1,175 @@
+"""The simulation worker (latest wins, commands between frames, failures reported) and the settings file."""
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from app.runner import SimulationRunner
+from app.settings import MAX_RECENT_FILES, Settings, config_dir
+
+
+@dataclass
+class _Report:
+    frame: int
+    ok: bool = True
+    message: str = ""
+
+
+class _CountingSimulation:
+    """A stand-in simulation: ``value`` grows by ``increment`` per frame; frames can fail on demand."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.increment = 1
+        self.frame = 0
+        self.fail_with: str | None = None
+        self.raise_error = False
+
+    def step(self):
+        if self.raise_error:
+            raise RuntimeError("boom")
+        if self.fail_with is not None:
+            return _Report(self.frame + 1, False, self.fail_with)
+        self.frame += 1
+        self.value += self.increment
+        return _Report(self.frame, True, "Newton did not converge" if self.increment > 10 else "")
+
+    def snapshot(self, report):
+        return (self.frame, self.value, report)
+
+
+def _wait(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.002)
+
+
+@pytest.fixture
+def runner():
+    simulation = _CountingSimulation()
+    worker = SimulationRunner(simulation, snapshot=lambda sim, report: sim.snapshot(report))
+    worker.simulation = simulation
+    worker.start()
+    yield worker
+    worker.stop()
+    assert not worker.alive
+
+
+def test_steps_run_in_order_and_only_the_newest_frame_is_kept(runner):
+    runner.step_once(5)
+    _wait(lambda: runner.frames_attempted == 5)
+    output = runner.take_output()
+    assert output.frame[:2] == (5, 5)  # frames 1..4 were replaced by frame 5 (latest wins)
+    assert runner.take_output().frame is None
+    assert runner.frames_run == 5 and runner.pending_steps == 0
+
+
+def test_commands_apply_between_frames_and_refusals_become_messages(runner):
+    runner.submit("set increment", lambda sim: setattr(sim, "increment", 3))
+    runner.submit("bad value", lambda sim: (_ for _ in ()).throw(ValueError("increment must be > 0")))
+    runner.step_once(2)
+    _wait(lambda: runner.frames_attempted == 2)
+    output = runner.take_output()
+    assert output.frame[:2] == (2, 6)
+    assert [(m.level, m.text) for m in output.messages] == [("error", "bad value: increment must be > 0")]
+
+
+def test_a_command_while_paused_posts_a_frame_showing_its_effect(runner):
+    runner.submit("jump", lambda sim: setattr(sim, "value", 42))
+    _wait(lambda: runner.take_output().frame is not None and runner.simulation.value == 42)
+    assert runner.frames_attempted == 0
+
+
+def test_failed_and_badly_converged_frames_are_reported_and_the_state_is_kept(runner):
+    runner.step_once()
+    _wait(lambda: runner.frames_attempted == 1)
+    runner.take_output()
+    runner.submit("diverge", lambda sim: setattr(sim, "fail_with", "Newton solve diverged: residual grows"))
+    runner.step_once()
+    _wait(lambda: runner.frames_attempted == 2)
+    output = runner.take_output()
+    assert output.frame[:2] == (1, 1)  # the last good state
+    assert output.messages[0].level == "warning" and "residual grows" in output.messages[0].text
+    runner.submit("heal", lambda sim: (setattr(sim, "fail_with", None), setattr(sim, "increment", 20)))
+    runner.step_once()
+    _wait(lambda: runner.frames_attempted == 3)
+    output = runner.take_output()
+    assert output.frame[:2] == (2, 21)
+    assert "did not converge" in output.messages[0].text
+    assert runner.frames_run == 2
+
+
+def test_an_exception_in_a_frame_pauses_and_is_reported(runner):
+    runner.submit("break", lambda sim: setattr(sim, "raise_error", True))
+    runner.play()
+    _wait(lambda: runner.frames_attempted >= 1 and not runner.playing)
+    output = runner.take_output()
+    assert any(m.level == "error" and "boom" in m.text for m in output.messages)
+    assert runner.alive
+
+
+def test_play_and_pause(runner):
+    runner.play()
+    _wait(lambda: runner.frames_attempted >= 3)
+    runner.pause()
+    time.sleep(0.05)
+    settled = runner.frames_attempted
+    time.sleep(0.05)
+    assert runner.frames_attempted <= settled + 1  # at most the frame that was running when paused
+
+
+def test_stop_waits_for_the_running_frame():
+    started, release = threading.Event(), threading.Event()
+    simulation = _CountingSimulation()
+    original = simulation.step
+
+    def slow_step():
+        started.set()
+        release.wait(5.0)
+        return original()
+
+    simulation.step = slow_step
+    worker = SimulationRunner(simulation, snapshot=lambda sim, report: sim.snapshot(report))
+    worker.start()
+    worker.step_once()
+    assert started.wait(5.0)
+    threading.Timer(0.05, release.set).start()
+    worker.stop()
+    assert not worker.alive and simulation.frame == 1
+
+
+def test_the_config_dir_comes_from_the_environment(private_config_dir, monkeypatch, tmp_path):
+    assert config_dir() == private_config_dir
+    monkeypatch.delenv("SOFTSIM_CONFIG_DIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert config_dir() == tmp_path / "xdg" / "softsim"
+
+
+def test_recent_files_persist_most_recent_first_without_duplicates(private_config_dir, tmp_path):
+    files = [tmp_path / f"scene{i}.toml" for i in range(MAX_RECENT_FILES + 2)]
+    for path in files:
+        path.write_text("")
+    settings = Settings()
+    for path in files:
+        settings.add_recent_file(path)
+    settings.add_recent_file(files[3])
+    again = Settings()
+    assert again.recent_files[0] == str(files[3].resolve())
+    assert len(again.recent_files) == MAX_RECENT_FILES
+    assert len(set(again.recent_files)) == MAX_RECENT_FILES
+    files[-1].unlink()  # a file that disappeared is not offered
+    assert str(files[-1].resolve()) not in Settings().recent_files
+    assert json.loads((private_config_dir / "settings.json").read_text())["recent_files"][0] == again.recent_files[0]
+
+
+def test_an_unreadable_settings_file_gives_the_defaults(private_config_dir):
+    (private_config_dir / "settings.json").write_text("{not json")
+    settings = Settings()
+    assert settings.recent_files == []
+    settings.clear_recent_files()
+    assert json.loads((private_config_dir / "settings.json").read_text()) == {"recent_files": []}
