@@ -252,6 +252,62 @@ def _corotated_linear(F, R, mu, lam, vol, dNe, P, Ke, want_K, g, eps):
 
 
 @njit(cache=True)
+def _corotated_exact_tangent(F, R, V, mu, lam, vol, dNe, project, Ke, U, sig, coef, w, h):
+    """Exact element tangent of the corotated energy Psi = mu sum (s_i - 1)^2 + lam/2 (sum s_i - 3)^2.
+
+    ``V`` holds the right singular vectors of F (columns, as left by :func:`rotation_from_f`) and ``R`` its
+    rotation, so U = R V and the singular values s_i = u_i . F v_i (signed for 'svd', det R = +1; unsigned
+    for 'polar', where R and U are reflections when det F < 0). With the analytic eigensystem of dP/dF
+    (Smith et al. 2019: scaling modes with eigenvalues 2 mu, 2 mu, 2 mu + 3 lam, three flips with 2 mu and
+    three twists T_ij = (u_i v_j^T - u_j v_i^T)/sqrt2 with lambda_ij = 2 mu + (2 lam (tr S - 3) - 4 mu) /
+    (s_i + s_j)), dP/dF = 2 mu I + lam vec(R) vec(R)^T + sum_{i<j} (lambda_ij - 2 mu) vec(T_ij) vec(T_ij)^T.
+    ``project`` clamps the twist eigenvalues at 0 (the only ones that can be negative): K_e is then
+    positive semi-definite. Writes K_e (12, 12); the other arrays are scratch.
+    """
+    for i in range(3):
+        for j in range(3):
+            U[i, j] = R[i, 0] * V[0, j] + R[i, 1] * V[1, j] + R[i, 2] * V[2, j]
+    for i in range(3):
+        s = 0.0
+        for k in range(3):
+            s += U[k, i] * (F[k, 0] * V[0, i] + F[k, 1] * V[1, i] + F[k, 2] * V[2, i])
+        sig[i] = s
+    numerator = 2.0 * lam * (sig[0] + sig[1] + sig[2] - 3.0) - 4.0 * mu
+    for p in range(3):
+        i = 0 if p < 2 else 1
+        j = 1 if p == 0 else 2
+        den = sig[i] + sig[j]
+        if abs(den) < 1e-8:  # s_i = -s_j: the twist eigenvalue is singular (a collapsed element)
+            den = 1e-8 if den >= 0.0 else -1e-8
+        eig = 2.0 * mu + numerator / den
+        if project and eig < 0.0:
+            eig = 0.0
+        coef[p] = 0.5 * (eig - 2.0 * mu)  # the 1/2 of the two 1/sqrt2 of T_ij
+    for a in range(4):
+        for k in range(3):
+            w[a, k] = V[0, k] * dNe[a, 0] + V[1, k] * dNe[a, 1] + V[2, k] * dNe[a, 2]
+    # h[p, a] = sqrt2 T_p dN_a for the pairs p = (0,1), (0,2), (1,2); h[3, a] = R dN_a
+    for a in range(4):
+        for r in range(3):
+            h[0, a, r] = U[r, 0] * w[a, 1] - U[r, 1] * w[a, 0]
+            h[1, a, r] = U[r, 0] * w[a, 2] - U[r, 2] * w[a, 0]
+            h[2, a, r] = U[r, 1] * w[a, 2] - U[r, 2] * w[a, 1]
+            h[3, a, r] = U[r, 0] * w[a, 0] + U[r, 1] * w[a, 1] + U[r, 2] * w[a, 2]
+    for a in range(4):
+        for b in range(a, 4):
+            dd = 2.0 * mu * (dNe[a, 0] * dNe[b, 0] + dNe[a, 1] * dNe[b, 1] + dNe[a, 2] * dNe[b, 2])
+            for i in range(3):
+                for k in range(3):
+                    v = (lam * h[3, a, i] * h[3, b, k] + coef[0] * h[0, a, i] * h[0, b, k]
+                         + coef[1] * h[1, a, i] * h[1, b, k] + coef[2] * h[2, a, i] * h[2, b, k])
+                    if i == k:
+                        v += dd
+                    v *= vol
+                    Ke[3 * a + i, 3 * b + k] = v
+                    Ke[3 * b + k, 3 * a + i] = v
+
+
+@njit(cache=True)
 def _hyperelastic(model, F, mu, lam, P, A, want_A, G, H, E):
     """First Piola stress P, its derivative A = dP/dF (9x9, if ``want_A``) and Psi for STVK, NEOHOOKEAN and
     STABLE_NEOHOOKEAN (for the latter ``mu``/``lam`` are the reparametrised mu'/lam'). Returns Psi."""
@@ -407,14 +463,16 @@ def _gradient(x, tet, dNe, F):
 
 @njit(cache=True)
 def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
-             psi_out, f_out, k_data, block_base, row_stride, project_psd):
+             psi_out, f_out, k_data, block_base, row_stride, project_psd, exact_corotational):
     """Fused element loop.
 
     Writes the energy density per element into ``psi_out`` (m,), the internal force f_int (n, 3) into
     ``f_out`` (if ``want_f``; zeroed first) and the tangent values into ``k_data`` (nnz,) through the block
     scatter map (if ``want_K``; zeroed first): entry (3a+i, 3b+k) of element e goes to
     ``k_data[block_base[e, 4a+b] + i * row_stride[tets[e, a]] + k]``. ``project_psd`` clamps the negative
-    eigenvalues of dP/dF per element (hyperelastic models only).
+    eigenvalues of dP/dF per element (hyperelastic models, and the exact corotational tangent).
+    ``exact_corotational`` (COROTATIONAL with ROT_POLAR or ROT_SVD only): the exact Hessian of the corotated
+    energy instead of SOFA's R K0 R^T.
     """
     m = tets.shape[0]
     F = np.empty((3, 3))
@@ -433,6 +491,11 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
     Ke = np.empty((12, 12))
     Gt = np.empty((4, 3, 9))
     g = np.empty((4, 3))
+    U = np.empty((3, 3))
+    sig = np.empty(3)
+    coef = np.empty(3)
+    h = np.empty((4, 4, 3))
+    exact = exact_corotational and model == COROTATIONAL and rot != ROT_LARGE
     if want_f:
         f_out[:] = 0.0
     if want_K:
@@ -444,7 +507,10 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
                 _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u)
-            psi = _corotated_linear(F, R, mu[e], lam[e], vol[e], dNe, P, Ke, want_K, g, E)
+            psi = _corotated_linear(F, R, mu[e], lam[e], vol[e], dNe, P, Ke, want_K and not exact, g, E)
+            if want_K and exact:
+                _corotated_exact_tangent(F, R, V, mu[e], lam[e], vol[e], dNe, project_psd, Ke, U, sig, coef,
+                                         g, h)
         else:
             psi = _hyperelastic(model, F, mu[e], lam[e], P, A, want_K, G, H, E)
             if want_K:

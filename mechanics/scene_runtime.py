@@ -102,6 +102,15 @@ def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
     return material.model, young, poisson
 
 
+def _corotational_tangent_kwargs(material) -> dict:
+    """TetElasticity's ``corotational_tangent`` and ``spd_projection`` for ``material.corotationalTangent``
+    ("exact_spd" is the exact tangent with its negative eigenvalues clamped; the projection is switched on for
+    the corotational model only, the scene has no key for the hyperelastic models' projection)."""
+    value = material.corotationalTangent
+    return {"corotational_tangent": "sofa" if value == "sofa" else "exact",
+            "spd_projection": value == "exact_spd" and material.model == "corotational"}
+
+
 def make_linear_solver(linear):
     if linear.type == "direct":
         return DirectSolver(backend=linear.backend)
@@ -226,7 +235,8 @@ class Scene:
         self.body_spec = body
         model, young, poisson = element_materials(spec, body, mesh)
         elasticity = TetElasticity(mesh.points, mesh.tets, model=model, young=young, poisson=poisson,
-                                   rotation_method=body.material.rotation_method)
+                                   rotation_method=body.material.rotation_method,
+                                   **_corotational_tangent_kwargs(body.material))
         fixed = self._fixed_nodes(body, mesh)
         self.masses = self._masses(body, mesh)
         self.gravity = Gravity(self.masses, spec.scene.gravity)
@@ -369,7 +379,8 @@ class Scene:
         elif self._is_material_path(path):
             model, young, poisson = element_materials(spec, body, self.mesh)
             sim.problem.elasticity.set_material(model=model, young=young, poisson=poisson,
-                                                rotation_method=body.material.rotation_method)
+                                                rotation_method=body.material.rotation_method,
+                                                **_corotational_tangent_kwargs(body.material))
             if ".totalMass" in path or ".massDensity" in path:
                 self._build_keep_positions()
         elif self._actuator_key(path) is not None:

@@ -28,6 +28,9 @@ body.material.youngModulus                  (0, inf)                            
 body.material.poissonRatio                  (-1, 0.5)                               req.
 body.material.totalMass | massDensity       (0, inf); at most one of the two        opt.
 body.material.rotation_method *             polar | svd | large (corotational)      "polar"
+body.material.corotationalTangent *         sofa | exact | exact_spd (corotational; "sofa"
+                                            exact: polar/svd only; exact_spd: its
+                                            negative eigenvalues clamped to 0)
 body.material.region[].box                  6 numbers, min <= max                   req.
 body.material.region[].youngModulus,        as in body.material                     opt. (inherit)
   poissonRatio, model
@@ -300,7 +303,10 @@ class MaterialRegionSpec:
 
 @dataclass(kw_only=True)
 class MaterialSpec:
-    """``[body.material]``: constitutive model, Young's modulus [pressure], Poisson ratio, mass."""
+    """``[body.material]``: constitutive model, Young's modulus [pressure], Poisson ratio, mass, the
+    corotational rotation method and tangent (``"sofa"``: R K0 R^T; ``"exact"``: the corotated energy's
+    Hessian, ``polar``/``svd`` only, quadratic Newton but indefinite under compression; ``"exact_spd"``: the
+    same with its negative eigenvalues clamped to 0, positive semi-definite)."""
 
     model: str = _key(Choice(*MODELS), "corotational")
     youngModulus: float = _key(_POSITIVE)
@@ -308,6 +314,7 @@ class MaterialSpec:
     totalMass: float | None = _key(_POSITIVE, None)
     massDensity: float | None = _key(_POSITIVE, None)
     rotation_method: str = _key(Choice("polar", "svd", "large"), "polar")
+    corotationalTangent: str = _key(Choice("sofa", "exact", "exact_spd"), "sofa")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region")
 
 
