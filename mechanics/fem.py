@@ -163,7 +163,7 @@ class TetElasticity:
         self.corotational_tangent = new_tangent
         if spd_projection is not None:
             self.spd_projection = bool(spd_projection)
-        self._forces_memo = None  # the parameters changed: forget the last (x, f_int)
+        self._forces_memo = []  # the parameters changed: forget the last (x, f_int) pairs
         if self.model == "stable_neohookean":
             mu_p, lam_p, _ = stable_neohookean_parameters(self.mu, self.lam)
             self._kernel_mu, self._kernel_lam = np.ascontiguousarray(mu_p), np.ascontiguousarray(lam_p)
@@ -202,23 +202,29 @@ class TetElasticity:
         """Energy density Psi per element (m,) [energy / rest volume]."""
         return self._run(x, False, False)[0]
 
+    #: (x, f_int) pairs kept: the frame's free configuration and the last corrected state alternate
+    FORCES_MEMO_SIZE = 2
+
     def _memoised_forces(self, x):
-        memo = self._forces_memo
-        if memo is not None and np.array_equal(memo[0], x):
-            return memo[1].copy()
+        for memo_x, memo_f in self._forces_memo:
+            if np.array_equal(memo_x, x):
+                return memo_f.copy()
         return None
+
+    def _remember_forces(self, x, f) -> None:
+        self._forces_memo = [(x.copy(), f.copy())] + self._forces_memo[: self.FORCES_MEMO_SIZE - 1]
 
     def forces(self, x):
         """Internal force f_int = -dE/dx (n, 3) [force] (the SOFA force for the corotational model).
 
-        The last evaluated ``(x, f_int)`` pair is kept: a call at exactly the same positions (a converged
-        static frame re-checking its residual) returns a copy without a pass over the elements.
+        The last two evaluated ``(x, f_int)`` pairs are kept: a call at exactly the same positions (a converged
+        static frame re-checking its free configuration) returns a copy without a pass over the elements.
         """
         x = self._positions(x)
         f = self._memoised_forces(x)
         if f is None:
             f = self._run(x, True, False)[1]
-            self._forces_memo = (x.copy(), f.copy())
+            self._remember_forces(x, f)
         return f
 
     def tangent(self, x):
@@ -234,7 +240,7 @@ class TetElasticity:
         """``(f_int (n, 3), K)`` in one pass over the elements (K is the shared csr object)."""
         x = self._positions(x)
         f = self._run(x, True, True)[1]
-        self._forces_memo = (x.copy(), f.copy())
+        self._remember_forces(x, f)
         return f, self._K
 
     def cauchy_stress(self, x):
