@@ -49,4 +49,5 @@ def run_frames(qtbot, window, count: int, timeout_ms: int = 60000):
     qtbot.waitUntil(lambda: session.runner.frames_attempted >= target and session.runner.pending_steps == 0,
                     timeout=timeout_ms)
     session._poll()
+    window.flush_frame()  # the redraw throttle may still hold the newest frame back
     return session.latest_frame
