@@ -6,7 +6,6 @@ Prints a Markdown table and writes it to ``benchmarks/RESULTS_assembly.md``. Tim
 """
 
 import argparse
-import itertools
 import platform
 import sys
 import time
@@ -17,28 +16,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mechanics.fem import TetElasticity  # noqa: E402
+from meshes.generate import hex_grid_tets
 
 # (nx, ny, nz) cells, 6 Kuhn tetrahedra each
 GRIDS = {"1k": (4, 4, 10), "10k": (8, 8, 26), "36k": (10, 10, 60), "130k": (15, 15, 96)}
 
 
 def box_mesh(nx, ny, nz, size=(1.0, 1.0, 6.0)):
-    """Box of nx*ny*nz cells split into 6 positively oriented, conforming Kuhn tetrahedra each."""
-    axes = [np.linspace(0.0, s, k + 1) for s, k in zip(size, (nx, ny, nz))]
-    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij"))
-    tets = []
-    for perm in itertools.permutations(range(3)):
-        corner = [0, 0, 0]
-        path = [((i * (ny + 1) + j) * (nz + 1) + k)]
-        for axis in perm:
-            corner[axis] = 1
-            path.append(((i + corner[0]) * (ny + 1) + (j + corner[1])) * (nz + 1) + (k + corner[2]))
-        tet = np.stack(path, axis=1)
-        if np.linalg.det(np.eye(3)[list(perm)]) < 0:
-            tet = tet[:, [0, 2, 1, 3]]
-        tets.append(tet)
-    return points, np.concatenate(tets).astype(np.int64)
+    """Box of nx*ny*nz cells, 6 Kuhn tetrahedra each (meshes.generate.hex_grid_tets)."""
+    return hex_grid_tets(*(np.linspace(0.0, s, k + 1) for s, k in zip(size, (nx, ny, nz), strict=True)))
 
 
 def median_time(fn, repeat):

@@ -12,7 +12,6 @@ Usage: python benchmarks/bench_newton.py [--sizes 1k 10k 36k 130k] [--iterations
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import os
 import platform
@@ -29,6 +28,7 @@ from mechanics.linear_solvers import DirectSolver  # noqa: E402
 from mechanics.loads import NodalForce  # noqa: E402
 from mechanics.newton import StaticNewtonSolver  # noqa: E402
 from mechanics.static_problem import StaticProblem  # noqa: E402
+from meshes.generate import hex_grid_tets
 
 logger = logging.getLogger("bench_newton")
 
@@ -37,25 +37,8 @@ SIZES = {"1k": (14, 3, 4), "10k": (35, 7, 7), "36k": (60, 10, 10), "130k": (90, 
 
 
 def box_mesh(cells, size):
-    nx, ny, nz = cells
-    axes = [np.linspace(0.0, length, count + 1) for length, count in zip(size, cells, strict=True)]
-    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij"))
-
-    def corner(bits):
-        return ((i + (bits & 1)) * (ny + 1) + j + (bits >> 1 & 1)) * (nz + 1) + k + (bits >> 2 & 1)
-
-    tets = []
-    for order in itertools.permutations(range(3)):
-        path, bits = [0], 0
-        for axis in order:
-            bits |= 1 << axis
-            path.append(bits)
-        tets.append(np.stack([corner(b) for b in path], axis=1))
-    tets = np.concatenate(tets)
-    negative = np.linalg.det(points[tets[:, 1:]] - points[tets[:, :1]]) < 0
-    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-    return points, tets
+    """Structured box of ``cells`` hexahedra, 6 Kuhn tets each (meshes.generate.hex_grid_tets)."""
+    return hex_grid_tets(*(np.linspace(0.0, length, count + 1) for length, count in zip(size, cells, strict=True)))
 
 
 def run_case(cells, model, iterations, repeats=2):

@@ -1,7 +1,6 @@
 """Static Newton solver on TetElasticity: cantilever beam vs Euler-Bernoulli, hyperelastic convergence,
 and a large-deformation neo-Hookean beam against an independent scikit-fem computation."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -11,30 +10,12 @@ from mechanics.linear_solvers import DirectSolver
 from mechanics.loads import Gravity, NodalForce, lumped_masses
 from mechanics.newton import StaticNewtonSolver
 from mechanics.static_problem import StaticProblem
+from meshes.generate import hex_grid_tets
 
 
 def box_mesh(cells, size):
-    """Structured box of ``cells = (nx, ny, nz)`` hexahedra, each split into 6 tets (Kuhn triangulation,
-    conforming because every cube uses the same main diagonal); positively oriented tets."""
-    nx, ny, nz = cells
-    axes = [np.linspace(0.0, length, count + 1) for length, count in zip(size, cells)]
-    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    i, j, k = (a.ravel() for a in np.meshgrid(np.arange(nx), np.arange(ny), np.arange(nz), indexing="ij"))
-
-    def corner(bits):
-        return ((i + (bits & 1)) * (ny + 1) + j + (bits >> 1 & 1)) * (nz + 1) + k + (bits >> 2 & 1)
-
-    tets = []
-    for order in itertools.permutations(range(3)):
-        path, bits = [0], 0
-        for axis in order:
-            bits |= 1 << axis
-            path.append(bits)
-        tets.append(np.stack([corner(b) for b in path], axis=1))
-    tets = np.concatenate(tets)
-    negative = np.linalg.det(points[tets[:, 1:]] - points[tets[:, :1]]) < 0
-    tets[negative] = tets[negative][:, [0, 2, 1, 3]]
-    return points, tets
+    """Structured box of ``cells = (nx, ny, nz)`` hexahedra, each split into 6 Kuhn tets (meshes.generate)."""
+    return hex_grid_tets(*(np.linspace(0.0, length, count + 1) for length, count in zip(size, cells, strict=True)))
 
 
 def beam_problem(cells, length, height, model, young, poisson, tip_force):
