@@ -209,30 +209,26 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         _ensure_factorization(problem, newton, x_free)
         times["factorization"] += time.perf_counter() - started
         try:
-            correction, constraint_report = _project(constraint_solver, newton.linear_solver, system, times=times)
+            for detection in range(1 + MAX_REDETECTIONS):
+                if detection:
+                    # Contacts that appear only after the correction (an actuator or the drag pushed the body
+                    # onto an obstacle x_free does not touch): detect them at the corrected positions, project
+                    # again about x_free.
+                    missed = [c for c in enforced if getattr(c, "missed_contacts", None) and c.missed_contacts(x_new)]
+                    if not missed:
+                        break
+                    for constraint in missed:
+                        constraint.remember(x_new)
+                        constraint.update(x_free)
+                    system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+                correction, constraint_report = _project(constraint_solver, newton.linear_solver, system,
+                                                         times=times)
+                started = time.perf_counter()
+                x_new = x_free + problem.expand(correction)
+                times["correction"] = times.get("correction", 0.0) + time.perf_counter() - started
         except ValueError as error:  # W not positive on its diagonal: an indefinite tangent
             return None, FrameReport(frame, False, f"constraint projection failed: {error}",
                                      newton=newton_report, times=times)
-        started = time.perf_counter()
-        x_new = x_free + problem.expand(correction)
-        times["correction"] = time.perf_counter() - started
-        for _ in range(MAX_REDETECTIONS):
-            # A contact that appears only after the correction (an actuator or the drag pushed the body onto
-            # an obstacle that x_free does not touch): detect it at the corrected positions and project again.
-            missed = [c for c in enforced if getattr(c, "missed_contacts", None) and c.missed_contacts(x_new)]
-            if not missed:
-                break
-            for constraint in missed:
-                constraint.remember(x_new)
-                constraint.update(x_free)
-            system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
-            try:
-                correction, constraint_report = _project(constraint_solver, newton.linear_solver, system,
-                                                         times=times)
-            except ValueError as error:
-                return None, FrameReport(frame, False, f"constraint projection failed: {error}",
-                                         newton=newton_report, times=times)
-            x_new = x_free + problem.expand(correction)
         if reequilibration_iterations:
             started = time.perf_counter()
             tolerance = newton.residual_tolerance_threshold
