@@ -17,10 +17,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 import meshes
+from mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
 from mechanics.constraint_solvers import make_constraint_solver
 from mechanics.constraints import (
+    BilateralAttachment,
     BoxObstacle,
     CableConstraint,
     CapsuleObstacle,
@@ -227,12 +230,17 @@ class Scene:
     # -- building --------------------------------------------------------------------------------------
     def _build(self) -> None:
         spec = self.spec
-        if len(spec.bodies) != 1:
-            raise _error(spec, "body", f"this version simulates exactly one body, the scene has {len(spec.bodies)}")
+        if not spec.bodies:
+            raise _error(spec, "body", "the scene has no [[body]]; add at least one")
+        if len(spec.bodies) > 1 or spec.attachments:
+            self._build_bodies()
+            return
         body = spec.bodies[0]
         mesh = load_body_mesh(body)
         self.mesh = mesh
+        self.meshes = [mesh]
         self.body_spec = body
+        self.node_offsets = np.array([0, mesh.n_points], dtype=np.int64)
         model, young, poisson = element_materials(spec, body, mesh)
         elasticity = TetElasticity(mesh.points, mesh.tets, model=model, young=young, poisson=poisson,
                                    rotation_method=body.material.rotation_method,
@@ -241,6 +249,8 @@ class Scene:
         self.masses = self._masses(body, mesh)
         self.gravity = Gravity(self.masses, spec.scene.gravity)
         loads = [self.gravity] + self._loads(body, mesh)
+        self.gravities = [self.gravity]
+        self.elasticities = [elasticity]
         problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=loads)
         newton_spec = spec.solver.newton
         newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
@@ -265,6 +275,141 @@ class Scene:
                                      dynamic_solver=self._dynamic_solver(body, elasticity, fixed, loads,
                                                                          constraint_solver),
                                      mode=spec.scene.mode)
+
+    def _build_bodies(self) -> None:
+        """Several bodies (or attachments): each body's mesh, material, fixed nodes, loads and actuators as for
+        one body, over the concatenated positions (mechanics.composite); obstacles touch every body; the
+        attachments glue bodies together."""
+        spec = self.spec
+        self.meshes = [load_body_mesh(body) for body in spec.bodies]
+        self.body_spec = spec.bodies[0]
+        sizes = [mesh.n_points for mesh in self.meshes]
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        self.node_offsets = offsets
+        n_total = int(offsets[-1])
+        self.mesh = meshes.TetMesh(points=np.concatenate([m.points for m in self.meshes]),
+                                   tets=np.concatenate([m.tets + off for m, off in zip(self.meshes, offsets)]),
+                                   source=spec.source)
+        self.elasticities, fixed_per_body, loads_per_body, masses_per_body = [], [], [], []
+        self.gravities = []
+        constraints = []
+        for body, mesh, offset in zip(spec.bodies, self.meshes, offsets):
+            model, young, poisson = element_materials(spec, body, mesh)
+            self.elasticities.append(TetElasticity(mesh.points, mesh.tets, model=model, young=young,
+                                                   poisson=poisson, rotation_method=body.material.rotation_method,
+                                                   **_corotational_tangent_kwargs(body.material)))
+            fixed_per_body.append(self._fixed_nodes(body, mesh))
+            masses = self._masses(body, mesh)
+            masses_per_body.append(masses)
+            gravity = Gravity(masses, spec.scene.gravity)
+            self.gravities.append(gravity)
+            loads_per_body.append([gravity] + self._loads(body, mesh))
+            body_constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c))
+                                for c in body.cables]
+            body_constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
+            body_constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+            constraints += [OffsetConstraint(c, int(offset), mesh.n_points, n_total) for c in body_constraints]
+        self.gravity = self.gravities[0]
+        self.masses = np.concatenate(masses_per_body)
+        constraints += self._attachments(offsets)
+        self._fixed_per_body = fixed_per_body
+        self._check_grounded(fixed_per_body)
+        if spec.obstacles:
+            surface_nodes = np.concatenate([np.unique(m.surface_triangles()) + off
+                                            for m, off in zip(self.meshes, offsets)])
+            contact_distance = np.array([o.contactDistance for o in spec.obstacles])
+            diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
+            constraints.append(ContactConstraint(
+                surface_nodes, [_make_obstacle(o) for o in spec.obstacles],
+                contactDistance=contact_distance,
+                alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
+                friction=[o.friction for o in spec.obstacles], n_nodes=n_total, name="contact"))
+        composite = CompositeElasticity(self.elasticities)
+        fixed = np.concatenate([f + off for f, off in zip(fixed_per_body, offsets)])
+        static_loads = [OffsetLoad(load, int(off), m.n_points, n_total)
+                        for loads, m, off in zip(loads_per_body, self.meshes, offsets) for load in loads]
+        problem = StaticProblem(composite, fixed_nodes=fixed, loads=static_loads)
+        newton_spec = spec.solver.newton
+        newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
+                                    **_newton_parameters(newton_spec))
+        constraint_solver = make_constraint_solver_from(spec.solver.constraint)
+        dynamic_solver = None
+        if all(b.material.totalMass is not None or b.material.massDensity is not None for b in spec.bodies):
+            system = MultiBodySystem([
+                Body(body.name, elasticity, TetMass(elasticity.rest_positions, elasticity.tets,
+                                                    massDensity=body.material.massDensity,
+                                                    totalMass=body.material.totalMass, lumped=True),
+                     fixed_nodes=fixed_b, loads=loads)
+                for body, elasticity, fixed_b, loads in zip(spec.bodies, self.elasticities, fixed_per_body,
+                                                            loads_per_body)])
+            dynamic_solver = DynamicSolver(system, constraint_solver=constraint_solver, dt=spec.scene.dt,
+                                           **_dynamic_parameters(spec.solver.dynamic))
+        self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
+                                     constraints=constraints,
+                                     reequilibration_iterations=newton_spec.reequilibration_iterations,
+                                     name=spec.scene.name, dynamic_solver=dynamic_solver, mode=spec.scene.mode)
+
+    def _attachments(self, offsets) -> list:
+        """One BilateralAttachment per ``[[attachment]]`` over the concatenated DOFs (rest offsets kept)."""
+        spec = self.spec
+        names = {body.name: i for i, body in enumerate(spec.bodies)}
+        taken = {a.name for body in spec.bodies for a in (*body.cables, *body.cavities, *body.effectors)}
+        n_dofs = 3 * int(offsets[-1])
+        result = []
+        for attachment in spec.attachments:
+            path = f"attachment.{attachment.name}"
+            if attachment.name in taken:
+                raise _error(spec, f"{path}.name", "names must be unique among actuators, effectors and "
+                             "attachments (they prefix the output columns)")
+            taken.add(attachment.name)
+            for key in ("bodyA", "bodyB"):
+                if getattr(attachment, key) not in names:
+                    raise _error(spec, f"{path}.{key}", f"no body named {getattr(attachment, key)!r} "
+                                 f"(bodies: {', '.join(names)})")
+            a, b = names[attachment.bodyA], names[attachment.bodyB]
+            if a == b:
+                raise _error(spec, f"{path}.bodyB", "must differ from bodyA (an attachment joins two bodies)")
+            mesh_a, mesh_b = self.meshes[a], self.meshes[b]
+            if attachment.box is not None:
+                if attachment.indicesA is not None or attachment.indicesB is not None:
+                    raise _error(spec, path, "give either box or indicesA and indicesB, not both")
+                nodes_a = meshes.in_box(mesh_a.points, attachment.box)
+                if nodes_a.size == 0:
+                    raise _error(spec, f"{path}.box", f"selects no node of body {attachment.bodyA!r}")
+                nodes_b = cKDTree(mesh_b.points).query(mesh_a.points[nodes_a])[1].astype(np.int64)
+            else:
+                if attachment.indicesA is None or attachment.indicesB is None:
+                    raise _error(spec, path, "give box, or indicesA and indicesB")
+                nodes_a = np.asarray(attachment.indicesA, dtype=np.int64)
+                nodes_b = np.asarray(attachment.indicesB, dtype=np.int64)
+                if nodes_a.size != nodes_b.size:
+                    raise _error(spec, f"{path}.indicesB", f"has {nodes_b.size} ids, indicesA {nodes_a.size}; "
+                                 "they pair up")
+                for key, nodes, mesh in (("indicesA", nodes_a, mesh_a), ("indicesB", nodes_b, mesh_b)):
+                    if nodes.max() >= mesh.n_points:
+                        raise _error(spec, f"{path}.{key}", f"node ids must lie in 0..{mesh.n_points - 1}")
+            result.append(BilateralAttachment(
+                nodes_a, nodes_b, rest_vector=mesh_b.points[nodes_b] - mesh_a.points[nodes_a],
+                compliance=attachment.compliance, dof_offset_a=3 * int(offsets[a]),
+                dof_offset_b=3 * int(offsets[b]), n_dofs=n_dofs, name=attachment.name))
+        return result
+
+    def _check_grounded(self, fixed_per_body, error_type=None) -> None:
+        """In static mode every body needs fixed nodes: the frame step first solves the free configuration
+        without any constraint (Step I), where a body held only by an attachment or a contact has a singular
+        stiffness (rigid motions) and, under a load, no equilibrium. Dynamic mode holds free bodies by their
+        mass."""
+        spec = self.spec
+        if spec.scene.mode != "static":
+            return
+        free = [body.name for body, fixed in zip(spec.bodies, fixed_per_body) if fixed.size == 0]
+        if free:
+            message = (f"body {free[0]!r} has no fixed nodes: in static mode its free configuration (solved "
+                       "before the constraints, attachments included) is undefined; add a [[body.fixed]] "
+                       "region or use scene.mode = \"dynamic\" (the mass then holds free and attached bodies)")
+            if error_type is ParameterError:
+                raise ParameterError(message)
+            raise _error(spec, "scene.mode", message)
 
     def _dynamic_solver(self, body, elasticity, fixed, loads, constraint_solver):
         """The Compliant integrator over this body, or None when the body has no mass."""
@@ -349,9 +494,21 @@ class Scene:
             self._build_keep_positions()
             raise _error(self.spec, path, str(error)) from None
 
+    def _body_index(self, path: str) -> int:
+        """The index of the body a ``body.<name>...`` / ``body[i]...`` key path addresses (0 otherwise)."""
+        parts = path.split(".")
+        if parts[0].startswith("body["):
+            return int(parts[0][5:].split("]")[0])
+        if parts[0] == "body" and len(parts) > 1:
+            for i, body in enumerate(self.spec.bodies):
+                if body.name == parts[1]:
+                    return i
+        return 0
+
     def _apply(self, path: str) -> None:
         spec, sim = self.spec, self.simulation
-        body = spec.bodies[0]
+        body_index = self._body_index(path)
+        body = spec.bodies[body_index]
         if path.startswith("solver.newton."):
             key = path.rsplit(".", 1)[1]
             if key == "reequilibration_iterations":
@@ -368,8 +525,11 @@ class Scene:
             else:
                 sim.constraint_solver.set_parameters(**_constraint_parameters(spec.solver.constraint))
         elif path == "scene.gravity":
-            self.gravity.g = spec.scene.gravity
+            for gravity in self.gravities:
+                gravity.g = spec.scene.gravity
         elif path == "scene.mode":
+            if len(self.meshes) > 1 or spec.attachments:
+                self._check_grounded(self._fixed_per_body, ParameterError)
             sim.set_mode(spec.scene.mode)
         elif path == "scene.dt" or path.startswith("solver.dynamic."):
             if sim.dynamic_solver is not None:
@@ -377,14 +537,14 @@ class Scene:
         elif path.startswith(("scene.", "drag.")):
             pass  # name, units: labels only; drag.compliance is read when a drag starts
         elif self._is_material_path(path):
-            model, young, poisson = element_materials(spec, body, self.mesh)
-            sim.problem.elasticity.set_material(model=model, young=young, poisson=poisson,
+            model, young, poisson = element_materials(spec, body, self.meshes[body_index])
+            self.elasticities[body_index].set_material(model=model, young=young, poisson=poisson,
                                                 rotation_method=body.material.rotation_method,
                                                 **_corotational_tangent_kwargs(body.material))
             if ".totalMass" in path or ".massDensity" in path:
                 self._build_keep_positions()
-        elif self._actuator_key(path) is not None:
-            kind, name, key = self._actuator_key(path)
+        elif self._actuator_key(path, body) is not None:
+            kind, name, key = self._actuator_key(path, body)
             actuator = getattr(body, {"cable": "cables", "cavity": "cavities", "effector": "effectors"}[kind])
             spec_item = next(a for a in actuator if a.name == name)
             value = getattr(spec_item, key)
@@ -405,10 +565,9 @@ class Scene:
         parts = path.replace("[", ".[").split(".")
         return "material" in parts
 
-    def _actuator_key(self, path: str):
+    def _actuator_key(self, path: str, body):
         """("cable", name, key) for ``body.<b>.cable.<name>.<key>`` (names or [index]), else None."""
         parts = path.split(".")
-        body = self.spec.bodies[0]
         for kind, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
             for i, part in enumerate(parts):
                 head = part.split("[")[0]

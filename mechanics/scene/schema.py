@@ -109,6 +109,13 @@ solver.dynamic.implicitPosition (beta)      (0, 1]                              
 solver.dynamic.rayleighMass,                [0, inf)                                0, 0
   rayleighStiffness
 drag.compliance *                           (0, inf) length/force                   1e-3
+attachment.name *                           name, unique among actuators/effectors/ "attachment<i>"
+                                            attachments
+attachment.bodyA, bodyB *                   names of two different bodies           req.
+attachment.indicesA + indicesB *            node ids of bodyA / bodyB, same length  one of the two
+  | box *                                   6 numbers: the nodes of bodyA in the box
+                                            glued to the nearest nodes of bodyB
+attachment.compliance *                     [0, inf) length/force (0: hard)         0
 =========================================== ======================================= ==========================
 
 Why these defaults: they are chosen for an interactive simulator, not copied from SOFA. SOFA's
@@ -166,6 +173,7 @@ __all__ = [
     "SolverSpec",
     "DragSpec",
     "SceneSpec",
+    "AttachmentSpec",
     "MODELS",
     "EXCLUSIVE_KEYS",
     "schema_fields",
@@ -514,6 +522,22 @@ class DragSpec:
 
 
 @dataclass(kw_only=True)
+class AttachmentSpec:
+    """``[[attachment]]``: glue nodes of ``bodyA`` to nodes of ``bodyB`` (SOFA BilateralLagrangianConstraint
+    between two bodies). Either ``indicesA`` and ``indicesB`` (paired node ids) or ``box`` (the nodes of
+    ``bodyA`` in the box, each paired with the nearest node of ``bodyB``). The rest offset between the two
+    nodes of a pair is kept; ``compliance`` > 0 makes the glue a spring of stiffness 1/compliance."""
+
+    name: str = _key(Name())
+    bodyA: str = _key(Name())
+    bodyB: str = _key(Name())
+    indicesA: tuple[int, ...] | None = _key(IndexList(), None)
+    indicesB: tuple[int, ...] | None = _key(IndexList(), None)
+    box: tuple[float, float, float, float, float, float] | None = _key(Box(), None)
+    compliance: float = _key(_NON_NEGATIVE, 0.0)
+
+
+@dataclass(kw_only=True)
 class SceneSpec:
     """A validated scene. ``source`` is the file it was read from (``"<string>"`` otherwise), ``base_dir``
     the directory relative paths were resolved against, ``warnings`` what is allowed but probably unintended,
@@ -522,6 +546,7 @@ class SceneSpec:
     scene: SceneSettings = _key(Table(SceneSettings), factory=SceneSettings)
     bodies: list[BodySpec] = _key(TableList(BodySpec), factory=list, toml="body")
     obstacles: list[ObstacleSpec] = _key(TableList(ObstacleSpec), factory=list, toml="obstacle")
+    attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment")
     solver: SolverSpec = _key(Table(SolverSpec), factory=SolverSpec)
     drag: DragSpec = _key(Table(DragSpec), factory=DragSpec)
     source: str = field(default="<string>", compare=False)

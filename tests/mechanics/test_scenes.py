@@ -44,7 +44,7 @@ def load(name: str, **settings) -> Scene:
 
 def test_every_shipped_scene_is_tested():
     shipped = {path.stem for path in SCENES.glob("*.toml")}
-    assert shipped == {"finger", "trunk", "pneunet", "gripper", "balloon", "beam"}
+    assert shipped == {"finger", "trunk", "pneunet", "gripper", "balloon", "beam", "gripper_object"}
 
 
 # -- finger ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""Several deformable bodies seen as one: concatenated DOFs for the static frame step and the Simulation.
+
+Bodies are coupled only through constraints. ``CompositeElasticity`` stacks the bodies' elasticities (node
+offsets, block-diagonal tangent); ``OffsetConstraint`` and ``OffsetLoad`` let a one-body constraint model or
+load act on the concatenated positions. The frame step (mechanics.frame_step) and the Simulation then see one
+big body and need no change. Node ``i`` of body ``b`` is node ``node_offsets[b] + i`` of the composite, the
+same numbering as :class:`mechanics.multibody.MultiBodySystem` (the dynamic mode).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.errors import ParameterError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CompositeElasticity", "OffsetConstraint", "OffsetLoad"]
+
+
+class CompositeElasticity:
+    """The elasticities of several bodies over concatenated positions ``(N, 3)``, ``N = sum n_b``.
+
+    ``bodies``: objects like :class:`mechanics.fem.TetElasticity` (``rest_positions (n_b, 3)``, ``tets``,
+    ``volumes``, ``n_nodes``, ``forces_and_tangent``, ``forces``, ``tangent``, ``energy``, ``von_mises``).
+    The block-diagonal tangent ``(3N, 3N)`` csr is built once; each evaluation copies the bodies' ``K.data``
+    into contiguous slices of its ``data`` (a block-diagonal CSR stores body after body, row by row), so its
+    pattern never changes and the direct solver keeps its symbolic analysis. Change a body's material through
+    ``composite.bodies[b].set_material(...)``.
+    """
+
+    def __init__(self, bodies) -> None:
+        self.bodies = list(bodies)
+        if not self.bodies:
+            raise ParameterError("CompositeElasticity needs at least one body")
+        sizes = np.array([int(body.n_nodes) for body in self.bodies], dtype=np.int64)
+        self.node_offsets = np.concatenate(([0], np.cumsum(sizes)))
+        self.n_nodes = int(self.node_offsets[-1])
+        self.n_dofs = 3 * self.n_nodes
+        self.rest_positions = np.concatenate([np.asarray(b.rest_positions, dtype=np.float64) for b in self.bodies])
+        self.tets = np.concatenate([np.asarray(b.tets, dtype=np.int64) + off
+                                    for b, off in zip(self.bodies, self.node_offsets)])
+        self.volumes = np.concatenate([np.asarray(b.volumes, dtype=np.float64) for b in self.bodies])
+        self.tet_offsets = np.concatenate(([0], np.cumsum([len(b.tets) for b in self.bodies])))
+        self._K = self._block_pattern([b.tangent(b.rest_positions) for b in self.bodies])
+
+    def _block_pattern(self, tangents) -> sp.csr_matrix:
+        indptr, indices, data_starts, nnz = [np.zeros(1, dtype=np.int64)], [], [0], 0
+        for K, offset in zip(tangents, self.node_offsets):
+            K = sp.csr_matrix(K)
+            indptr.append(K.indptr[1:].astype(np.int64) + nnz)
+            indices.append(K.indices.astype(np.int64) + 3 * offset)
+            nnz += K.nnz
+            data_starts.append(nnz)
+        self._data_slices = [slice(a, b) for a, b in zip(data_starts[:-1], data_starts[1:])]
+        K = sp.csr_matrix((np.zeros(nnz), np.concatenate(indices), np.concatenate(indptr)),
+                          shape=(self.n_dofs, self.n_dofs))
+        for K_body, rows in zip(tangents, self._data_slices):
+            K.data[rows] = K_body.data
+        return K
+
+    def split(self, x) -> list[np.ndarray]:
+        """The bodies' positions ``(n_b, 3)`` (views) of concatenated positions ``(N, 3)`` or ``(3N,)``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.size != self.n_dofs:
+            raise ParameterError(f"x must have shape ({self.n_nodes}, 3), got {x.shape}")
+        x = x.reshape(self.n_nodes, 3)
+        return [x[a:b] for a, b in zip(self.node_offsets[:-1], self.node_offsets[1:])]
+
+    def _fill(self, tangents) -> sp.csr_matrix:
+        for K_body, rows in zip(tangents, self._data_slices):
+            if K_body.nnz != rows.stop - rows.start:
+                raise ParameterError("a body's tangent changed its sparsity pattern; rebuild the composite")
+            self._K.data[rows] = K_body.data
+        return self._K
+
+    def forces_and_tangent(self, x):
+        """``(f_int (N, 3), K csr (3N, 3N))``; K is the same object every call (values rewritten)."""
+        results = [body.forces_and_tangent(xb) for body, xb in zip(self.bodies, self.split(x))]
+        return np.concatenate([f for f, _ in results]), self._fill([K for _, K in results])
+
+    def forces(self, x) -> np.ndarray:
+        return np.concatenate([body.forces(xb) for body, xb in zip(self.bodies, self.split(x))])
+
+    def tangent(self, x) -> sp.csr_matrix:
+        return self._fill([body.tangent(xb) for body, xb in zip(self.bodies, self.split(x))])
+
+    def energy(self, x) -> float:
+        return float(sum(body.energy(xb) for body, xb in zip(self.bodies, self.split(x))))
+
+    def von_mises(self, x) -> np.ndarray:
+        return np.concatenate([body.von_mises(xb) for body, xb in zip(self.bodies, self.split(x))])
+
+    def strain_energy_density(self, x) -> np.ndarray:
+        return np.concatenate([body.strain_energy_density(xb) for body, xb in zip(self.bodies, self.split(x))])
+
+
+class OffsetLoad:
+    """A one-body load (``force(x_b) -> (n_b, 3)``) acting on nodes ``offset .. offset + n_b`` of ``(N, 3)``."""
+
+    def __init__(self, load, node_offset: int, n_nodes_body: int, n_nodes_total: int) -> None:
+        self.load = load
+        self.start, self.stop, self.n_nodes_total = int(node_offset), int(node_offset) + int(n_nodes_body), \
+            int(n_nodes_total)
+        if callable(getattr(load, "potential", None)):
+            self.potential = lambda x: float(self.load.potential(np.asarray(x)[self.start:self.stop]))
+
+    def force(self, x) -> np.ndarray:
+        total = np.zeros((self.n_nodes_total, 3))
+        total[self.start:self.stop] = self.load.force(np.asarray(x)[self.start:self.stop])
+        return total
+
+
+class OffsetConstraint:
+    """A one-body constraint model (J of shape ``(rows, 3 n_b)``) acting on concatenated positions ``(N, 3)``.
+
+    Positions are sliced to the body before being passed on; J's columns are shifted by ``3 node_offset`` and
+    widened to ``3N``. Everything else (``name``, ``enforced``, ``active``, ``outputs``, ``set_parameters``,
+    ``measures_motion``, contact read-outs...) is the wrapped model's.
+    """
+
+    def __init__(self, constraint, node_offset: int, n_nodes_body: int, n_nodes_total: int) -> None:
+        self.__dict__["constraint"] = constraint
+        self.__dict__["start"] = int(node_offset)
+        self.__dict__["stop"] = int(node_offset) + int(n_nodes_body)
+        self.__dict__["n_dofs"] = 3 * int(n_nodes_total)
+        self.__dict__["_last_jacobians"] = (None, None)
+
+    def __getattr__(self, name):
+        attribute = getattr(self.__dict__["constraint"], name)
+        if name in ("remember", "missed_contacts"):  # methods taking positions: give them the body's slice
+            return lambda x: attribute(self._local(x))
+        return attribute
+
+    def __setattr__(self, name, value) -> None:
+        setattr(self.constraint, name, value)
+
+    def __repr__(self) -> str:
+        return f"OffsetConstraint({self.constraint!r}, nodes {self.start}..{self.stop - 1})"
+
+    def _local(self, x):
+        if x is None:
+            return None
+        return np.asarray(x, dtype=np.float64).reshape(-1, 3)[self.start:self.stop]
+
+    def update(self, x_free) -> None:
+        self.constraint.update(self._local(x_free))
+
+    def jacobian(self, x) -> sp.csr_matrix:
+        local = sp.csr_matrix(self.constraint.jacobian(self._local(x)))
+        wide = sp.csr_matrix((local.data, local.indices + 3 * self.start, local.indptr),
+                             shape=(local.shape[0], self.n_dofs))
+        self.__dict__["_last_jacobians"] = (wide, local)
+        return wide
+
+    def _local_jacobian(self, J) -> sp.csr_matrix:
+        wide, local = self._last_jacobians
+        if J is wide:
+            return local
+        return sp.csr_matrix(J)[:, 3 * self.start:3 * self.stop]
+
+    def violation(self, x, x_free, J) -> np.ndarray:
+        return self.constraint.violation(self._local(x), self._local(x_free), self._local_jacobian(J))
+
+    def blocks(self, x):
+        return self.constraint.blocks(self._local(x))
+
+    def compliance(self):
+        return self.constraint.compliance()
+
+    def store(self, force, x_new) -> None:
+        self.constraint.store(force, self._local(x_new))
+
