@@ -128,6 +128,9 @@ class Simulation:
         if result.ok:
             self.x = np.array(result.state.x, dtype=np.float64).reshape(-1, 3)
             self.v = np.array(result.state.v, dtype=np.float64).reshape(-1, 3)
+            for constraint in self.constraints:  # observed only (effectors): their outputs follow the body
+                if constraint not in self.dynamic_solver.constraints:
+                    constraint.store(np.zeros(constraint.n_rows), self.x)
             self.time = result.state.time
             self.frame += 1
             self.mode_of_last_frame = "dynamic"
