@@ -461,7 +461,7 @@ def _gradient(x, tet, dNe, F):
                        + x[tet[3], i] * dNe[3, j])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
              psi_out, f_out, k_data, block_base, row_stride, project_psd, exact_corotational):
     """Fused element loop.

@@ -7,6 +7,7 @@ only its ``.data`` through a precomputed block scatter map, inside one fused num
 """
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,9 @@ from mechanics.materials import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: the second assembly thread of large meshes (the numba kernel releases the GIL)
+_ASSEMBLY_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="softsim-assembly")
 
 
 def _block_pattern(tets, n_nodes):
@@ -130,6 +134,7 @@ class TetElasticity:
         indptr, indices, self._block_base, self._row_stride = _block_pattern(tets_arr, self.n_nodes)
         data = np.zeros(len(indices))
         self._K = sp.csr_matrix((data, indices, indptr), shape=(self.n_dofs, self.n_dofs), copy=False)
+        self._second_buffers: tuple[np.ndarray, np.ndarray] | None = None
         self._K.has_sorted_indices = True
         # SOFA 'large' rest frames (m, 3, 3), rows x_hat, y_hat, z_hat; read only by that rotation method
         self._rest_frames = np.ascontiguousarray(edge_frames(X[tets_arr]))
@@ -179,18 +184,45 @@ class TetElasticity:
         return x
 
     def _run(self, x, want_f, want_K):
-        """One fused pass; returns ``(psi (m,), f (n, 3) or empty)``; fills ``self._K.data`` if ``want_K``."""
+        """One fused pass; returns ``(psi (m,), f (n, 3) or empty)``; fills ``self._K.data`` if ``want_K``.
+
+        Meshes of at least PARALLEL_MIN_TETS elements are split into two halves assembled in two threads (the
+        numba kernel releases the GIL), each into its own force and K-value buffers, summed afterwards.
+        """
         x = self._positions(x)
-        psi = np.empty(len(self.tets))
+        m = len(self.tets)
+        psi = np.empty(m)
         f = np.empty((self.n_nodes, 3)) if want_f else np.empty((0, 3))
         data = self._K.data if want_K else np.empty(0)
-        _kernels.assemble(
-            _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets,
-            self.shape_gradients, self.volumes, self._kernel_mu, self._kernel_lam, self._rest_frames,
-            want_f, want_K, psi, f, data, self._block_base, self._row_stride, self.spd_projection,
-            self.corotational_tangent == "exact",
-        )
+        if m < self.PARALLEL_MIN_TETS or not (want_f or want_K):
+            self._assemble_range(x, 0, m, want_f, want_K, psi, f, data)
+            return psi, f
+        half = m // 2
+        if self._second_buffers is None:
+            self._second_buffers = (np.empty((self.n_nodes, 3)), np.empty_like(self._K.data))
+        f2 = self._second_buffers[0] if want_f else f
+        data2 = self._second_buffers[1] if want_K else data
+        second = _ASSEMBLY_POOL.submit(self._assemble_range, x, half, m, want_f, want_K, psi, f2, data2)
+        self._assemble_range(x, 0, half, want_f, want_K, psi, f, data)
+        second.result()
+        if want_f:
+            f += f2
+        if want_K:
+            data += data2
         return psi, f
+
+    #: element count from which the assembly runs in two threads
+    PARALLEL_MIN_TETS = 8000
+
+    def _assemble_range(self, x, start, stop, want_f, want_K, psi, f, data) -> None:
+        """The kernel on elements [start, stop): psi[start:stop], and f and data (zeroed first) in full."""
+        part = slice(start, stop)
+        _kernels.assemble(
+            _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets[part],
+            self.shape_gradients[part], self.volumes[part], self._kernel_mu[part], self._kernel_lam[part],
+            self._rest_frames[part], want_f, want_K, psi[part], f, data, self._block_base[part],
+            self._row_stride, self.spd_projection, self.corotational_tangent == "exact",
+        )
 
     # ------------------------------------------------------------------ evaluation
     def energy(self, x):

@@ -675,3 +675,22 @@ def test_scene_key_applies_live_and_rejects_large_rotation():
         scene.set("body.finger.material.rotation_method", "large")
     assert scene.get("body.finger.material.rotation_method") == "polar"
     assert scene.simulation.problem.elasticity.rotation_method == "polar"
+
+
+@pytest.mark.parametrize("model", ["corotational", "stvk"])
+def test_two_thread_assembly_equals_the_serial_one(model):
+    from meshes.generate import hex_grid_tets
+
+    X, tets = hex_grid_tets(np.linspace(0, 1, 13), np.linspace(0, 1, 13), np.linspace(0, 2, 13))
+    assert len(tets) >= TetElasticity.PARALLEL_MIN_TETS
+    x = X + 0.05 * np.sin(3.0 * X[:, [1, 2, 0]])
+    parallel = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3)
+    serial = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3)
+    serial.PARALLEL_MIN_TETS = len(tets) + 1
+    f_parallel, K_parallel = parallel.forces_and_tangent(x)
+    f_serial, K_serial = serial.forces_and_tangent(x)
+    np.testing.assert_allclose(f_parallel, f_serial, rtol=0, atol=1e-12 * np.abs(f_serial).max())
+    np.testing.assert_allclose(K_parallel.data, K_serial.data, rtol=0, atol=1e-12 * np.abs(K_serial.data).max())
+    np.testing.assert_allclose(parallel.forces(x + 0.01), serial.forces(x + 0.01), rtol=0,
+                               atol=1e-12 * np.abs(f_serial).max())
+    assert parallel.energy(x) == pytest.approx(serial.energy(x), rel=1e-13)
