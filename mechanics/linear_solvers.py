@@ -42,8 +42,10 @@ logger = logging.getLogger(__name__)
 
 # MKL's OpenMP threads spin for 200 ms after each Pardiso call by default and then compete with the element
 # assembly of the next Newton iteration for this machine's cores (36k tets: assembly + factorization 89 ms
-# instead of 80). Read by the OpenMP runtime when MKL loads, which happens after this module is imported.
-os.environ.setdefault("KMP_BLOCKTIME", "0")
+# instead of 76). 0 made every small solve pay a thread wake-up (finger frame 4.3 -> 5.0 ms, trunk 13.7 ->
+# 16.8); 20 ms keeps them awake within an interactive frame. Read by the OpenMP runtime when MKL loads,
+# which happens after this module is imported.
+os.environ.setdefault("KMP_BLOCKTIME", "20")
 
 __all__ = [
     "CGSolver",
