@@ -25,7 +25,7 @@ import logging
 import numpy as np
 
 from mechanics.constraint_solvers.base import ConstraintSolver
-from mechanics.constraint_solvers.gauss_seidel import block_gauss_seidel
+from mechanics.constraint_solvers.gauss_seidel import block_arrays, block_gauss_seidel
 from mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual
 
 logger = logging.getLogger(__name__)
@@ -195,14 +195,7 @@ class ExactSolver(ConstraintSolver):
                 W,
                 dfree,
                 f,
-                blocks.start,
-                blocks.size,
-                blocks.kind,
-                blocks.target,
-                blocks.lo,
-                blocks.hi,
-                blocks.mu,
-                blocks.local_inverses(W),
+                *block_arrays(blocks, W),
                 1e-14 * scale,
                 FRICTION_SWEEPS,
                 1.0,

@@ -116,7 +116,8 @@ def nncg(W, dfree, f, start, size, kind, target, lo, hi, mu, inv3, tol, max_it, 
     return sweeps, error, converged
 
 
-def _block_arrays(blocks, W):
+def block_arrays(blocks, W):
+    """The per-block arrays the numba sweeps take, in their argument order."""
     return (
         blocks.start,
         blocks.size,
@@ -153,7 +154,7 @@ class BlockGaussSeidel(ConstraintSolver):
             W,
             dfree,
             f,
-            *_block_arrays(blocks, W),
+            *block_arrays(blocks, W),
             tol,
             max_it,
             float(self.sor),
@@ -181,6 +182,6 @@ class NNCG(ConstraintSolver):
         graph = np.zeros(max_it)
         f = f0.copy()
         sweeps, error, converged = nncg(
-            W, dfree, f, *_block_arrays(blocks, W), tol, max_it, bool(self.allVerified), graph
+            W, dfree, f, *block_arrays(blocks, W), tol, max_it, bool(self.allVerified), graph
         )
         return f, sweeps, error, converged, graph[:sweeps]
