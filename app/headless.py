@@ -425,10 +425,12 @@ def summary(scene) -> str:
     spec, simulation = scene.spec, scene.simulation
     problem = simulation.problem
     lines = [f"{Path(spec.source).name}: {spec.scene.name!r} ({spec.scene.units}, {spec.scene.mode})"]
-    for body in spec.bodies:
+    offsets = scene.node_offsets
+    for index, (body, mesh) in enumerate(zip(spec.bodies, scene.meshes, strict=True)):
         material = body.material
-        lines.append(f"  body {body.name}: {scene.mesh.n_points} nodes, {scene.mesh.n_tets} tets, "
-                     f"{len(problem.fixed_nodes)} fixed nodes, {material.model} "
+        mine = (problem.fixed_nodes >= offsets[index]) & (problem.fixed_nodes < offsets[index + 1])
+        lines.append(f"  body {body.name}: {mesh.n_points} nodes, {mesh.n_tets} tets, "
+                     f"{int(mine.sum())} fixed nodes, {material.model} "
                      f"(youngModulus {material.youngModulus:g}, poissonRatio {material.poissonRatio:g})")
     constraints = [f"{c.name} ({type(c).__name__}, {c.n_rows} rows)" for c in simulation.constraints]
     lines.append(f"  constraints: {', '.join(constraints) if constraints else 'none'}")

@@ -415,3 +415,12 @@ def test_sigterm_stops_the_run_with_consistent_files(tmp_path):
     _header, final = read_csv(out / "frames.csv")
     assert len(final) >= len(rows) and [r["frame"] for r in final] == list(map(float, range(1, len(final) + 1)))
     assert sorted(p.name for p in out.iterdir()) == ["frames.csv"]
+
+
+def test_check_summary_counts_each_body_of_a_multibody_scene(capsys):
+    scene = FINGER.parent / "gripper_object.toml"
+    assert cli_main(["check", str(scene)]) == 0
+    out = capsys.readouterr().out
+    finger, cube = meshes.load(FINGER_MESH), meshes.load(FINGER.parent.parent / "meshes" / "cube.vtu")
+    assert f"body finger1: {finger.n_points} nodes, {finger.n_tets} tets" in out
+    assert f"body cube: {cube.n_points} nodes, {cube.n_tets} tets, 0 fixed nodes" in out
