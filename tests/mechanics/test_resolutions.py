@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mechanics.constraint_solvers.gauss_seidel import gauss_seidel_sweep
+from mechanics.constraint_solvers.gauss_seidel import block_arrays, gauss_seidel_sweep
 from mechanics.errors import ParameterError
 from mechanics.resolutions import (
     BOUNDED,
@@ -20,20 +20,7 @@ def one_sweep(W, dfree, blocks, f=None):
     """One Gauss-Seidel sweep (numba resolve_block) and one Jacobi step (numpy project_all) from f."""
     f = np.zeros(blocks.n_rows) if f is None else np.asarray(f, dtype=float)
     f_gs = f.copy()
-    gauss_seidel_sweep(
-        W,
-        dfree,
-        f_gs,
-        blocks.start,
-        blocks.size,
-        blocks.kind,
-        blocks.target,
-        blocks.lo,
-        blocks.hi,
-        blocks.mu,
-        blocks.local_inverses(W),
-        1e-3,
-    )
+    gauss_seidel_sweep(W, dfree, f_gs, *block_arrays(blocks, W), 1e-3)
     f_jacobi = project_all(blocks, W, np.diag(W).copy(), blocks.local_inverses(W), f, dfree + W @ f)
     return f_gs, f_jacobi
 
