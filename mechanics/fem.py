@@ -28,28 +28,35 @@ logger = logging.getLogger(__name__)
 _ASSEMBLY_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="softsim-assembly")
 
 
-def _block_pattern(tets, n_nodes):
-    """CSR pattern of the 3n x 3n tangent and the element scatter map.
+def _block_pattern(tets, n_nodes, node_map=None):
+    """CSR pattern of the 3n x 3n tangent (or of its rows and columns of the kept nodes) and the scatter map.
 
-    Returns ``indptr (3n+1,)``, ``indices (nnz,)`` (int32 when nnz fits, else int64),
-    ``block_base (m, 16) int64`` and ``row_stride (n,) int64`` such that entry (3a+i, 3b+k) of element e is
-    stored at ``block_base[e, 4a+b] + i * row_stride[tets[e, a]] + k`` of ``data``.
+    ``node_map (n,) int`` (optional) renumbers the nodes: ``node_map[i] >= 0`` is node i's index in the
+    pattern, -1 drops its rows and columns (fixed nodes). Returns ``indptr (3k+1,)``, ``indices (nnz,)``
+    (int32 when nnz fits, else int64), ``block_base (m, 16) int64`` and ``row_stride (n,) int64`` (indexed by
+    the original node ids) such that entry (3a+i, 3b+k) of element e is stored at
+    ``block_base[e, 4a+b] + i * row_stride[tets[e, a]] + k`` of ``data``; ``block_base`` is -1 for the
+    blocks of a dropped node.
     """
     m = len(tets)
-    rows = np.repeat(tets, 4, axis=1)  # column 4a+b holds tets[:, a]
-    cols = np.tile(tets, (1, 4))  # column 4a+b holds tets[:, b]
-    keys = (rows * n_nodes + cols).ravel()
-    pairs, pair_of_entry = np.unique(keys, return_inverse=True)
-    pair_row = pairs // n_nodes
-    pair_col = pairs % n_nodes
-    degree = np.bincount(pair_row, minlength=n_nodes).astype(np.int64)
-    node_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    if node_map is None:
+        node_map = np.arange(n_nodes, dtype=np.int64)
+    n_kept = int(node_map.max()) + 1 if len(node_map) else 0
+    mapped = node_map[tets]
+    rows = np.repeat(mapped, 4, axis=1)  # column 4a+b holds node a of the element
+    cols = np.tile(mapped, (1, 4))  # column 4a+b holds node b
+    kept = (rows >= 0) & (cols >= 0)
+    pairs, pair_of_kept = np.unique(rows[kept] * n_kept + cols[kept], return_inverse=True)
+    pair_row = pairs // n_kept
+    pair_col = pairs % n_kept
+    degree = np.bincount(pair_row, minlength=n_kept).astype(np.int64)
+    node_ptr = np.zeros(n_kept + 1, dtype=np.int64)
     np.cumsum(degree, out=node_ptr[1:])
     nnz = 9 * int(node_ptr[-1])
     index_dtype = np.int32 if nnz < np.iinfo(np.int32).max else np.int64
 
     # dof row 3i+r starts at 9 node_ptr[i] + 3 r deg(i) and holds 3 deg(i) sorted columns
-    indptr = np.empty(3 * n_nodes + 1, dtype=np.int64)
+    indptr = np.empty(3 * n_kept + 1, dtype=np.int64)
     indptr[:-1] = (9 * node_ptr[:-1, None] + 3 * np.arange(3)[None, :] * degree[:, None]).ravel()
     indptr[-1] = nnz
     rank_in_row = np.arange(len(pairs)) - node_ptr[pair_row]  # position of the column node in its row
@@ -58,10 +65,11 @@ def _block_pattern(tets, n_nodes):
     indices = np.empty(nnz, dtype=index_dtype)
     indices[pos.ravel()] = np.broadcast_to(3 * pair_col[:, None, None] + np.arange(3)[None, None, :],
                                            pos.shape).ravel()
-    pair_of_entry = pair_of_entry.reshape(m, 16)
-    block_base = 9 * node_ptr[rows] + 3 * (pair_of_entry - node_ptr[rows])
-    row_stride = 3 * degree
-    return indptr.astype(index_dtype), indices, np.ascontiguousarray(block_base), row_stride
+    block_base = np.full((m, 16), -1, dtype=np.int64)
+    kept_rows = rows[kept]
+    block_base[kept] = 9 * node_ptr[kept_rows] + 3 * (pair_of_kept.reshape(-1) - node_ptr[kept_rows])
+    row_stride = np.where(node_map >= 0, 3 * degree[np.maximum(node_map, 0)], 0).astype(np.int64)
+    return indptr.astype(index_dtype), indices, block_base, row_stride
 
 
 class TetElasticity:
@@ -135,6 +143,7 @@ class TetElasticity:
         data = np.zeros(len(indices))
         self._K = sp.csr_matrix((data, indices, indptr), shape=(self.n_dofs, self.n_dofs), copy=False)
         self._second_buffers: tuple[np.ndarray, np.ndarray] | None = None
+        self._free_scatter = None  # (fixed-set key, indptr, indices, (block_base, row_stride)) of K_free
         self._K.has_sorted_indices = True
         # SOFA 'large' rest frames (m, 3, 3), rows x_hat, y_hat, z_hat; read only by that rotation method
         self._rest_frames = np.ascontiguousarray(edge_frames(X[tets_arr]))
@@ -183,8 +192,10 @@ class TetElasticity:
             raise ParameterError(f"x must have shape ({self.n_nodes}, 3) or ({self.n_dofs},), got {x.shape}")
         return x
 
-    def _run(self, x, want_f, want_K):
-        """One fused pass; returns ``(psi (m,), f (n, 3) or empty)``; fills ``self._K.data`` if ``want_K``.
+    def _run(self, x, want_f, want_K, data=None, scatter=None):
+        """One fused pass; returns ``(psi (m,), f (n, 3) or empty)``; fills ``data`` (``self._K.data`` by
+        default) through ``scatter = (block_base, row_stride)`` (the full tangent's map by default) if
+        ``want_K``.
 
         Meshes of at least PARALLEL_MIN_TETS elements are split into two halves assembled in two threads (the
         numba kernel releases the GIL), each into its own force and K-value buffers, summed afterwards.
@@ -193,17 +204,20 @@ class TetElasticity:
         m = len(self.tets)
         psi = np.empty(m)
         f = np.empty((self.n_nodes, 3)) if want_f else np.empty((0, 3))
-        data = self._K.data if want_K else np.empty(0)
+        if data is None:
+            data, scatter = self._K.data, (self._block_base, self._row_stride)
+        if not want_K:
+            data = np.empty(0)
         if m < self.PARALLEL_MIN_TETS or not (want_f or want_K):
-            self._assemble_range(x, 0, m, want_f, want_K, psi, f, data)
+            self._assemble_range(x, 0, m, want_f, want_K, psi, f, data, scatter)
             return psi, f
         half = m // 2
         if self._second_buffers is None:
             self._second_buffers = (np.empty((self.n_nodes, 3)), np.empty_like(self._K.data))
         f2 = self._second_buffers[0] if want_f else f
-        data2 = self._second_buffers[1] if want_K else data
-        second = _ASSEMBLY_POOL.submit(self._assemble_range, x, half, m, want_f, want_K, psi, f2, data2)
-        self._assemble_range(x, 0, half, want_f, want_K, psi, f, data)
+        data2 = self._second_buffers[1][: len(data)] if want_K else data
+        second = _ASSEMBLY_POOL.submit(self._assemble_range, x, half, m, want_f, want_K, psi, f2, data2, scatter)
+        self._assemble_range(x, 0, half, want_f, want_K, psi, f, data, scatter)
         second.result()
         if want_f:
             f += f2
@@ -214,14 +228,15 @@ class TetElasticity:
     #: element count from which the assembly runs in two threads
     PARALLEL_MIN_TETS = 8000
 
-    def _assemble_range(self, x, start, stop, want_f, want_K, psi, f, data) -> None:
+    def _assemble_range(self, x, start, stop, want_f, want_K, psi, f, data, scatter) -> None:
         """The kernel on elements [start, stop): psi[start:stop], and f and data (zeroed first) in full."""
         part = slice(start, stop)
+        block_base, row_stride = scatter
         _kernels.assemble(
             _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets[part],
             self.shape_gradients[part], self.volumes[part], self._kernel_mu[part], self._kernel_lam[part],
-            self._rest_frames[part], want_f, want_K, psi[part], f, data, self._block_base[part],
-            self._row_stride, self.spd_projection, self.corotational_tangent == "exact",
+            self._rest_frames[part], want_f, want_K, psi[part], f, data, block_base[part],
+            row_stride, self.spd_projection, self.corotational_tangent == "exact",
         )
 
     # ------------------------------------------------------------------ evaluation
@@ -274,6 +289,38 @@ class TetElasticity:
         f = self._run(x, True, True)[1]
         self._remember_forces(x, f)
         return f, self._K
+
+    # ------------------------------------------------------------------ tangent on the free DOFs
+    def free_tangent_pattern(self, fixed_nodes) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` of ``K[free][:, free]`` (the DOFs of the nodes not in ``fixed_nodes``, in
+        their original order) and the scatter map that :meth:`forces_and_free_tangent` writes through.
+
+        Assembling straight into the free-DOF matrix saves gathering it from the full tangent on every
+        Newton iteration. The map of the last fixed set asked for is kept (built again for another set).
+        """
+        fixed = np.unique(np.asarray(fixed_nodes, dtype=np.int64).reshape(-1))
+        key = fixed.tobytes()
+        if self._free_scatter is None or self._free_scatter[0] != key:
+            node_map = np.zeros(self.n_nodes, dtype=np.int64)
+            node_map[fixed] = -1
+            free = node_map == 0
+            node_map[free] = np.arange(int(free.sum()))
+            indptr, indices, block_base, row_stride = _block_pattern(self.tets, self.n_nodes, node_map)
+            self._free_scatter = (key, indptr, indices, (np.ascontiguousarray(block_base), row_stride))
+        return self._free_scatter[1], self._free_scatter[2]
+
+    def forces_and_free_tangent(self, x, data, *, want_forces=True):
+        """Write the values of ``K[free][:, free]`` (pattern of :meth:`free_tangent_pattern`, called first)
+        into ``data (nnz_free,)``; return f_int (n, 3), or None when ``want_forces`` is false."""
+        if self._free_scatter is None or len(data) != len(self._free_scatter[2]):
+            raise ParameterError("forces_and_free_tangent: call free_tangent_pattern first and pass a value "
+                                 "array of its length")
+        x = self._positions(x)
+        f = self._run(x, want_forces, True, data, self._free_scatter[3])[1]
+        if not want_forces:
+            return None
+        self._remember_forces(x, f)
+        return f
 
     def cauchy_stress(self, x):
         """Cauchy stress per element (m, 3, 3) [stress] (small-strain stress for linear, rotated for

@@ -52,9 +52,8 @@ assembled one tangent it did not factorize (cheaper than a separate force pass p
 
 After a solve, ``solver.linear_solver`` holds the factorization of the last *factorized* tangent (at the
 start of the last iteration, as in Caribou; the constraint step reuses it for ``K^-1 J^T``) and
-``solver.last_tangent`` that matrix (either the problem's ``K_free`` object or a copy of its values kept
-before a fused assembly rewrote it). A :class:`CGSolver` keeps a reference to the problem's ``K_free``,
-whose values are those of the last assembly.
+``solver.last_tangent`` that matrix (one of the problem's two ``K_free`` objects: a fused assembly writes
+the other one, see :meth:`mechanics.static_problem.StaticProblem.tangent`).
 """
 
 from __future__ import annotations
@@ -64,7 +63,6 @@ import logging
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
 from mechanics.errors import ParameterError
 from mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
@@ -378,11 +376,10 @@ class StaticNewtonSolver:
             x_trial = x + problem.expand(correction)
             # Fused evaluation: when another iteration may follow and no line search can reject the step,
             # compute the residual and the next tangent in one pass over the elements (saves the separate
-            # force pass, which costs as much as the tangent for the corotational model). The factorized
-            # matrix is first copied, since the assembly rewrites the problem's K_free in place.
+            # force pass, which costs as much as the tangent for the corotational model). The problem
+            # assembles into its other K_free buffer: the factorized matrix keeps its values.
             next_tangent = None
             if not self.line_search and iteration < self.newton_iterations and hasattr(problem, "system"):
-                self.last_tangent = self._keep_values(tangent)
                 start = time.perf_counter()
                 residual_trial, next_tangent = problem.system(x_trial, extra_force, load_factor=load_factor)
                 report.assembly_time += time.perf_counter() - start
@@ -466,17 +463,6 @@ class StaticNewtonSolver:
             report.reason = "max iterations reached"
         report.load_step_iterations.append(step_iterations)
         return x, status
-
-    def _keep_values(self, matrix):
-        """A CSR copy of ``matrix`` sharing its index arrays (the buffer is reused while the pattern is)."""
-        kept = getattr(self, "_kept_tangent", None)
-        if kept is None or kept.indptr is not matrix.indptr or kept.indices is not matrix.indices:
-            kept = sp.csr_matrix((matrix.data.copy(), matrix.indices, matrix.indptr), shape=matrix.shape)
-            kept.has_sorted_indices = matrix.has_sorted_indices
-            self._kept_tangent = kept
-        else:
-            np.copyto(kept.data, matrix.data)
-        return kept
 
     def _line_search(
         self, problem, x, residual, correction, current_norm, x_trial, residual_trial, trial_norm,

@@ -6,9 +6,11 @@ free DOFs (Caribou/SOFA sign: Newton solves ``K_free dx = R``), ``K_free = K[fre
 "constraint resolution method" page), not held by stiff springs; their positions stay whatever ``x`` holds,
 so prescribed displacements of fixed nodes are simply set in ``x`` before solving.
 
-The free submatrix is extracted with a precomputed map of the non-zero positions of ``K`` that belong to
-free rows and columns, so each assembly only gathers values into the same ``K_free`` CSR object (whose
-``indptr``/``indices`` never change: the direct solver then reuses its symbolic analysis by identity).
+A :class:`mechanics.fem.TetElasticity` assembles ``K_free`` directly (its scatter map skips the blocks of
+fixed nodes); other elasticity objects give the full ``K``, from which a precomputed map of the free
+non-zeros gathers the values. Either way the values go into one of two CSR objects sharing ``indptr`` and
+``indices`` (which never change: the direct solver reuses its symbolic analysis by identity), taken in turn
+so that the matrix factorized last keeps its values while the next tangent is assembled.
 """
 
 from __future__ import annotations
@@ -87,10 +89,11 @@ class StaticProblem:
         self.dof_to_free[self.free_dofs] = np.arange(self.free_dofs.size)
         self.last_force_scale = 0.0
         self.last_assembly_time = 0.0
-        self._pattern_indptr: np.ndarray | None = None
-        self._pattern_indices: np.ndarray | None = None
-        self._gather: np.ndarray | None = None
-        self.tangent_matrix: sp.csr_matrix | None = None
+        self._gather: np.ndarray | None = None  # positions of K_free's values in a full tangent's data
+        self._gather_pattern = None  # (full indptr, full indices, free indptr, free indices)
+        self._buffers: list[sp.csr_matrix] = []  # the two K_free matrices assemblies alternate between
+        self._buffers_pattern = None  # ids of the (indptr, indices) the buffers were made for
+        self.tangent_matrix: sp.csr_matrix | None = None  # the last assembled K_free
 
     @property
     def n_free(self) -> int:
@@ -155,6 +158,20 @@ class StaticProblem:
             internal, _ = self.elasticity.forces_and_tangent(x)
         return self._residual_from(internal, self.external_force(x, extra_force, load_factor=load_factor))
 
+    def _buffer(self, indptr, indices, has_sorted_indices: bool) -> sp.csr_matrix:
+        """The K_free matrix the next assembly writes: of the two sharing ``indptr``/``indices``, the one not
+        returned last (so the matrix a solver factorized last keeps its values through the next assembly)."""
+        if self._buffers_pattern != (id(indptr), id(indices)):
+            first = sp.csr_matrix((np.zeros(len(indices)), indices, indptr), shape=(self.n_free, self.n_free))
+            second = first.copy()
+            second.indptr, second.indices = first.indptr, first.indices  # shared: one Pardiso analysis
+            for matrix in (first, second):
+                matrix.has_sorted_indices = has_sorted_indices
+            self._buffers = [first, second]
+            self._buffers_pattern = (id(indptr), id(indices))
+            self._pattern_arrays = (indptr, indices)  # keep the ids valid
+        return self._buffers[1] if self.tangent_matrix is self._buffers[0] else self._buffers[0]
+
     def _build_gather(self, K: sp.csr_matrix) -> None:
         n_dofs = 3 * self.n_nodes
         rows = np.repeat(np.arange(n_dofs, dtype=np.int64), np.diff(K.indptr))
@@ -163,51 +180,66 @@ class StaticProblem:
         free_rows = self.dof_to_free[rows[gather]]
         indptr = np.zeros(self.n_free + 1, dtype=np.int32 if gather.size < 2**31 else np.int64)
         np.cumsum(np.bincount(free_rows, minlength=self.n_free), out=indptr[1:])
-        indices = self.dof_to_free[K.indices[gather]].astype(indptr.dtype)
         self._gather = gather
-        self._pattern_indptr = K.indptr
-        self._pattern_indices = K.indices
-        matrix = sp.csr_matrix((K.data[gather], indices, indptr), shape=(self.n_free, self.n_free))
-        matrix.has_sorted_indices = bool(K.has_sorted_indices)
-        self.tangent_matrix = matrix
+        self._gather_pattern = (K.indptr, K.indices, indptr, self.dof_to_free[K.indices[gather]].astype(indptr.dtype))
 
     def _reduce(self, K) -> sp.csr_matrix:
+        """``K[free][:, free]`` of a full tangent, gathered into the next K_free buffer."""
         if not sp.issparse(K) or K.format != "csr":
             K = sp.csr_matrix(K)
         if K.shape != (3 * self.n_nodes, 3 * self.n_nodes):
             raise ParameterError(
                 f"tangent must have shape ({3 * self.n_nodes}, {3 * self.n_nodes}), got {K.shape}"
             )
-        same = (K.indptr is self._pattern_indptr and K.indices is self._pattern_indices) or (
-            self._pattern_indptr is not None
-            and K.indices.shape == self._pattern_indices.shape
-            and np.array_equal(K.indptr, self._pattern_indptr)
-            and np.array_equal(K.indices, self._pattern_indices)
+        known = self._gather_pattern
+        same = known is not None and (
+            (K.indptr is known[0] and K.indices is known[1])
+            or (K.indices.shape == known[1].shape and np.array_equal(K.indptr, known[0])
+                and np.array_equal(K.indices, known[1]))
         )
         if not same:
             self._build_gather(K)
+        matrix = self._buffer(self._gather_pattern[2], self._gather_pattern[3], bool(K.has_sorted_indices))
+        np.take(K.data, self._gather, out=matrix.data, mode="clip")  # indices valid by construction
+        return matrix
+
+    def _assemble(self, x, want_forces: bool):
+        """``(f_int (n, 3) or None, K_free)``: straight into the next K_free buffer when the elasticity can
+        assemble the free-DOF tangent itself, else from its full tangent."""
+        if hasattr(self.elasticity, "forces_and_free_tangent"):
+            indptr, indices = self.elasticity.free_tangent_pattern(self.fixed_nodes)
+            matrix = self._buffer(indptr, indices, True)
+            internal = self.elasticity.forces_and_free_tangent(x, matrix.data, want_forces=want_forces)
+        elif want_forces:
+            internal, K = self.elasticity.forces_and_tangent(x)
+            matrix = self._reduce(K)
         else:
-            np.take(K.data, self._gather, out=self.tangent_matrix.data)
-        return self.tangent_matrix
+            internal = None
+            K = self.elasticity.tangent(x) if hasattr(self.elasticity, "tangent") else (
+                self.elasticity.forces_and_tangent(x)[1])
+            matrix = self._reduce(K)
+        self.tangent_matrix = matrix
+        return internal, matrix
 
     def tangent(self, x) -> sp.csr_matrix:
-        """``K[free][:, free]`` at ``x`` (the same CSR object every call, values rewritten)."""
+        """``K[free][:, free]`` at ``x``.
+
+        Two K_free objects (sharing ``indptr``/``indices``, so a direct solver keeps its symbolic analysis)
+        take turns: the matrix returned by the previous call keeps its values through this one, the one
+        before that is overwritten. Copy a matrix to keep it longer.
+        """
         x = self._check_positions(x)
         start = time.perf_counter()
-        if hasattr(self.elasticity, "tangent"):
-            K = self.elasticity.tangent(x)
-        else:
-            _, K = self.elasticity.forces_and_tangent(x)
-        reduced = self._reduce(K)
+        _, reduced = self._assemble(x, want_forces=False)
         self.last_assembly_time = time.perf_counter() - start
         return reduced
 
     def system(self, x, extra_force=None, *, load_factor: float = 1.0) -> tuple[np.ndarray, sp.csr_matrix]:
-        """``(R (n_free,), K_free csr (n_free, n_free))`` at ``x`` from one force-and-tangent evaluation."""
+        """``(R (n_free,), K_free csr (n_free, n_free))`` at ``x`` from one force-and-tangent evaluation
+        (K_free as returned by :meth:`tangent`)."""
         x = self._check_positions(x)
         start = time.perf_counter()
-        internal, K = self.elasticity.forces_and_tangent(x)
-        reduced = self._reduce(K)
+        internal, reduced = self._assemble(x, want_forces=True)
         residual = self._residual_from(internal, self.external_force(x, extra_force, load_factor=load_factor))
         self.last_assembly_time = time.perf_counter() - start
         return residual, reduced

@@ -694,3 +694,50 @@ def test_two_thread_assembly_equals_the_serial_one(model):
     np.testing.assert_allclose(parallel.forces(x + 0.01), serial.forces(x + 0.01), rtol=0,
                                atol=1e-12 * np.abs(f_serial).max())
     assert parallel.energy(x) == pytest.approx(serial.energy(x), rel=1e-13)
+
+
+FREE_TANGENT_CASES = [
+    ("linear", {}), ("corotational", {}), ("corotational", {"rotation_method": "large"}),
+    ("corotational", {"corotational_tangent": "exact"}), ("stvk", {}), ("stvk", {"spd_projection": True}),
+    ("neohookean", {}), ("stable_neohookean", {}),
+]
+
+
+@pytest.mark.parametrize(("model", "options"), FREE_TANGENT_CASES)
+def test_free_dof_tangent_equals_the_restricted_full_tangent(model, options):
+    X, tets, x = deformed_mesh(3)
+    elasticity = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3, **options)
+    fixed = np.flatnonzero(X[:, 0] <= X[:, 0].min() + 1e-9)
+    free = np.flatnonzero(np.repeat(~np.isin(np.arange(len(X)), fixed), 3))
+    f_full, K_full = elasticity.forces_and_tangent(x)
+    K_expected = K_full.toarray()[np.ix_(free, free)]
+    indptr, indices = elasticity.free_tangent_pattern(fixed)
+    data = np.full(len(indices), np.nan)  # every entry must be written
+    f_free = elasticity.forces_and_free_tangent(x, data)
+    K_free = sp.csr_matrix((data, indices, indptr), shape=(len(free), len(free)))
+    assert np.array_equal(f_free, f_full)
+    assert np.abs(K_free.toarray() - K_expected).max() <= 1e-14 * np.abs(K_expected).max()
+    # the pattern holds exactly the structural non-zeros of the free block, with sorted columns
+    assert K_free.nnz == K_full[free][:, free].nnz
+    assert all(np.all(np.diff(indices[indptr[r]:indptr[r + 1]]) > 0) for r in range(len(free)))
+    assert elasticity.forces_and_free_tangent(x + 1e-3, data, want_forces=False) is None
+    with pytest.raises(ParameterError, match="free_tangent_pattern"):
+        elasticity.forces_and_free_tangent(x, data[:-1])
+
+
+def test_free_dof_tangent_in_two_threads_equals_the_serial_one():
+    from meshes.generate import hex_grid_tets
+
+    X, tets = hex_grid_tets(np.linspace(0, 1, 13), np.linspace(0, 1, 13), np.linspace(0, 2, 13))
+    x = X + 0.05 * np.sin(3.0 * X[:, [1, 2, 0]])
+    fixed = np.flatnonzero(X[:, 2] == 0.0)
+    results = []
+    for threshold in (TetElasticity.PARALLEL_MIN_TETS, len(tets) + 1):
+        elasticity = TetElasticity(X, tets, model="corotational", young=1e3, poisson=0.3)
+        elasticity.PARALLEL_MIN_TETS = threshold
+        _, indices = elasticity.free_tangent_pattern(fixed)
+        data = np.empty(len(indices))
+        results.append((elasticity.forces_and_free_tangent(x, data), data))
+    (f_parallel, K_parallel), (f_serial, K_serial) = results
+    np.testing.assert_allclose(f_parallel, f_serial, rtol=0, atol=1e-12 * np.abs(f_serial).max())
+    np.testing.assert_allclose(K_parallel, K_serial, rtol=0, atol=1e-12 * np.abs(K_serial).max())

@@ -136,10 +136,14 @@ def test_static_problem_eliminates_fixed_dofs():
     f_ext = problem.external_force(x)
     assert np.abs(f_ext.sum(axis=0) - [0.0, 0.3, -1.0]).max() < 1e-15
     assert np.abs(residual - (network.forces(x) + f_ext).reshape(-1)[free]).max() < 1e-14
-    # the same CSR object is rewritten on the next assembly (values only)
+    # two K_free objects sharing the pattern take turns: the previous one keeps its values
+    kept = K_free.toarray()
     K_again = problem.tangent(network.X)
-    assert K_again is K_free
+    assert K_again is not K_free and K_again is problem.tangent_matrix
+    assert K_again.indptr is K_free.indptr and K_again.indices is K_free.indices
+    assert np.array_equal(K_free.toarray(), kept)
     assert np.abs(K_again.toarray() - network.tangent(network.X).toarray()[np.ix_(free, free)]).max() == 0.0
+    assert problem.tangent(x) is K_free and np.array_equal(K_free.toarray(), kept)
     expanded = problem.expand(np.arange(problem.n_free, dtype=float))
     assert np.all(expanded[problem.fixed_nodes] == 0.0)
     assert np.array_equal(expanded.reshape(-1)[free], np.arange(problem.n_free))
@@ -183,11 +187,11 @@ def test_quadratic_convergence_on_spring_network():
     b = np.random.default_rng(2).standard_normal((problem.n_free, 3))
     assert np.abs(solver.last_tangent @ solver.linear_solver.solve(b) - b).max() < 1e-9
     # ... which is the tangent at the start of the last iteration (x_{N-1}), kept although the fused
-    # assembly at x_N rewrote the problem's K_free
+    # assembly at x_N wrote the problem's other K_free
+    assert solver.last_tangent is not problem.tangent_matrix
     last_tangent = solver.last_tangent.toarray()
     previous = StaticNewtonSolver(newton_iterations=report.iterations - 1).solve(problem, x0)
     assert np.abs(problem.tangent(previous.x).toarray() - last_tangent).max() < 1e-12
-    assert solver.last_tangent is not problem.tangent_matrix
 
 
 def test_max_iterations_report_returns_last_iterate():
