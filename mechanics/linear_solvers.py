@@ -148,9 +148,14 @@ class _UpperTrianglePattern:
         self.data = np.zeros(all_keys.shape[0], dtype=np.float64)
         self.pattern_indptr = A.indptr
         self.pattern_indices = A.indices
+        # every diagonal entry stored (any stiffness matrix): the values are a plain gather (twice as fast)
+        self.gather_only = bool(np.array_equal(self.target, np.arange(len(all_keys))))
 
     def fill(self, A: sp.csr_matrix) -> np.ndarray:
-        self.data[self.target] = A.data[self.source]
+        if self.gather_only:
+            np.take(A.data, self.source, out=self.data, mode="clip")  # indices valid by construction
+        else:
+            self.data[self.target] = A.data[self.source]
         return self.data
 
 
