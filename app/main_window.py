@@ -77,6 +77,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.session = Session(self)
         self.viewport = Viewport(self)
+        self.session.set_display_field(self.viewport.field)
         self.banner = QLabel("")
         self.banner.setObjectName("warning_banner")
         self.banner.setWordWrap(True)
@@ -302,14 +303,17 @@ class MainWindow(QMainWindow):
 
         self.session.save(path, done)
 
-    def export_frame(self, path: str | Path) -> bool:
-        try:
-            self.session.export_frame(path)
-        except (OSError, ValueError) as error:
-            self.show_error("Cannot export the frame", f"{Path(path).name}: {error}")
-            return False
-        self.statusBar().showMessage(f"exported {Path(path).name}", 5000)
-        return True
+    def export_frame(self, path: str | Path, on_done=None) -> None:
+        """Export the shown frame as a .vtu with every field (written on the worker, see Session.export_frame);
+        an error shows a dialog. ``on_done(error)`` is called on the GUI thread when it is done."""
+
+        def done(error) -> None:
+            if error is not None:
+                self.show_error("Cannot export the frame", f"{Path(path).name}: {error}")
+            if on_done is not None:
+                on_done(error)
+
+        self.session.export_frame(path, done)
 
     def save_screenshot(self, path: str | Path) -> bool:
         """Save the whole window (panels included) as a PNG."""
@@ -345,6 +349,8 @@ class MainWindow(QMainWindow):
 
     # -- display -------------------------------------------------------------------------------------
     def set_field(self, field: str) -> None:
+        """Colour the body by ``field``; the session then makes the frames carry that field (only that one)."""
+        self.session.set_display_field(field)
         self.viewport.set_field(field, self.session.latest_frame)
         self.field_actions[field].setChecked(True)
         index = self.field_combo.findData(field)

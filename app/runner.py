@@ -19,10 +19,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Command:
-    """A change applied to the simulation between two frames; ``apply(simulation)`` may raise ValueError."""
+    """A change applied to the simulation between two frames; ``apply(simulation)`` may raise ValueError.
+
+    ``changes_state=False`` marks a command that only reads the simulation (an export, a field computed for a
+    frame already shown): applied while paused, it does not make the worker post a new frame.
+    """
 
     description: str
     apply: Callable[[object], None]
+    changes_state: bool = True
 
 
 @dataclass
@@ -110,9 +115,10 @@ class SimulationRunner:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def submit(self, description: str, apply: Callable[[object], None]) -> None:
-        """Queue a change; it is applied before the next frame (and immediately when paused)."""
-        self._commands.put(Command(description, apply))
+    def submit(self, description: str, apply: Callable[[object], None], *, changes_state: bool = True) -> None:
+        """Queue a change; it is applied before the next frame (and immediately when paused, when a command that
+        ``changes_state`` is followed by a new frame showing its effect)."""
+        self._commands.put(Command(description, apply, changes_state))
         self._wake.set()
 
     def take_output(self) -> WorkerOutput:
@@ -132,6 +138,7 @@ class SimulationRunner:
                 self._messages.append(message)
 
     def _apply_commands(self) -> bool:
+        """Apply the queued commands; True when one that changes the state succeeded."""
         applied = False
         while True:
             try:
@@ -140,7 +147,7 @@ class SimulationRunner:
                 return applied
             try:
                 command.apply(self._simulation)
-                applied = True
+                applied = applied or command.changes_state
             except (ValueError, KeyError) as error:
                 self._post(message=Message("error", f"{command.description}: {error}"))
             except Exception as error:  # keep the session alive whatever a command does

@@ -5,6 +5,10 @@ through ``set_parameter``/``submit``/``call`` (applied between frames) and reads
 except for the validated spec values it shows, which are read from ``spec`` (a copy kept on the GUI side),
 and the static geometry copied when the scene is opened (``rest_positions``, ``tets``, ``surface_triangles``,
 ``fixed_nodes``, ``cavity_triangles``).
+
+Frames carry only the colour field the viewport shows (``set_display_field``; app.frames explains why): the
+worker's snapshot function reads that name, and a shown frame without it (paused, or made just before the
+switch) is completed on the worker at its own positions and shown again.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from PyQt6.QtCore import QObject, QTimer, pyqtSignal
 
-from app.frames import make_display_frame
+from app.frames import DisplaySnapshot, complete_frame, has_field, make_display_frame
 from app.runner import SimulationRunner
 from mechanics.scene import SceneError, get_value, set_value
 
@@ -59,6 +63,8 @@ class Session(QObject):
         self._last_frame_time: float | None = None
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._drag_auto_play = False
+        self._snapshot = DisplaySnapshot()  # read by the worker: the field its frames carry
+        self._completing: tuple[object, str] | None = None  # (frame, field) being completed on the worker
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_INTERVAL_MS)
         self._timer.timeout.connect(self._poll)
@@ -112,10 +118,11 @@ class Session(QObject):
         self.fixed_nodes = np.array(simulation.problem.fixed_nodes, dtype=np.int64)
         self.cavity_triangles = {c.name: np.array(c.triangles, dtype=np.int64) for c in simulation.constraints
                                  if isinstance(c, SurfacePressureConstraint)}
-        self.latest_frame = make_display_frame(scene, None)
+        self.latest_frame = make_display_frame(scene, None, fields=(self.display_field,))
         self.frames_received, self.frame_rate, self._last_frame_time = 0, 0.0, None
         self._drag_auto_play = False
-        self.runner = SimulationRunner(scene, snapshot=make_display_frame)
+        self._completing = None  # a request to the old worker may never be answered
+        self.runner = SimulationRunner(scene, snapshot=self._snapshot)
         for warning in scene.warnings:
             self.message.emit("warning", warning)
         self.scene_opened.emit(scene)
@@ -159,13 +166,14 @@ class Session(QObject):
         if self.runner is not None:
             self.runner.step_once(count)
 
-    def submit(self, description: str, apply) -> None:
-        """Run ``apply(scene)`` on the worker between two frames."""
+    def submit(self, description: str, apply, *, changes_scene: bool = True) -> None:
+        """Run ``apply(scene)`` on the worker between two frames (``changes_scene=False``: it only reads it, no
+        new frame is posted for it while paused)."""
         if self.runner is not None:
-            self.runner.submit(description, apply)
+            self.runner.submit(description, apply, changes_state=changes_scene)
 
     def call(self, description: str, apply: Callable[[object], object],
-             on_done: Callable[[object, Exception | None], None]) -> None:
+             on_done: Callable[[object, Exception | None], None], *, changes_scene: bool = True) -> None:
         """Run ``apply(scene)`` on the worker; ``on_done(result, error)`` is then called on the GUI thread."""
 
         def run(scene) -> None:
@@ -176,7 +184,7 @@ class Session(QObject):
                 return
             self._results.put((on_done, result, None))
 
-        self.submit(description, run)
+        self.submit(description, run, changes_scene=changes_scene)
 
     def reset(self) -> None:
         """Back to the rest shape with the parameters as tuned (reload reads the file again)."""
@@ -202,6 +210,40 @@ class Session(QObject):
             self.runner.pause()
             self.runner.step_once(SETTLE_FRAMES_AFTER_DRAG)
         self._drag_auto_play = False
+
+    # -- display field ---------------------------------------------------------------------------------
+    @property
+    def display_field(self) -> str:
+        """The colour field the frames carry (app.frames.DISPLAY_FIELDS): the one the viewport shows."""
+        return self._snapshot.field
+
+    def set_display_field(self, field: str) -> None:
+        """Make the next frames carry ``field`` (ValueError if unknown); if the shown frame lacks it, it is
+        computed for that frame on the worker and the frame is emitted again with it (``frame_ready``)."""
+        self._snapshot.field = field
+        self._complete_shown_frame()
+
+    def _complete_shown_frame(self) -> None:
+        frame, field = self.latest_frame, self.display_field
+        if frame is None or self.runner is None or has_field(frame, field):
+            return
+        if self._completing is not None and self._completing[0] is frame and self._completing[1] == field:
+            return  # already asked (the window sets the field again when its combo box follows the menu)
+        self._completing = (frame, field)
+
+        def adopt(completed, error) -> None:
+            if self._completing is not None and self._completing[0] is frame and self._completing[1] == field:
+                self._completing = None
+            if error is not None:
+                self.message.emit("warning", f"cannot compute {field}: {error}")
+            elif self.latest_frame is frame:
+                self.latest_frame = completed
+                self.frame_ready.emit(completed)
+            else:  # a newer frame came meanwhile, or another field was added: it may still lack the field shown
+                self._complete_shown_frame()
+
+        self.call(f"compute {field}", lambda scene: complete_frame(scene, frame, (field,)), adopt,
+                  changes_scene=False)
 
     # -- parameters ------------------------------------------------------------------------------------
     def set_parameter(self, path: str, value) -> str | None:
@@ -260,20 +302,33 @@ class Session(QObject):
             return
         self.call(f"save {path.name}", lambda scene: scene.save(path), done)
 
-    def export_frame(self, path: str | Path) -> None:
-        """Write the shown frame as a .vtu: point data displacement (n, 3) and its magnitude, von_mises
-        (nodal), strain_energy_density (nodal); cell data von_mises (m,). Raises OSError/ValueError."""
-        import meshes
+    def export_frame(self, path: str | Path, on_done: Callable[[Exception | None], None] | None = None) -> None:
+        """Write the shown frame as a .vtu on the worker: point data ``displacement`` (n, 3),
+        ``displacement_magnitude``, ``von_mises_nodal`` and ``strain_energy_density_nodal`` (n,); cell data
+        ``von_mises`` (m,). The fields the frame was made without are computed first, at its positions.
 
+        ``on_done(error)`` is then called on the GUI thread (error: None, OSError or ValueError) and a message
+        is emitted.
+        """
+        path = Path(path)
         frame = self.latest_frame
-        if frame is None:
-            raise ValueError("no frame to export: open a scene first")
-        point_data = {"displacement": frame.x - self.rest_positions,
-                      "displacement_magnitude": frame.displacement,
-                      "von_mises_nodal": frame.von_mises_nodal}
-        if getattr(frame, "energy_density_nodal", np.zeros(0)).shape == frame.displacement.shape:
-            point_data["strain_energy_density_nodal"] = frame.energy_density_nodal
-        meshes.write_vtu(path, frame.x, self.tets, point_data=point_data, cell_data={"von_mises": frame.von_mises})
+        rest_positions, tets = self.rest_positions, self.tets  # never written in place: safe to read anywhere
+
+        def done(_result, error) -> None:
+            if error is None:
+                self.message.emit("info", f"exported {path.name}")
+            else:
+                self.last_error = f"Cannot export {path.name}:\n{error}"
+                self.message.emit("error", self.last_error)
+            if on_done is not None:
+                on_done(error)
+
+        if frame is None or self.runner is None:
+            done(None, ValueError("no frame to export: open a scene first"))
+            return
+        self.call(f"export {path.name}",
+                  lambda scene: write_frame_vtu(path, complete_frame(scene, frame), rest_positions, tets),
+                  done, changes_scene=False)
 
     # -- polling ---------------------------------------------------------------------------------------
     def _poll_results(self) -> None:
@@ -300,4 +355,17 @@ class Session(QObject):
             self.frames_received += 1
             self.latest_frame = output.frame
             self.frame_ready.emit(output.frame)
+            self._complete_shown_frame()  # made before the field was switched: rare
         self._poll_results()
+
+
+def write_frame_vtu(path: Path, frame, rest_positions: np.ndarray, tets: np.ndarray) -> None:
+    """Write a complete DisplayFrame (every field computed, see app.frames.complete_frame) as a .vtu: points
+    ``frame.x`` (n, 3), ``tets`` (m, 4); the data listed in :meth:`Session.export_frame`."""
+    import meshes
+
+    point_data = {"displacement": frame.x - rest_positions,
+                  "displacement_magnitude": frame.displacement,
+                  "von_mises_nodal": frame.von_mises_nodal,
+                  "strain_energy_density_nodal": frame.energy_density_nodal}
+    meshes.write_vtu(path, frame.x, tets, point_data=point_data, cell_data={"von_mises": frame.von_mises})

@@ -16,10 +16,13 @@ from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
+from app.frames import has_field
+
 logger = logging.getLogger(__name__)
 
 BACKGROUND = "#20242b"
-#: field key -> scalar bar title; the values come from the frame (see ``field_values``)
+#: field key -> scalar bar title (the keys are app.frames.DISPLAY_FIELDS); the values come from the frame
+#: (see ``field_values``)
 FIELDS = {
     "displacement": "Displacement magnitude",
     "von_mises": "von Mises stress",
@@ -36,18 +39,18 @@ CAMERA_PRESETS = {
 }
 
 
-def field_values(frame, field: str) -> np.ndarray:
-    """The nodal values (n,) of ``field`` (a FIELDS key) in a frame."""
-    if field == "displacement":
-        return frame.displacement
+def field_values(frame, field: str) -> np.ndarray | None:
+    """The nodal values (n,) of ``field`` (a FIELDS key) in a frame, or None when the frame was made without
+    that field (frames carry only the field shown; the session completes a frame that lacks it)."""
+    if field not in FIELDS:
+        raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
+    if not has_field(frame, field):
+        return None
     if field == "von_mises":
         return frame.von_mises_nodal
     if field == "energy_density":
-        values = getattr(frame, "energy_density_nodal", None)
-        if values is not None and values.shape == frame.displacement.shape:
-            return values
-        return np.zeros_like(frame.displacement)
-    raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
+        return frame.energy_density_nodal
+    return frame.displacement
 
 
 class BodyView:
@@ -287,8 +290,9 @@ class Viewport(QtInteractor):
         x = frame.x
         bounds = np.concatenate([x.min(axis=0), x.max(axis=0)])
         self.body_size = float(np.linalg.norm(bounds[3:] - bounds[:3])) or 1.0
+        values = field_values(frame, self.field)
         body = self.show_body("body", x, session.surface_triangles, FIELDS[self.field],
-                              field_values(frame, self.field), clim=self.fixed_clim)
+                              np.zeros(len(x)) if values is None else values, clim=self.fixed_clim)
         body.set_style(self.style)
         self._fixed_nodes = np.asarray(session.fixed_nodes, dtype=np.int64)
         if self._fixed_nodes.size:
@@ -341,7 +345,8 @@ class Viewport(QtInteractor):
 
     # -- per frame ------------------------------------------------------------------------------------
     def update_frame(self, frame) -> None:
-        """Write the frame's positions and fields into the existing arrays (no actor is created)."""
+        """Write the frame's positions and fields into the existing arrays (no actor is created); a frame without
+        the shown field keeps the colours drawn."""
         body = self.bodies.get("body")
         if body is None:
             return
@@ -371,6 +376,8 @@ class Viewport(QtInteractor):
 
     # -- display options -------------------------------------------------------------------------------
     def set_field(self, field: str, frame=None) -> None:
+        """Colour by ``field``, with its values in ``frame`` if it carries them (else the colours stay until a
+        frame that does arrives)."""
         if field not in FIELDS:
             raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
         self.field = field

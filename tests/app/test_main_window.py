@@ -9,7 +9,9 @@ import pytest
 from PyQt6.QtCore import QPoint, Qt, QTimer
 from PyQt6.QtWidgets import QMessageBox, QPushButton
 
+from app.frames import has_field
 from app.resources import default_scene, resource_path
+from mechanics.fields import nodal_average_operator
 from mechanics.frame_step import FrameReport
 from mechanics.scene import load_scene
 from tests.app.conftest import grab_viewport_pixels, run_frames, share_of_non_background
@@ -18,6 +20,32 @@ pytestmark = pytest.mark.gui
 BACKGROUND_RGB = (0x20, 0x24, 0x2B)
 SCENES = sorted(Path(str(resource_path("scenes"))).glob("*.toml"))
 CABLE = "body.finger.cable.cable.value"
+
+
+def _expected_nodal_fields(session, x):
+    """von Mises per element (m,), its nodal average (n,) and the nodal strain energy density (n,) at ``x``,
+    straight from the elasticity (read on this thread: call it only while the worker is idle, i.e. paused)."""
+    elasticity = session.scene.simulation.problem.elasticity
+    model = type(elasticity)  # through the class: not counted by _count_field_passes
+    average = nodal_average_operator(session.tets, elasticity.volumes, len(session.rest_positions))
+    von_mises = np.nan_to_num(model.von_mises(elasticity, x))
+    return von_mises, average @ von_mises, average @ np.nan_to_num(model.strain_energy_density(elasticity, x))
+
+
+def _count_field_passes(session, monkeypatch) -> dict[str, int]:
+    """Count the von Mises and energy density passes of the open scene's elasticity (patched on the instance;
+    call it while the worker is idle)."""
+    elasticity = session.scene.simulation.problem.elasticity
+    counts = {"von_mises": 0, "strain_energy_density": 0}
+    for name in counts:
+        original = getattr(elasticity, name)
+
+        def counting(x, _original=original, _name=name):
+            counts[_name] += 1
+            return _original(x)
+
+        monkeypatch.setattr(elasticity, name, counting)
+    return counts
 
 
 def _errors(window) -> list[str]:
@@ -213,13 +241,29 @@ def test_save_reload_reset_export_screenshot_and_recording(main_window, qtbot, t
     spec = load_scene(saved)
     assert spec.bodies[0].cables[0].value == 4.0 and spec.bodies[0].material.youngModulus == 900.0
     assert str(saved.resolve()) == main_window.settings.recent_files[0]
-    # export the shown frame
+    # export the shown frame: it was made without stress (displacement shown), the .vtu still has every field
+    assert not bent.has_von_mises and not has_field(bent, "energy_density")
+    shown = session.latest_frame
     vtu = tmp_path / "frame.vtu"
-    assert main_window.export_frame(vtu)
+    exported = []
+    main_window.export_frame(vtu, exported.append)
+    qtbot.waitUntil(lambda: len(exported) == 1, timeout=10000)
+    assert exported == [None] and session.latest_frame is shown  # computed for the export only
     written = meshio.read(vtu)
     np.testing.assert_allclose(written.points, bent.x)
     np.testing.assert_allclose(written.point_data["displacement"], bent.x - session.rest_positions)
-    np.testing.assert_allclose(written.cell_data["von_mises"][0], bent.von_mises)
+    np.testing.assert_allclose(written.point_data["displacement_magnitude"], bent.displacement)
+    von_mises, von_mises_nodal, energy_nodal = _expected_nodal_fields(session, bent.x)
+    np.testing.assert_allclose(written.cell_data["von_mises"][0], von_mises, rtol=1e-12)
+    np.testing.assert_allclose(written.point_data["von_mises_nodal"], von_mises_nodal, rtol=1e-12)
+    np.testing.assert_allclose(written.point_data["strain_energy_density_nodal"], energy_nodal, rtol=1e-12)
+    assert float(von_mises.max()) > 0.0 and float(energy_nodal.max()) > 0.0
+    main_window.export_frame(vtu / "frame.vtu", exported.append)  # a file is no directory
+    qtbot.waitUntil(lambda: len(exported) == 2, timeout=10000)
+    assert isinstance(exported[1], OSError)
+    dialog = main_window.findChild(QMessageBox, "error_dialog")
+    assert dialog is not None and "frame.vtu" in dialog.text()
+    dialog.close()
     # reset: back to rest, tuned values kept
     session.reset()
     qtbot.waitUntil(lambda: session.latest_frame.index == 0, timeout=10000)
@@ -251,16 +295,20 @@ def test_opening_a_bare_mesh_gets_a_default_scene_with_a_fixed_base(main_window,
 
 def test_display_options_colour_style_overlays_range_and_camera(main_window, qtbot):
     assert main_window.open_path(default_scene())
-    assert main_window.session.set_parameter(CABLE, 5.0) is None
+    session = main_window.session
+    assert session.set_parameter(CABLE, 5.0) is None
     frame = run_frames(qtbot, main_window, 3)
     body = main_window.viewport.bodies["body"]
     nodes = body.surface_nodes
-    for field, expected in (("von_mises", frame.von_mises_nodal), ("energy_density", frame.energy_density_nodal),
-                            ("displacement", frame.displacement)):
+    for field in ("von_mises", "energy_density", "displacement"):
         main_window.set_field(field)
-        np.testing.assert_allclose(body.surface.point_data["field"], expected[nodes])
+        qtbot.waitUntil(lambda f=field: has_field(session.latest_frame, f), timeout=10000)
+        main_window.flush_frame()
+        values = {"von_mises": session.latest_frame.von_mises_nodal, "displacement": frame.displacement,
+                  "energy_density": session.latest_frame.energy_density_nodal}[field]
+        np.testing.assert_allclose(body.surface.point_data["field"], values[nodes])
         assert body.scalar_bar.GetTitle() == main_window.viewport.bodies["body"].field_name
-    assert float(np.max(frame.energy_density_nodal)) > 0.0
+    assert float(np.max(session.latest_frame.energy_density_nodal)) > 0.0
     main_window.set_style("wireframe")
     assert body.actor.prop.style == "Wireframe"
     main_window.set_style("surface with edges")
@@ -288,3 +336,51 @@ def test_display_options_colour_style_overlays_range_and_camera(main_window, qtb
     main_window.set_camera("top")
     direction = np.subtract(camera.position, camera.focal_point)
     assert direction[1] > 0 and abs(direction[2]) < 1e-9 * np.linalg.norm(direction)
+
+
+def test_frames_carry_only_the_shown_field_and_a_switch_while_paused_shows_the_right_values(main_window, qtbot,
+                                                                                           monkeypatch):
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    passes = _count_field_passes(session, monkeypatch)
+    assert session.set_parameter(CABLE, 5.0) is None
+    frame = run_frames(qtbot, main_window, 3)
+    # displacement shown: the worker computed neither the stress nor the energy density
+    assert passes == {"von_mises": 0, "strain_energy_density": 0}
+    assert session.display_field == "displacement"
+    assert [has_field(frame, f) for f in ("displacement", "von_mises", "energy_density")] == [True, False, False]
+    assert frame.von_mises.shape == frame.von_mises_nodal.shape == frame.energy_density_nodal.shape == (0,)
+    body = main_window.viewport.bodies["body"]
+    nodes = body.surface_nodes
+    # paused: switching to von Mises computes it for the shown frame and draws it
+    main_window.set_field("von_mises")
+    assert session.display_field == "von_mises"
+    qtbot.waitUntil(lambda: session.latest_frame.has_von_mises, timeout=10000)
+    main_window.flush_frame()
+    shown = session.latest_frame
+    assert shown.index == frame.index and shown.report is frame.report
+    assert passes == {"von_mises": 1, "strain_energy_density": 0}  # once for the switch, for the shown frame
+    np.testing.assert_array_equal(shown.x, frame.x)
+    von_mises, von_mises_nodal, energy_nodal = _expected_nodal_fields(session, frame.x)
+    np.testing.assert_allclose(shown.von_mises, von_mises, rtol=1e-12)
+    np.testing.assert_allclose(body.surface.point_data["field"], von_mises_nodal[nodes], rtol=1e-12)
+    assert float(von_mises_nodal[nodes].max()) > 0.0
+    assert body.scalar_bar.GetTitle() == "von Mises stress"
+    # the next frames carry von Mises (computed by the worker with the frame), and only it
+    after = run_frames(qtbot, main_window, 1)
+    assert after.index == frame.index + 1 and after.has_von_mises and not has_field(after, "energy_density")
+    assert passes == {"von_mises": 2, "strain_energy_density": 0}
+    np.testing.assert_allclose(after.von_mises_nodal, _expected_nodal_fields(session, after.x)[1], rtol=1e-12)
+    np.testing.assert_allclose(body.surface.point_data["field"], after.von_mises_nodal[nodes])
+    # two quick switches while paused, from a frame with neither field: the field switched to last is shown
+    main_window.set_field("displacement")
+    plain = run_frames(qtbot, main_window, 1)
+    assert not plain.has_von_mises and not has_field(plain, "energy_density")
+    main_window.set_field("von_mises")
+    main_window.set_field("energy_density")  # before the worker answered the first switch
+    qtbot.waitUntil(lambda: has_field(session.latest_frame, "energy_density"), timeout=10000)
+    main_window.flush_frame()
+    assert session.latest_frame.index == plain.index
+    energy_nodal = _expected_nodal_fields(session, plain.x)[2]
+    np.testing.assert_allclose(session.latest_frame.energy_density_nodal, energy_nodal, rtol=1e-12)
+    np.testing.assert_allclose(body.surface.point_data["field"], energy_nodal[nodes], rtol=1e-12)

@@ -85,6 +85,19 @@ def test_a_command_while_paused_posts_a_frame_showing_its_effect(runner):
     assert runner.frames_attempted == 0
 
 
+def test_a_read_only_command_while_paused_posts_no_frame(runner):
+    seen = []
+    runner.submit("read", lambda sim: seen.append(sim.value), changes_state=False)
+    _wait(lambda: seen == [0])
+    runner.submit("marker", lambda sim: seen.append("done"), changes_state=False)
+    _wait(lambda: seen == [0, "done"])  # the worker went round its loop again after the first command
+    assert runner.take_output().frame is None
+    runner.submit("change", lambda sim: setattr(sim, "value", 7))
+    _wait(lambda: runner.simulation.value == 7)
+    _wait(lambda: (frame := runner.take_output().frame) is not None and frame[1] == 7)
+    assert runner.frames_attempted == 0
+
+
 def test_failed_and_badly_converged_frames_are_reported_and_the_state_is_kept(runner):
     runner.step_once()
     _wait(lambda: runner.frames_attempted == 1)
