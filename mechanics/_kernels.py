@@ -28,7 +28,7 @@ ROT_LARGE = 2
 ROTATION_CODES = {"polar": ROT_POLAR, "svd": ROT_SVD, "large": ROT_LARGE}
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _det3(F):
     return (F[0, 0] * (F[1, 1] * F[2, 2] - F[1, 2] * F[2, 1])
             - F[0, 1] * (F[1, 0] * F[2, 2] - F[1, 2] * F[2, 0])
@@ -570,7 +570,7 @@ def polar_newton(F, R):
         r20 = n20
         r21 = n21
         r22 = n22
-        if change < 1e-20:  # quadratic convergence: this step's error is ~1e-20, round-off level
+        if change < 1e-16:  # quadratic convergence: this iterate is off by about change / 2 < 1e-16
             R[0, 0] = r00
             R[0, 1] = r01
             R[0, 2] = r02
@@ -584,7 +584,7 @@ def polar_newton(F, R):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _element_rotation(rot, x, tet, F, rest_frame, R, Q, C, a, w, V, u, need_V):
     """The element rotation R of SOFA's 'large', 'polar' or 'svd' method. ``need_V``: also leave the right
     singular vectors of F in ``V`` (the exact corotational tangent needs them)."""
@@ -601,7 +601,7 @@ def _element_rotation(rot, x, tet, F, rest_frame, R, Q, C, a, w, V, u, need_V):
         rotation_from_f(F, rot == ROT_SVD, Q, C, a, w, V, u)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gradient(x, tet, dNe, F):
     for i in range(3):
         for j in range(3):
