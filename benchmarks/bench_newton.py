@@ -1,9 +1,9 @@
 """Newton-iteration time vs mesh size for StVK and corotational beams, beside the bare factorization time.
 
 Beam meshes are structured boxes split into 6 tets per cell (Caribou's benchmark uses a 10x10x60 beam:
-36 000 tets). Each Newton iteration = tangent assembly + free-DOF extraction + Pardiso numeric factorization
-(symbolic analysis reused) + solve + residual evaluation. "bare factorization" is the numeric factorization
-(Pardiso phase 22) of the same free-DOF tangent alone, measured after its analysis. The first iteration
+36 000 tets). Each Newton iteration = tangent assembly (straight into the free-DOF matrix) + Pardiso numeric
+factorization (symbolic analysis reused) + solve + residual evaluation. "bare factorization" is the numeric
+factorization (Pardiso phase 22) of the same free-DOF tangent alone, measured after its analysis. The first iteration
 (which also runs the symbolic analysis) is excluded from the median and its analysis time listed apart.
 
 Usage: python benchmarks/bench_newton.py [--sizes 1k 10k 36k 130k] [--iterations 4] [--output PATH]
@@ -130,7 +130,7 @@ def main(argv=None):
         f"Beam meshes (6 tets per cell), {args.iterations} Newton iterations per solve, best of "
         f"{args.repeats} solves. 'Newton it.' is the median wall time of iterations 2..N (the first one "
         "also runs the symbolic analysis, listed apart). Per-phase columns are ms per iteration: assembly = "
-        "fused residual + tangent pass and free-DOF extraction, factorization = Pardiso numeric phase, "
+        "fused residual + tangent pass into the free-DOF matrix, factorization = Pardiso numeric phase, "
         "solve = phase 33, residual = residual-only evaluations (the last iteration's). Bare factorization: "
         "the numeric phase of the same matrix alone, 'cold' after evicting the caches with a 256 MB write, "
         "'hot' right after another factorization. Inside the loop the same numeric phase is slower (column "

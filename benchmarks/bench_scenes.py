@@ -103,10 +103,12 @@ def scene_case(path: Path, frames: int) -> dict:
     sim = scene.simulation
     settled = settle(scene.step)
     result = time_frames(scene.step, sim, frames)
-    body = scene.spec.bodies[0].name
     set_times = []
     for constraint, increment in _actuators(sim)[:1]:
-        kind = "cable" if type(constraint).__name__ == "CableConstraint" else "cavity"
+        # the scene key of the actuator: its body and kind (multi-body scenes wrap it in an OffsetConstraint)
+        kind, body = next((kind, body.name) for body in scene.spec.bodies
+                          for kind, specs in (("cable", body.cables), ("cavity", body.cavities))
+                          if constraint.name in {spec.name for spec in specs})
         key = f"body.{body}.{kind}.{constraint.name}.value"
         for _ in range(5):
             started = time.perf_counter()
@@ -114,7 +116,7 @@ def scene_case(path: Path, frames: int) -> dict:
             set_times.append(time.perf_counter() - started)
     result.update(name=path.stem, nodes=sim.X.shape[0], tets=sim.tets.shape[0], settle_frames=settled,
                   set_ms=stats_ms(set_times)["median"],
-                  reequilibration=sim.reequilibration_iterations)
+                  reequilibration=sim.reequilibration_iterations, mode=scene.spec.scene.mode)
     return result
 
 
@@ -189,7 +191,7 @@ def main(argv=None) -> int:
         if "error" in r:
             rows.append([r["name"]] + ["-"] * (len(header) - 2) + [f"failed: {r['error'][:80]}"])
             continue
-        notes = []
+        notes = [f"{r['mode']} mode"] if r.get("mode", "static") != "static" else []
         if r.get("reequilibration"):
             notes.append(f"reequilibration_iterations = {r['reequilibration']}")
         if "contacts" in r:
@@ -202,7 +204,8 @@ def main(argv=None) -> int:
     table = markdown_table(header, rows)
     print(table)
     text = ("## Scene frame times (`benchmarks/bench_scenes.py`)\n\n"
-            f"Static mode, solver converged (settled first), {frames} frames each; times in ms. 'still': "
+            "Static mode unless the notes say otherwise, solver converged (settled first), "
+            f"{frames} frames each; times in ms. 'still': "
             "nothing changes; 'ramp': every cable/cavity value moves a little each frame (a slider drag). "
             "Phases: median FrameReport.times of the ramp frames. 'scene.set': one live edit by key path "
             "(outside the frame).\n\n" + table + "\n")
