@@ -81,6 +81,7 @@ class Simulation:
         self.v = np.zeros_like(self.X)
         self.time = 0.0
         self.x_free: np.ndarray | None = None
+        self._last_static_report = None  # its multipliers start the next static frame's complementarity solves
         self.dynamic_solver = dynamic_solver
         self.mode_of_last_frame = ""
         self.mode = "static"
@@ -109,13 +110,16 @@ class Simulation:
                                     constraint_solver=self.constraint_solver, constraints=self.constraints,
                                     x=self.x, frame=self.frame + 1, free_start=self.x_free,
                                     reequilibration_iterations=self.reequilibration_iterations,
-                                    x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static")
+                                    x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
+                                    last_report=self._last_static_report if self.mode_of_last_frame == "static"
+                                    else None)
         if x_new is None:
             self.failed_frames += 1
             logger.warning("frame %d failed: %s", report.frame, report.message)
         else:
             self.x = x_new
             self.x_free = report.x_free
+            self._last_static_report = report
             self.frame += 1
             self.mode_of_last_frame = "static"
         self.last_report = report
@@ -162,6 +166,7 @@ class Simulation:
         self.v = np.zeros_like(self.X)
         self.time = 0.0
         self.x_free = None
+        self._last_static_report = None
         self.frame = 0
         self.last_report = None
 
