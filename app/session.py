@@ -290,17 +290,22 @@ class Session(QObject):
         def done(_result, error) -> None:
             if error is None:
                 self.path, self.kind = path, "scene"
-                self.message.emit("info", f"saved {path.name}")
-            else:
-                self.last_error = f"Cannot save {path.name}:\n{error}"
-                self.message.emit("error", self.last_error)
-            if on_done is not None:
-                on_done(error)
+            self._finish(error, f"saved {path.name}", f"Cannot save {path.name}", on_done)
 
         if self.runner is None:
             self._fail("no scene is open")
             return
         self.call(f"save {path.name}", lambda scene: scene.save(path), done)
+
+    def _finish(self, error, success: str, failure: str, on_done) -> None:
+        """Emit ``success`` (info) or ``failure: error`` (error, kept in last_error), then ``on_done(error)``."""
+        if error is None:
+            self.message.emit("info", success)
+        else:
+            self.last_error = f"{failure}:\n{error}"
+            self.message.emit("error", self.last_error)
+        if on_done is not None:
+            on_done(error)
 
     def export_frame(self, path: str | Path, on_done: Callable[[Exception | None], None] | None = None) -> None:
         """Write the shown frame as a .vtu on the worker: point data ``displacement`` (n, 3),
@@ -315,13 +320,7 @@ class Session(QObject):
         rest_positions, tets = self.rest_positions, self.tets  # never written in place: safe to read anywhere
 
         def done(_result, error) -> None:
-            if error is None:
-                self.message.emit("info", f"exported {path.name}")
-            else:
-                self.last_error = f"Cannot export {path.name}:\n{error}"
-                self.message.emit("error", self.last_error)
-            if on_done is not None:
-                on_done(error)
+            self._finish(error, f"exported {path.name}", f"Cannot export {path.name}", on_done)
 
         if frame is None or self.runner is None:
             done(None, ValueError("no frame to export: open a scene first"))

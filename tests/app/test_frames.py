@@ -6,6 +6,7 @@ import pytest
 from app.frames import DISPLAY_FIELDS, DisplaySnapshot, complete_frame, has_field, make_display_frame
 from app.resources import default_scene
 from mechanics.scene_runtime import Scene
+from tests.call_counts import count_calls
 
 
 @pytest.fixture(scope="module")
@@ -20,17 +21,8 @@ def pulled_finger():
 @pytest.fixture
 def calls(pulled_finger, monkeypatch):
     """Counts of the per-element field passes of the finger's elasticity (counted on the instance)."""
-    elasticity = pulled_finger.simulation.problem.elasticity
-    counts = {"von_mises": 0, "strain_energy_density": 0}
-    for name in counts:
-        original = getattr(elasticity, name)
-
-        def counting(x, _original=original, _name=name):
-            counts[_name] += 1
-            return _original(x)
-
-        monkeypatch.setattr(elasticity, name, counting)
-    return counts
+    return count_calls(monkeypatch, pulled_finger.simulation.problem.elasticity,
+                       ("von_mises", "strain_energy_density"))
 
 
 def _expected_fields(scene, x):

@@ -15,6 +15,7 @@ from mechanics.fields import nodal_average_operator
 from mechanics.frame_step import FrameReport
 from mechanics.scene import load_scene
 from tests.app.conftest import grab_viewport_pixels, run_frames, share_of_non_background
+from tests.call_counts import count_calls
 
 pytestmark = pytest.mark.gui
 BACKGROUND_RGB = (0x20, 0x24, 0x2B)
@@ -35,17 +36,8 @@ def _expected_nodal_fields(session, x):
 def _count_field_passes(session, monkeypatch) -> dict[str, int]:
     """Count the von Mises and energy density passes of the open scene's elasticity (patched on the instance;
     call it while the worker is idle)."""
-    elasticity = session.scene.simulation.problem.elasticity
-    counts = {"von_mises": 0, "strain_energy_density": 0}
-    for name in counts:
-        original = getattr(elasticity, name)
-
-        def counting(x, _original=original, _name=name):
-            counts[_name] += 1
-            return _original(x)
-
-        monkeypatch.setattr(elasticity, name, counting)
-    return counts
+    return count_calls(monkeypatch, session.scene.simulation.problem.elasticity,
+                       ("von_mises", "strain_energy_density"))
 
 
 def _errors(window) -> list[str]:

@@ -13,10 +13,11 @@ from mechanics.newton import StaticNewtonSolver
 from mechanics.simulation import SNAPSHOT_FIELDS, Simulation
 from mechanics.static_problem import StaticProblem
 from meshes.generate import beam
+from tests.call_counts import count_calls
 
 
 @pytest.fixture
-def bent_beam():
+def bent_beam(monkeypatch):
     """A cantilever beam bent by gravity (2 frames), with ``calls`` counting the stress evaluations."""
     mesh = beam(length=10.0, width=1.0, height=1.0, nx=8, ny=2, nz=2)
     elasticity = TetElasticity(mesh.points, mesh.tets, model="corotational", young=2e3, poisson=0.3)
@@ -26,16 +27,7 @@ def bent_beam():
                             constraint_solver=make_constraint_solver("BlockGaussSeidel"))
     simulation.run(2)
     assert simulation.frame == 2
-    calls = {"von_mises": 0, "cauchy_stress": 0}
-    for name in calls:
-        original = getattr(elasticity, name)
-
-        def counting(x, _original=original, _name=name):
-            calls[_name] += 1
-            return _original(x)
-
-        setattr(elasticity, name, counting)  # on the instance: the class is untouched
-    simulation.calls = calls
+    simulation.calls = count_calls(monkeypatch, elasticity, ("von_mises", "cauchy_stress"))
     return simulation
 
 
