@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gui
 
 
 def _softsim(*args, cwd=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a crash of the app prints every thread's stack to stderr
     return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
                           timeout=180, env=env, cwd=cwd)
 
