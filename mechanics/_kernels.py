@@ -203,11 +203,10 @@ def _frame(x, tet, Q):
 
 
 @njit(cache=True)
-def _corotated_linear(F, R, mu, lam, vol, dNe, P, Ke, want_K, g, eps):
-    """Linear law on the unrotated gradient R^T F; P = R P_lin(R^T F). Returns Psi.
+def _corotated_linear(F, R, mu, lam, P, eps):
+    """Linear law on the unrotated gradient R^T F; P = R P_lin(R^T F) (3, 3). Returns Psi; ``eps`` is scratch.
 
-    Tangent (if ``want_K``): K_e = R K0 R^T block-wise, K0_ab = V [lam dN_a dN_b^T + mu (dN_a.dN_b) I
-    + mu dN_b dN_a^T]; the derivative of R is neglected (as in SOFA).
+    SOFA's tangent R K0 R^T of this law is written by :func:`_scatter_blocks` (``_dyads`` with T = R).
     """
     for i in range(3):
         for j in range(3):
@@ -233,21 +232,6 @@ def _corotated_linear(F, R, mu, lam, vol, dNe, P, Ke, want_K, g, eps):
             for k in range(3):
                 s += R[i, k] * (2.0 * mu * eps[k, j] + (lam * tr if k == j else 0.0))
             P[i, j] = s
-    if want_K:
-        for a in range(4):
-            for i in range(3):
-                g[a, i] = R[i, 0] * dNe[a, 0] + R[i, 1] * dNe[a, 1] + R[i, 2] * dNe[a, 2]
-        for a in range(4):
-            for b in range(a, 4):
-                dd = mu * (dNe[a, 0] * dNe[b, 0] + dNe[a, 1] * dNe[b, 1] + dNe[a, 2] * dNe[b, 2])
-                for i in range(3):
-                    for k in range(3):
-                        v = lam * g[a, i] * g[b, k] + mu * g[b, i] * g[a, k]
-                        if i == k:
-                            v += dd
-                        v *= vol
-                        Ke[3 * a + i, 3 * b + k] = v
-                        Ke[3 * b + k, 3 * a + i] = v
     return psi
 
 
@@ -661,7 +645,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
                 _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u, want_K and exact)
-            psi = _corotated_linear(F, R, mu[e], lam[e], vol[e], dNe, P, Ke, False, g, E)
+            psi = _corotated_linear(F, R, mu[e], lam[e], P, E)
             if want_K and exact:
                 _corotated_exact_tangent(F, R, V, mu[e], lam[e], vol[e], dNe, project_psd, Ke, U, sig, coef,
                                          g, h)
@@ -729,8 +713,6 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_
     E = np.empty((3, 3))
     u = np.empty((2, 3))
     A = np.empty((9, 9))
-    Ke = np.empty((12, 12))
-    g = np.empty((4, 3))
     for e in range(m):
         tet = tets[e]
         dNe = dN[e]
@@ -738,7 +720,7 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
                 _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u, False)
-            psi_out[e] = _corotated_linear(F, R, mu[e], lam[e], 1.0, dNe, P, Ke, False, g, E)
+            psi_out[e] = _corotated_linear(F, R, mu[e], lam[e], P, E)
             for i in range(3):  # sigma = P R^T = R sigma_local R^T
                 for j in range(3):
                     sigma_out[e, i, j] = P[i, 0] * R[j, 0] + P[i, 1] * R[j, 1] + P[i, 2] * R[j, 2]
