@@ -92,7 +92,7 @@ class StaticProblem:
         self._gather: np.ndarray | None = None  # positions of K_free's values in a full tangent's data
         self._gather_pattern = None  # (full indptr, full indices, free indptr, free indices)
         self._buffers: list[sp.csr_matrix] = []  # the two K_free matrices assemblies alternate between
-        self._buffers_pattern = None  # ids of the (indptr, indices) the buffers were made for
+        self._buffers_pattern = None  # the (indptr, indices) the buffers were made for
         self.tangent_matrix: sp.csr_matrix | None = None  # the last assembled K_free
 
     @property
@@ -161,15 +161,15 @@ class StaticProblem:
     def _buffer(self, indptr, indices, has_sorted_indices: bool) -> sp.csr_matrix:
         """The K_free matrix the next assembly writes: of the two sharing ``indptr``/``indices``, the one not
         returned last (so the matrix a solver factorized last keeps its values through the next assembly)."""
-        if self._buffers_pattern != (id(indptr), id(indices)):
+        if self._buffers_pattern is None or self._buffers_pattern[0] is not indptr \
+                or self._buffers_pattern[1] is not indices:
             first = sp.csr_matrix((np.zeros(len(indices)), indices, indptr), shape=(self.n_free, self.n_free))
             second = first.copy()
             second.indptr, second.indices = first.indptr, first.indices  # shared: one Pardiso analysis
             for matrix in (first, second):
                 matrix.has_sorted_indices = has_sorted_indices
             self._buffers = [first, second]
-            self._buffers_pattern = (id(indptr), id(indices))
-            self._pattern_arrays = (indptr, indices)  # keep the ids valid
+            self._buffers_pattern = (indptr, indices)
         return self._buffers[1] if self.tangent_matrix is self._buffers[0] else self._buffers[0]
 
     def _build_gather(self, K: sp.csr_matrix) -> None:
