@@ -6,9 +6,10 @@ Each iteration ``k`` (Caribou's order of operations):
 2. solve ``K_free dx = R(x_k)`` with ``R = (f_int + f_ext + extra_force)[free]``;
 3. ``x_{k+1} = x_k + alpha dx`` (``alpha = 1`` unless the line search is on), ``U += alpha dx``;
 4. recompute ``R(x_{k+1})``, record ``|R|^2`` and the iteration time;
-5. tests, in this order: NaN -> diverged; ``|alpha dx| < correction_tolerance_threshold * |U|`` -> converged;
-   ``|R_{k+1}| < residual_tolerance_threshold * |R_0|`` -> converged; ``|R_{k+1}|`` or ``dx`` at the
-   round-off floor -> converged; growing residual (option, from the second iteration on) -> diverged.
+5. tests, in this order: failed line search or safeguard, NaN -> diverged;
+   ``|alpha dx| < correction_tolerance_threshold * |U|`` -> converged; ``|R_{k+1}| < residual_tolerance_threshold
+   * |R_0|`` -> converged; ``|R_{k+1}|`` or ``dx`` at the round-off floor -> converged; growing residual
+   (option, from the second iteration on) -> diverged.
 
 Choices where Caribou's code and documentation disagree (reference/fem-newton.md 1.2-1.4), and why:
 
@@ -29,24 +30,40 @@ Choices where Caribou's code and documentation disagree (reference/fem-newton.md
   cannot happen with a non-singular tangent, and a zero residual is caught by the pre-check).
 - "max iterations reached" is neither converged nor diverged: the last iterate is returned (with Caribou's
   default ``newton_iterations = 1`` this is the normal interactive outcome). A diverged solve (NaN,
-  growing residual, failed line search) returns a *copy of x0* so the caller keeps its state untouched.
+  growing residual, failed line search or safeguard) returns a *copy of x0* so the caller keeps its state untouched.
 
 ``warm_start``: in Caribou it means that an *iterative* linear solver starts from the previous Newton
 increment instead of zero; here too (the first iteration starts from zero). Independently of it, the Newton
 iterations always start from the ``x0`` given by the caller: the frame step passes the previous frame's
 positions, which is the warm start of the nonlinear solve.
 
+Beyond Caribou, on by default: ``backtrack_invalid_steps`` (the step safeguard). A trial ``x_k + alpha dx`` is
+invalid when it turns an element inside out (``det F`` from > 0 at ``x_k`` to <= 0; elements already inverted
+at ``x_k`` do not count) or when its residual is not finite (the neo-Hookean energy and forces are NaN for
+inverted elements). The inversion test reads the positions only, before the residual is evaluated, so an
+inverting trial costs no assembly. At the first invalid trial of a load step the rest of that load step runs
+with the line search below, started from the load step's iterate of least residual (when that is not ``x_k``,
+the iteration only goes back to it); the line search then also rejects invalid trials. Cutting the invalid
+step alone is not enough: under a large load the first full step from rest is often valid but lands far from
+the equilibrium (a bent cantilever's tip beyond the beam's length, the residual thousands of times the
+initial one), and shortened Newton steps from there wander instead of converging. No valid step length after
+``maximum_line_search_iterations`` cuts -> diverged ("NaN in residual at every step length down to ..." or
+"step inverts k element(s) at every ..."). ``NewtonReport.backtracks`` records the invalid steps. A load step
+that meets no invalid trial runs exactly as without the safeguard. ``backtrack_invalid_steps = False`` is
+Caribou's plain Newton: a NaN residual ends the solve as diverged, and an inverting step is taken.
+
 Beyond Caribou (both off by default): ``line_search`` backtracks ``alpha <- line_search_coefficient * alpha``
 (SOFA NewtonRaphsonSolver's ``lineSearchCoefficient``) until ``|R(x + alpha dx)| < |R(x)|`` or, when the
 problem has a total potential energy (every load conservative), the potential decreases enough (Armijo),
-at most ``maximum_line_search_iterations`` times (else "line search failed", diverged).
+at most ``maximum_line_search_iterations`` times (else "line search failed", diverged). With the safeguard on
+it also rejects invalid trials (without evaluating an inverting one).
 ``load_steps = s > 1`` solves ``s`` problems with the external load and ``extra_force`` scaled by ``j / s``
 (``j = 1..s``), each with up to ``newton_iterations`` iterations and its own ``R_0``; the report's
 ``squared_initial_residual`` is the first step's.
 
-Assembly: when another iteration may follow and the line search is off, the residual at the new iterate is
-computed together with the tangent there (one pass over the elements), and that tangent is used by the next
-iteration; otherwise only the residual is computed. A solve that converges at iteration ``k`` therefore
+Assembly: when another iteration may follow, the line search is off and the step is valid, the residual at
+the new iterate is computed together with the tangent there (one pass over the elements), and that tangent is
+used by the next iteration; otherwise only the residual is computed. A solve that converges at iteration ``k`` therefore
 assembled one tangent it did not factorize (cheaper than a separate force pass per iteration whenever
 ``k >= 2``, or always for the corotational model whose force pass costs as much as its tangent).
 
@@ -82,7 +99,10 @@ class NewtonReport:
     ``x`` is a new ``(n, 3)`` array (the input copy when ``diverged``). Residual lists hold squared norms of
     the free-DOF residual after each iteration; ``iteration_times`` are nanoseconds; ``*_time`` seconds
     summed over the solve (``assembly_time`` = tangent assembly and free-submatrix extraction,
-    ``residual_time`` = force evaluations).
+    ``residual_time`` = force evaluations). ``line_search_steps``: the step length of every iteration that ran
+    the line search. ``backtracks``: one ``(iteration, step length, reason)`` per iteration whose full step was
+    invalid (the safeguard, ``reason`` e.g. "NaN in residual" or "step inverts 3 element(s)"); step length 0
+    when the iteration went back to the load step's iterate of least residual.
     """
 
     x: np.ndarray
@@ -102,6 +122,7 @@ class NewtonReport:
     line_search_steps: list[float] = dataclasses.field(default_factory=list)
     load_step_iterations: list[int] = dataclasses.field(default_factory=list)
     linear_solver_iterations: list[int] = dataclasses.field(default_factory=list)
+    backtracks: list[tuple[int, float, str]] = dataclasses.field(default_factory=list)
 
     @property
     def residual_norms(self) -> np.ndarray:
@@ -165,6 +186,7 @@ _VALIDATORS = {
     "warm_start": _flag,
     "printLog": _flag,
     "line_search": _flag,
+    "backtrack_invalid_steps": _flag,
     "maximum_line_search_iterations": _positive_int,
     "line_search_coefficient": _coefficient,
     "load_steps": _positive_int,
@@ -186,6 +208,9 @@ class StaticNewtonSolver:
     warm_start: iterative linear solvers start from the previous increment.
     printLog: log one line per iteration at INFO level (else at DEBUG).
     line_search, maximum_line_search_iterations (10), line_search_coefficient (0.5): backtracking.
+    backtrack_invalid_steps: the step safeguard (default True): a step that inverts an element or gives a
+        non-finite residual switches the line search on for the rest of the load step; False is Caribou's
+        plain Newton.
     load_steps: int >= 1, load increments per solve.
     linear_solver: an object with ``factorize``/``solve``; a :class:`DirectSolver` by default.
     """
@@ -202,6 +227,7 @@ class StaticNewtonSolver:
         warm_start: bool = True,
         printLog: bool = False,  # noqa: N803 - SOFA's data name
         line_search: bool = False,
+        backtrack_invalid_steps: bool = True,
         maximum_line_search_iterations: int = 10,
         line_search_coefficient: float = 0.5,
         load_steps: int = 1,
@@ -219,6 +245,7 @@ class StaticNewtonSolver:
             warm_start=warm_start,
             printLog=printLog,
             line_search=line_search,
+            backtrack_invalid_steps=backtrack_invalid_steps,
             maximum_line_search_iterations=maximum_line_search_iterations,
             line_search_coefficient=line_search_coefficient,
             load_steps=load_steps,
@@ -333,6 +360,10 @@ class StaticNewtonSolver:
         step_iterations = 0
         status = "running"
         next_tangent = None
+        # the safeguard: whether it switched the line search on, and the iterate of least residual so far
+        # (x, R, |R|, increment), where the line search starts when a step turns out invalid
+        safeguarded = False
+        best = (x, residual, initial_norm, increment_total.copy())
         for iteration in range(1, self.newton_iterations + 1):
             iteration_start = time.perf_counter_ns()
             if next_tangent is None:
@@ -374,25 +405,51 @@ class StaticNewtonSolver:
 
             step_length = 1.0
             x_trial = x + problem.expand(correction)
+            searching = self.line_search or safeguarded
+            # The safeguard's inversion test reads positions only: an inverting step costs no assembly.
+            invalid = self._invalid_step(problem, x, x_trial) if self.backtrack_invalid_steps else None
             # Fused evaluation: when another iteration may follow and no line search can reject the step,
             # compute the residual and the next tangent in one pass over the elements (saves the separate
             # force pass, which costs as much as the tangent for the corotational model). The problem
             # assembles into its other K_free buffer: the factorized matrix keeps its values.
             next_tangent = None
-            if not self.line_search and iteration < self.newton_iterations and hasattr(problem, "system"):
-                start = time.perf_counter()
-                residual_trial, next_tangent = problem.system(x_trial, extra_force, load_factor=load_factor)
-                report.assembly_time += time.perf_counter() - start
-            else:
-                residual_trial = self._evaluate_residual(problem, x_trial, extra_force, load_factor, report)
-            trial_norm = float(np.linalg.norm(residual_trial))
-            line_search_failed = False
-            if self.line_search:
-                step_length, x_trial, residual_trial, trial_norm, line_search_failed = self._line_search(
+            residual_trial, trial_norm = None, float("nan")
+            if invalid is None:
+                if not searching and iteration < self.newton_iterations and hasattr(problem, "system"):
+                    start = time.perf_counter()
+                    residual_trial, next_tangent = problem.system(x_trial, extra_force, load_factor=load_factor)
+                    report.assembly_time += time.perf_counter() - start
+                else:
+                    residual_trial = self._evaluate_residual(problem, x_trial, extra_force, load_factor, report)
+                trial_norm = float(np.linalg.norm(residual_trial))
+                if self.backtrack_invalid_steps and not np.isfinite(trial_norm):
+                    invalid = "NaN in residual"
+                    next_tangent = None  # assembled at the rejected trial
+            if invalid is not None and not searching:
+                # The safeguard: the rest of this load step runs with the line search, from its best iterate.
+                safeguarded = searching = True
+                self._log("Newton iteration #%d: invalid step (%s); line search from here on", iteration, invalid)
+                if best[0] is not x:
+                    x, residual, previous_norm = best[0], best[1], best[2]
+                    increment_total = best[3].copy()
+                    previous_correction = None
+                    step_iterations += 1
+                    report.iterations += 1
+                    report.squared_residuals.append(previous_norm**2)
+                    report.iteration_times.append(time.perf_counter_ns() - iteration_start)
+                    report.backtracks.append((report.iterations, 0.0, invalid))
+                    self._log("Newton iteration #%d: back to the iterate of least residual, |R| = %.6e",
+                              iteration, previous_norm)
+                    continue
+            line_search_failure = None
+            if searching:
+                step_length, x_trial, residual_trial, trial_norm, line_search_failure = self._line_search(
                     problem, x, residual, correction, previous_norm, x_trial, residual_trial, trial_norm,
-                    extra_force, load_factor, report,
+                    extra_force, load_factor, report, invalid,
                 )  # fmt: skip
                 report.line_search_steps.append(step_length)
+                if invalid is not None:
+                    report.backtracks.append((report.iterations + 1, step_length, invalid))
             x = x_trial
             residual = residual_trial
             applied = correction if step_length == 1.0 else step_length * correction
@@ -421,12 +478,12 @@ class StaticNewtonSolver:
                     iteration, trial_norm, relative_residual, relative_correction, elapsed * 1e-6,
                 )  # fmt: skip
 
-            if not np.isfinite(trial_norm):
-                report.reason = "NaN in residual"
+            if line_search_failure is not None and (self.backtrack_invalid_steps or np.isfinite(trial_norm)):
+                report.reason = line_search_failure
                 status = "diverged"
                 break
-            if line_search_failed:
-                report.reason = "line search failed"
+            if not np.isfinite(trial_norm):
+                report.reason = "NaN in residual"
                 status = "diverged"
                 break
             if self.correction_tolerance_threshold > 0.0 and correction_norm < (
@@ -459,21 +516,33 @@ class StaticNewtonSolver:
                 status = "diverged"
                 break
             previous_norm = trial_norm
+            if self.backtrack_invalid_steps and not safeguarded and trial_norm < best[2]:
+                best = (x, residual, trial_norm, increment_total.copy())
         else:
             report.reason = "max iterations reached"
         report.load_step_iterations.append(step_iterations)
         return x, status
 
+    @staticmethod
+    def _invalid_step(problem, x, x_trial) -> str | None:
+        """Why the move from ``x`` to ``x_trial`` is invalid ("step inverts k element(s)"), or None."""
+        counter = getattr(problem, "new_inversions", None)
+        count = counter(x, x_trial) if counter is not None else 0
+        return f"step inverts {count} element(s)" if count else None
+
     def _line_search(
         self, problem, x, residual, correction, current_norm, x_trial, residual_trial, trial_norm,
-        extra_force, load_factor, report,
+        extra_force, load_factor, report, invalid=None,
     ):  # fmt: skip
         """Backtrack until the residual norm decreases or, when the problem has a total potential, the
-        potential satisfies Armijo's condition ``Pi(x + a dx) <= Pi(x) - 1e-4 a R.dx``.
+        potential satisfies Armijo's condition ``Pi(x + a dx) <= Pi(x) - 1e-4 a R.dx``; with the safeguard on,
+        until the trial is valid as well. ``invalid``: why the full step is invalid (its residual is then not
+        evaluated, ``residual_trial`` None).
 
         The energy test accepts the full Newton steps that raise the residual on the way to convergence
         (pure residual backtracking stalls on them); the residual test accepts steps whose energy change is
-        lost in round-off near convergence. Returns ``(alpha, x, R, |R|, failed)``.
+        lost in round-off near convergence. Returns ``(alpha, x, R, |R|, failure)``, ``failure`` None or why
+        no step length was accepted.
         """
         energy_start = None
         slope = float(residual @ correction)  # -dPi/dalpha at alpha = 0, > 0 for an SPD tangent
@@ -492,12 +561,20 @@ class StaticNewtonSolver:
 
         step_length = 1.0
         backtracks = 0
-        while not acceptable(step_length, x_trial, trial_norm):
+        while invalid is not None or not acceptable(step_length, x_trial, trial_norm):
             if backtracks == self.maximum_line_search_iterations:
-                return step_length, x_trial, residual_trial, trial_norm, True
+                failure = "line search failed" if invalid is None else (
+                    f"{invalid} at every step length down to {step_length:g}")
+                return step_length, x_trial, residual_trial, trial_norm, failure
             backtracks += 1
             step_length *= self.line_search_coefficient
             x_trial = x + problem.expand(step_length * correction)
+            invalid = self._invalid_step(problem, x, x_trial) if self.backtrack_invalid_steps else None
+            if invalid is not None:
+                residual_trial, trial_norm = None, float("nan")
+                continue
             residual_trial = self._evaluate_residual(problem, x_trial, extra_force, load_factor, report)
             trial_norm = float(np.linalg.norm(residual_trial))
-        return step_length, x_trial, residual_trial, trial_norm, False
+            if self.backtrack_invalid_steps and not np.isfinite(trial_norm):
+                invalid = "NaN in residual"
+        return step_length, x_trial, residual_trial, trial_norm, None

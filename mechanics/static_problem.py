@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mechanics.errors import ParameterError
+from mechanics.inversion import count_new_inversions
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,14 @@ class StaticProblem:
         if extra_force is not None:
             external -= float(np.sum(np.asarray(extra_force, dtype=np.float64) * x))
         return float(self.elasticity.energy(x)) + load_factor * external
+
+    def new_inversions(self, x_from, x_to) -> int:
+        """Number of tetrahedra that the move from ``x_from`` to ``x_to`` (both ``(n, 3)``) turns inside out
+        (``det F > 0`` before, ``<= 0`` after); 0 when the elasticity has no ``tets`` to test."""
+        tets = getattr(self.elasticity, "tets", None)
+        if tets is None:
+            return 0
+        return count_new_inversions(x_from, x_to, tets)
 
     def _residual_from(self, internal: np.ndarray, external: np.ndarray) -> np.ndarray:
         internal_free = internal.reshape(-1)[self.free_dofs]

@@ -205,7 +205,7 @@ def test_max_iterations_report_returns_last_iterate():
 def test_nan_force_reports_divergence_and_keeps_input():
     network, problem = cantilever((0.0, 0.0, -3.0), nan_above=3.0)
     x0 = network.X.copy()
-    report = StaticNewtonSolver().solve(problem, x0)
+    report = StaticNewtonSolver(backtrack_invalid_steps=False).solve(problem, x0)  # Caribou's plain Newton
     print(report.reason, report.iterations, report.squared_residuals)
     assert report.diverged and not report.converged
     assert report.reason == "NaN in residual"
@@ -213,9 +213,31 @@ def test_nan_force_reports_divergence_and_keeps_input():
     assert np.array_equal(report.x, x0) and report.x is not x0
     assert np.array_equal(x0, network.X)
     # the backtracking line search rejects the NaN step and reaches the equilibrium
-    searched = StaticNewtonSolver(line_search=True).solve(problem, x0)
+    searched = StaticNewtonSolver(line_search=True, backtrack_invalid_steps=False).solve(problem, x0)
     print("line search:", searched.reason, searched.iterations, searched.line_search_steps)
     assert searched.converged and searched.line_search_steps[0] < 1.0
+    # so does the default safeguard, which switches the line search on at the NaN step
+    guarded = StaticNewtonSolver().solve(problem, x0)
+    print("safeguard:", guarded.reason, guarded.iterations, guarded.backtracks)
+    assert guarded.converged and guarded.backtracks[0][0] == 1 and guarded.backtracks[0][2] == "NaN in residual"
+    assert 0.0 < guarded.backtracks[0][1] < 1.0
+    assert np.allclose(guarded.x, searched.x, rtol=0, atol=1e-9)
+
+
+def test_safeguard_fails_when_no_step_length_is_valid():
+    class DefinedAtRestOnly(SpringNetwork):
+        def forces(self, x):
+            return super().forces(x) if np.array_equal(x, self.X) else np.full(x.shape, np.nan)
+
+    X, edges = lattice()
+    network = DefinedAtRestOnly(X, edges)
+    problem = StaticProblem(network, fixed_nodes=np.flatnonzero(X[:, 0] == 0),
+                            loads=[NodalForce(np.flatnonzero(X[:, 0] == X[:, 0].max()), (0.0, 0.0, -1.0))])
+    report = StaticNewtonSolver(maximum_line_search_iterations=4).solve(problem, network.X)
+    print(report.reason, report.iterations)
+    assert report.diverged and report.iterations == 1
+    assert report.reason == "NaN in residual at every step length down to 0.0625"
+    assert np.array_equal(report.x, network.X)
 
 
 def test_residual_growing_option():

@@ -175,3 +175,24 @@ def test_large_deformation_neohookean_beam_matches_scikit_fem():
     # large rotation: the tip drops by 14 % of the length and moves back towards the clamp
     assert -tip_displacement[2] > 1.0 and -tip_displacement[0] > 0.05
     assert difference < 1e-6
+
+
+def test_step_safeguard_solves_a_neohookean_cantilever_at_74_percent_deflection_in_one_or_four_load_steps():
+    X, _, tip, _, problem = beam_problem((10, 2, 2), 10.0, 1.0, "neohookean", 1000.0, 0.45, (0.0, 0.0, -15.0))
+    reference = StaticNewtonSolver(load_steps=12, backtrack_invalid_steps=False).solve(problem, X)
+    deflection = -(reference.x - X)[tip, 2].mean() / 10.0
+    print(f"12 load steps, plain Newton: {reference.reason}, {reference.iterations} iterations, "
+          f"tip deflection {deflection:.4f} of the length")
+    assert reference.converged and abs(deflection - 0.74) < 0.005
+    scale = np.abs(reference.x - X).max()
+    for load_steps, newton_iterations in ((1, 30), (4, 10)):
+        # Caribou's plain Newton: the second full step from rest inverts elements, the energy is NaN there
+        plain = StaticNewtonSolver(load_steps=load_steps, newton_iterations=newton_iterations,
+                                   backtrack_invalid_steps=False).solve(problem, X)
+        assert plain.diverged and plain.reason == "NaN in residual" and np.array_equal(plain.x, X)
+        guarded = StaticNewtonSolver(load_steps=load_steps, newton_iterations=newton_iterations).solve(problem, X)
+        difference = np.abs(guarded.x - reference.x).max() / scale
+        print(f"{load_steps} load step(s): {guarded.reason}, {guarded.iterations} iterations "
+              f"{guarded.load_step_iterations}, backtracks {guarded.backtracks}, difference {difference:.1e}")
+        assert guarded.converged and guarded.backtracks
+        assert difference < 1e-8
