@@ -125,7 +125,8 @@ def make_linear_solver(linear):
 def _newton_parameters(newton) -> dict:
     return {key: getattr(newton, key) for key in (
         "newton_iterations", "correction_tolerance_threshold", "residual_tolerance_threshold",
-        "shoud_diverge_when_residual_is_growing", "warm_start", "printLog", "line_search", "load_steps")}
+        "shoud_diverge_when_residual_is_growing", "warm_start", "printLog", "line_search", "backtrack_invalid_steps",
+        "load_steps")}
 
 
 def _constraint_parameters(constraint) -> dict:

@@ -219,15 +219,21 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, monkeypatch, argum
 
 
 def test_diverging_first_frame_exits_3_and_keeps_the_header(tmp_path, capsys):
-    # A neo-Hookean finger under a 1e7 mN tip load: the first Newton step inverts elements, the neo-Hookean
-    # energy (log J) is undefined there and the residual is NaN, which the Newton solver reports as diverged
-    # (the corotational model has no such singularity, hence the material change).
+    # A neo-Hookean finger under a 1e7 mN tip load: the first Newton step inverts elements, where the
+    # neo-Hookean energy (log J) is undefined; the step safeguard cuts it 10 times, every cut still inverts,
+    # and the Newton solver reports the solve as diverged (the corotational model has no such singularity,
+    # hence the material change).
     scene = finger_variant(tmp_path, "crush.toml", model="neohookean", force_y=-1.0e7)
     out = tmp_path / "out"
     assert cli_main(["run", str(scene), "--frames", "3", "--out", str(out)]) == 3
     line = one_line(capsys.readouterr().err)
-    assert line.startswith("softsim: crush.toml: frame 1 diverged: Newton solve diverged: NaN in residual")
+    assert line.startswith("softsim: crush.toml: frame 1 diverged: Newton solve diverged: step inverts ")
+    assert "element(s) at every step length down to 0.000976562" in line
     assert "0 frame(s) written" in line
+    # Caribou's plain Newton (the safeguard off): the first full step's residual is NaN
+    plain = ["--set", "solver.newton.backtrack_invalid_steps=false"]
+    assert cli_main(["run", str(scene), "--frames", "1", "--out", str(tmp_path / "plain"), *plain]) == 3
+    assert "frame 1 diverged: Newton solve diverged: NaN in residual;" in one_line(capsys.readouterr().err)
     header, rows = read_csv(out / "frames.csv")
     assert header[:9] == list(headless.BASE_COLUMNS) and rows == []
     assert "<DataSet" not in (out / "result.pvd").read_text()

@@ -58,6 +58,9 @@ MEANINGS = {
     "solver.newton.warm_start": "An iterative linear solver starts from the previous Newton increment.",
     "solver.newton.printLog": "Log every Newton iteration (residuals, times).",
     "solver.newton.line_search": "Backtracking line search on each Newton correction.",
+    "solver.newton.backtrack_invalid_steps":
+        "A Newton step that inverts an element or gives a NaN residual turns the line search on for the rest "
+        "of the load step (off: Caribou's plain Newton, which stops as diverged).",
     "solver.newton.load_steps": "Apply the external load in this many equal increments.",
     "solver.newton.reequilibration_iterations":
         "Outer loops re-solving the equilibrium with the constraint forces J^T lambda (0: SOFA's single "

@@ -81,6 +81,10 @@ solver.newton.                              bool (alias should_diverge_..., both
   shoud_diverge_when_residual_is_growing    given must agree)
 solver.newton.warm_start / printLog         bool                                    true / false
 solver.newton.line_search *                 bool                                    false
+solver.newton.backtrack_invalid_steps *     bool (true: a step that inverts an          true
+                                            element or gives a NaN residual turns
+                                            the line search on; false: Caribou's
+                                            plain Newton, NaN ends the solve)
 solver.newton.load_steps *                  integer >= 1                            1
 solver.newton.reequilibration_iterations *  integer >= 0 (outer J^T lambda loops)   0
 solver.linear.type                          direct | cg                             "direct"
@@ -456,6 +460,7 @@ class NewtonSpec:
     warm_start: bool = _key(Flag(), True)
     printLog: bool = _key(Flag(), False)
     line_search: bool = _key(Flag(), False)
+    backtrack_invalid_steps: bool = _key(Flag(), True)
     load_steps: int = _key(Integer(1), 1)
     reequilibration_iterations: int = _key(Integer(0), 0)
 
