@@ -18,7 +18,6 @@ scene = Scene.load(SCENE)  # validates every key; raises SceneError/MeshError/Pa
 # Any value of the scene is read and set by its key path, with the scene file's names; bodies and actuators
 # are addressed by name. Changes are validated like the file and take effect on the next frame.
 print("constraint solver:", scene.get("solver.constraint.type"))
-scene.set("solver.newton.reequilibration_iterations", 5)  # make a large actuation exact, not linearised
 scene.set("body.finger.cable.cable.value", PULL)
 
 previous = scene.positions.copy()  # (n, 3) node positions [mm]

@@ -82,6 +82,11 @@ class CompositeElasticity:
         results = [body.forces_and_tangent(xb) for body, xb in zip(self.bodies, self.split(x))]
         return np.concatenate([f for f, _ in results]), self._fill([K for _, K in results])
 
+    @property
+    def exact_tangent(self) -> bool:
+        """True when every body's tangent is the exact Hessian of its energy."""
+        return all(getattr(body, "exact_tangent", False) for body in self.bodies)
+
     def forces(self, x) -> np.ndarray:
         return np.concatenate([body.forces(xb) for body, xb in zip(self.bodies, self.split(x))])
 
@@ -170,6 +175,20 @@ class OffsetConstraint:
 
     def compliance(self):
         return self.constraint.compliance()
+
+    def force_stiffness(self, x, force):
+        """The wrapped model's triplets with DOFs shifted to the composite (the shifted index arrays are kept
+        while the model returns the same ones, so the frame step's matrix pattern survives)."""
+        terms = self.constraint.force_stiffness(self._local(x), force)
+        if terms is None:
+            return None
+        rows, cols, values = terms
+        cached = self.__dict__.get("_shifted")
+        if cached is None or cached[0] is not rows or cached[1] is not cols:
+            shift = 3 * self.start
+            cached = (rows, cols, rows + shift, cols + shift)
+            self.__dict__["_shifted"] = cached
+        return cached[2], cached[3], values
 
     def store(self, force, x_new) -> None:
         self.constraint.store(force, self._local(x_new))

@@ -156,6 +156,12 @@ class TetElasticity:
                           spd_projection=spd_projection, corotational_tangent=corotational_tangent)
 
     # ------------------------------------------------------------------ parameters
+    @property
+    def exact_tangent(self) -> bool:
+        """True when :meth:`tangent` is the exact Hessian of the energy (every model but the corotational one
+        with SOFA's tangent, which omits the derivative of the rotations, or with the SPD projection)."""
+        return self.model != "corotational" or (self.corotational_tangent == "exact" and not self.spd_projection)
+
     def set_material(self, *, model=None, young=None, poisson=None, rotation_method=None,
                      spd_projection=None, corotational_tangent=None):
         """Change the model and/or parameters live (the sparsity pattern is kept). ``None`` keeps a value.

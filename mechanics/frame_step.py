@@ -40,12 +40,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from mechanics.resolutions import Blocks
+from mechanics.constrained_tangent import ConstrainedTangent
+from mechanics.errors import ParameterError
+from mechanics.resolutions import Blocks, row_residuals
 
 logger = logging.getLogger(__name__)
 
 #: extra projections per frame for contacts that appear only at the corrected positions
 MAX_REDETECTIONS = 3
+#: how a static frame ends: at the nonlinear constrained equilibrium, or with SOFA's single linear correction
+CORRECTIONS = ("equilibrium", "linear")
+#: the constrained equilibrium iterations take at most this many steps per allowed factorization
+STEPS_PER_FACTORIZATION = 5
+#: unbalanced force (relative to the force scale) above which every equilibrium step refactorizes the tangent
+FAR_FROM_EQUILIBRIUM = 1e-3
+#: halvings of a constrained equilibrium step that does not lower the merit before the frame gives up
+MAX_STEP_HALVINGS = 8
+#: a node that moves farther than this many times the body's size (bbox diagonal) means a runaway solve
+MAX_DISPLACEMENT_FACTOR = 10.0
+_ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
+_CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
 
 
 @dataclass
@@ -110,10 +124,29 @@ class FrameReport:
     #: those of the projection about x_free (they differ when the frame re-equilibrates)
     forces: list = field(default_factory=list)
     projection_forces: list = field(default_factory=list)
+    #: the constrained equilibrium iterations (None with the linear correction or without constraint rows)
+    equilibrium: EquilibriumReport | None = None
+    #: True when nothing the frame depends on changed since the last converged frame (its state was kept)
+    unchanged: bool = False
+    #: what the projection about x_free was made of (compared by the next frame to detect "unchanged")
+    signature: tuple | None = None
 
     @property
     def wall_time(self) -> float:
         return sum(self.times.values())
+
+    @property
+    def converged(self) -> bool:
+        """The frame ran and its answer meets the tolerances: the constrained equilibrium converged (or, with
+        the linear correction or without constraint rows, the free Newton solve did) and the complementarity
+        solve converged."""
+        if not self.ok:
+            return False
+        if self.constraint is not None and not self.constraint.converged:
+            return False
+        if self.equilibrium is not None:
+            return self.equilibrium.converged
+        return self.newton is None or bool(self.newton.converged)
 
 
 def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free_dofs: np.ndarray, *,
@@ -178,7 +211,8 @@ def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
 
 
 def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None):
-    """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report).
+    """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report, W with
+    the compliance on its diagonal (m, m)).
 
     ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve".
     """
@@ -192,29 +226,38 @@ def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial
     started = time.perf_counter()
     report = constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
     times["constraint_solve"] = times.get("constraint_solve", 0.0) + time.perf_counter() - started
-    return KinvJt @ report.force, report
+    return KinvJt @ report.force, report, W
 
 
 def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarray, frame: int,
-                free_start: np.ndarray | None = None, reequilibration_iterations: int = 0,
-                x_is_equilibrium: bool = False,
-                last_report: FrameReport | None = None) -> tuple[np.ndarray | None, FrameReport]:
-    """Run Steps I-III from the positions ``x`` (n, 3); never mutates ``x``.
+                free_start: np.ndarray | None = None, correction: str = "equilibrium",
+                x_is_equilibrium: bool = False, last_report: FrameReport | None = None,
+                reuse_unchanged: bool = True,
+                constrained_tangent: ConstrainedTangent | None = None) -> tuple[np.ndarray | None, FrameReport]:
+    """Run Steps I-III from the positions ``x`` (n, 3), then (``correction="equilibrium"``) the constrained
+    Newton iterations that end the frame at the nonlinear constrained equilibrium; never mutates ``x``.
 
     ``free_start`` is where the Newton solve starts (default ``x``): the last frame's free configuration is
     the best start, since the free configuration does not depend on the constraints (when only actuators or
     the drag target changed, Newton then stops at once and its factorization is reused).
+    ``correction``: "equilibrium" (iterate until the Newton tolerances hold, at most ``newton_iterations``
+    times) or "linear" (SOFA's single correction x_free + K^-1 J^T lambda).
     ``x_is_equilibrium``: ``x`` is the previous frame's constrained equilibrium (with the same constraints);
-    the re-equilibration iterations then start from it instead of from the linear correction about x_free,
-    which is much farther away after a large actuation (1-2 iterations per frame instead of 5+).
+    the equilibrium iterations then start from it instead of from the linear correction about x_free,
+    which is much farther away after a large actuation.
     ``last_report``: the last frame's report; the complementarity solves start from its multipliers where a
-    constraint's row count is unchanged (the projection about x_free from the last projection's, the
-    re-equilibration from the last final ones): a still or slowly moving scene then converges in a few
-    sweeps instead of thousands, to the same solution within the solver's tolerance.
+    constraint's row count is unchanged. When that frame converged, Newton found the free configuration
+    unchanged and the constraint rows built about it are the same as that frame's, nothing that the frame
+    depends on has changed: its state is this frame's answer (``report.unchanged``), at the cost of one
+    residual evaluation and one build of the rows. ``reuse_unchanged=False`` (a parameter was edited, e.g. a
+    solver tolerance that none of these compare) solves the frame anyway. ``constrained_tangent`` keeps the
+    equilibrium iterations' matrix pattern and factorization across frames (the caller owns one per problem).
     Returns the new positions (None when the frame failed: the caller keeps its last good state) and the
     report (``report.x_free`` holds the free configuration). A diverged Newton solve, a singular constraint
-    problem or a non-finite result fails the frame.
+    problem, a diverged equilibrium iteration or an implausible result (:func:`check_state`) fails the frame.
     """
+    if correction not in CORRECTIONS:
+        raise ParameterError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
     times: dict[str, float] = {}
     started = time.perf_counter()
     newton_report = newton.solve(problem, x if free_start is None else free_start)
@@ -229,11 +272,16 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     for constraint in constraints:
         constraint.update(x_free)
     enforced = [c for c in constraints if c.enforced and c.active]
-    system, constraint_report, projection_report, x_new = None, None, None, x_free
+    system, constraint_report, projection_report, x_new, equilibrium = None, None, None, x_free, None
     started = time.perf_counter()
     if enforced:
         system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
     times["build"] = time.perf_counter() - started
+    signature = None if system is None else _signature(system)
+    if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged and newton_report.iterations == 0
+            and signature is not None and last_report.signature is not None
+            and _same_signature(signature, last_report.signature)):
+        return x, _unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
     if system is not None and system.n_rows:
         started = time.perf_counter()
         _ensure_factorization(problem, newton, x_free)
@@ -251,89 +299,307 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
                         constraint.remember(x_new)
                         constraint.update(x_free)
                     system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+                    signature = _signature(system)
                 warm = None if last_report is None else system.initial_force(last_report.projection_forces)
-                correction, constraint_report = _project(constraint_solver, newton.linear_solver, system, warm,
-                                                         times=times)
+                correction_dx, constraint_report, W = _project(constraint_solver, newton.linear_solver, system,
+                                                               warm, times=times)
                 started = time.perf_counter()
-                x_new = x_free + problem.expand(correction)
+                x_new = x_free + problem.expand(correction_dx)
                 times["correction"] = times.get("correction", 0.0) + time.perf_counter() - started
         except ValueError as error:  # W not positive on its diagonal: an indefinite tangent
             return None, FrameReport(frame, False, f"constraint projection failed: {error}",
                                      newton=newton_report, times=times)
         projection_report = constraint_report
-        if reequilibration_iterations:
+        if correction == "equilibrium":
             started = time.perf_counter()
-            tolerance = newton.residual_tolerance_threshold
-            start = x if x_is_equilibrium else x_new
-            x_new, system, constraint_report = _reequilibrate(problem, newton.linear_solver, constraint_solver,
-                                                             enforced, x, start, system, constraint_report,
-                                                             reequilibration_iterations,
-                                                             tolerance if tolerance > 0 else 1e-8,
-                                                             last_forces=None if last_report is None
-                                                             else last_report.forces)
+            start, start_force = x_new, constraint_report.force
+            if x_is_equilibrium:
+                start = x
+                last = None if last_report is None else system.initial_force(last_report.forces)
+                start_force = constraint_report.force if last is None else last
+            tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)
+            equilibrium = _equilibrate(problem, newton, constraint_solver, enforced, x, start, system,
+                                       constraint_report, start_force, W, tangent)
             times["reequilibration"] = time.perf_counter() - started
-    if not np.all(np.isfinite(x_new)):
-        return None, FrameReport(frame, False, "the constraint correction produced non-finite positions",
-                                 newton=newton_report, constraint=constraint_report, times=times)
+            if equilibrium.diverged:
+                return None, FrameReport(frame, False, f"constrained equilibrium diverged: {equilibrium.reason}",
+                                         newton=newton_report, constraint=equilibrium.constraint, times=times,
+                                         equilibrium=equilibrium)
+            x_new, system, constraint_report = equilibrium.x, equilibrium.system, equilibrium.constraint
+            final_force = equilibrium.force
+    problem_found = check_state(problem, x_new)
+    if problem_found:
+        return None, FrameReport(frame, False, problem_found, newton=newton_report, constraint=constraint_report,
+                                 times=times, equilibrium=equilibrium)
     projection_forces = [] if projection_report is None else [
         (constraint, projection_report.force[rows].copy()) for constraint, rows in zip(system.constraints,
                                                                                       system.row_ranges)]
     force = np.zeros(0) if constraint_report is None else constraint_report.force
+    if equilibrium is not None:
+        force = final_force
     forces = []
     for constraint in constraints:
         rows = None if system is None else system.rows_of(constraint)
         constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x_new)
         if rows is not None:
             forces.append((constraint, force[rows].copy()))
-    report = _report(frame, newton_report, constraint_report, 0 if system is None else system.n_rows, times)
+    report = _report(frame, newton_report, constraint_report, 0 if system is None else system.n_rows, times,
+                     equilibrium)
     report.x_free = x_free
     report.forces = forces
     report.projection_forces = projection_forces
+    report.signature = signature
     return x_new, report
 
 
-def _reequilibrate(problem, linear_solver, constraint_solver, enforced, x_last, x_cur, system, report, iterations,
-                   tolerance: float = 1e-8, last_forces=None):
-    """Constrained Newton (SQP) iterations from the corrected state; see the module docstring.
+def _signature(system: ConstraintSystem) -> tuple:
+    """Copies of what a complementarity problem about x_free is made of (rows, J, violations, laws)."""
+    J, blocks = system.J_free, system.blocks
+    return (tuple(id(c) for c in system.constraints), J.indptr.copy(), J.indices.copy(), J.data.copy(),
+            system.dfree.copy(), system.compliance.copy(), blocks.kind.copy(), blocks.size.copy(),
+            blocks.target.copy(), blocks.lo.copy(), blocks.hi.copy(), blocks.mu.copy())
 
-    Before each iteration the equilibrium residual R(x) + J^T lambda is checked: once it is below
-    ``tolerance`` x (|f_int| + |f_ext|) the state is accepted without factorizing (a frame whose actuation
-    did not change costs one assembly). Keeps the frame's set of rows (contacts are not
-    re-detected); stops early when the rows change or an iteration produces non-finite values (the last
-    finite state is kept). The first complementarity solve starts from ``last_forces`` (the last frame's
-    final multipliers, closer to this frame's than the projection's about x_free), the next ones from the
-    previous iteration's.
+
+def _same_signature(a: tuple, b: tuple) -> bool:
+    """True when two signatures describe the same problem: same constraints and structure, values equal to
+    1e-13 of their magnitude (a round-off change of the state must not force a full frame)."""
+    if a[0] != b[0]:
+        return False
+    for left, right in zip(a[1:], b[1:]):
+        if left.shape != right.shape:
+            return False
+        if left.dtype.kind in "iu":
+            if not np.array_equal(left, right):
+                return False
+            continue
+        finite = np.isfinite(left)
+        if not np.array_equal(finite, np.isfinite(right)) or not np.array_equal(left[~finite], right[~finite]):
+            return False
+        scale = np.max(np.abs(left[finite]), initial=0.0)
+        if np.any(np.abs(left[finite] - right[finite]) > 1e-13 * scale):
+            return False
+    return True
+
+
+def _unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times) -> FrameReport:
+    """The report of a frame whose inputs did not change: the last frame's state and multipliers."""
+    for constraint, force in last_report.forces:
+        constraint.store(force, x)
+    report = FrameReport(frame, True, "", newton=newton_report, constraint=last_report.constraint,
+                         n_constraint_rows=last_report.n_constraint_rows, times=times,
+                         equilibrium=last_report.equilibrium, unchanged=True)
+    report.x_free = x_free
+    report.forces = last_report.forces
+    report.projection_forces = last_report.projection_forces
+    report.signature = last_report.signature
+    return report
+
+
+def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
+    """Why the positions ``x`` (n, 3) cannot be a solution, or "" when they can: non-finite values, a
+    displacement larger than :data:`MAX_DISPLACEMENT_FACTOR` times the body's size (no solid body deforms
+    that far: the solve ran away), or (``inversion``) an inverted element (det F <= 0)."""
+    if not np.all(np.isfinite(x)):
+        return "the solve produced non-finite positions"
+    rest = problem.elasticity.rest_positions
+    size = _body_size(rest)
+    displacement = np.linalg.norm(x - rest, axis=1)
+    node = int(np.argmax(displacement)) if displacement.size else 0
+    if displacement.size and displacement[node] > MAX_DISPLACEMENT_FACTOR * size:
+        return (f"the solve ran away: node {node} moved {displacement[node]:.4g}, more than "
+                f"{MAX_DISPLACEMENT_FACTOR:g} times the body's size ({size:.4g})")
+    inverted = inverted_elements(rest, problem.elasticity.tets, x) if inversion else ()
+    if len(inverted):
+        return (f"{inverted.size} element(s) inverted (det F <= 0), e.g. tetrahedron {int(inverted[0])}: the "
+                f"actuation or load is beyond what the mesh can take")
+    return ""
+
+
+def _body_size(rest: np.ndarray) -> float:
+    """The diagonal of the bounding box of the rest positions (n, 3)."""
+    return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if rest.size else 0.0
+
+
+def inverted_elements(X: np.ndarray, tets: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Ids (k,) of the tetrahedra whose orientation at ``x`` (n, 3) is opposite to the rest one (det F <= 0)."""
+    def signed(points):
+        a = points[tets[:, 1]] - points[tets[:, 0]]
+        b = points[tets[:, 2]] - points[tets[:, 0]]
+        c = points[tets[:, 3]] - points[tets[:, 0]]
+        return np.einsum("ij,ij->i", np.cross(a, b), c)
+
+    rest = signed(X)
+    return np.flatnonzero(signed(x) * np.sign(rest) <= 0.0)
+
+
+@dataclass
+class EquilibriumReport:
+    """The constrained Newton iterations that end a frame at the nonlinear constrained equilibrium.
+
+    ``iterations``: factorizations done, ``steps``: Newton steps taken (a step may reuse the last
+    factorization); ``residual``: |R + J^T lambda| / force scale at the accepted state;
+    ``constraint_residual``: the largest constraint-law residual of a row, as a length (violation / |J_i|);
+    ``x`` (n, 3), ``system`` and ``constraint`` (the last complementarity report) describe that state.
     """
-    for iteration in range(iterations):
-        residual, K_free = problem.system(x_cur)  # one pass over the elements for both
-        unbalanced = residual + system.J_free.T @ report.force
-        if np.linalg.norm(unbalanced) <= tolerance * getattr(problem, "last_force_scale", 0.0):
-            break
-        linear_solver.factorize(K_free)
-        x_lin = x_cur + problem.expand(linear_solver.solve(residual))
-        candidate = build_constraint_system(enforced, x_last, x_lin, problem.free_dofs, linearize_at=x_cur)
+
+    iterations: int
+    converged: bool
+    diverged: bool
+    reason: str
+    residual: float
+    constraint_residual: float
+    x: np.ndarray | None = None
+    system: ConstraintSystem | None = None
+    constraint: object | None = None
+    steps: int = 0
+    #: the multipliers (m,) of the accepted state (those of ``constraint`` unless no step was taken)
+    force: np.ndarray | None = None
+
+
+@dataclass
+class _State:
+    """A candidate state of the equilibrium iterations and how far it is from the constrained equilibrium."""
+
+    x: np.ndarray
+    force: np.ndarray
+    residual: np.ndarray
+    check: ConstraintSystem
+    unbalanced: float  # |R(x) + J(x)^T lambda|
+    relative: float  # unbalanced / (|f_int| + |f_ext|)
+    length: float  # largest constraint-law residual of a row, as a length
+    balanced: bool
+
+
+def _evaluate(problem, enforced, x_last, x, force, W, residual_tolerance) -> _State:
+    """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,)."""
+    residual = problem.residual(x)
+    check = build_constraint_system(enforced, x_last, x, problem.free_dofs, linearize_at=x)
+    unbalanced = float(np.linalg.norm(residual + check.J_free.T @ force)) if check.n_rows == force.size else np.inf
+    scale = getattr(problem, "last_force_scale", 0.0)
+    length = np.inf
+    if check.n_rows == force.size:
+        violation = check.dfree + check.compliance * force
+        laws = row_residuals(np.maximum(np.diag(W), np.finfo(float).tiny), violation, force, check.blocks)
+        row_norms = np.sqrt(np.asarray(check.J_free.multiply(check.J_free).sum(axis=1)).ravel())
+        length = float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
+    relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
+    balanced = unbalanced <= max(residual_tolerance, _ROUND_OFF_FACTOR) * scale
+    return _State(x, force, residual, check, unbalanced, relative, length, balanced)
+
+
+def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, system, report, force,
+                 W, tangent: ConstrainedTangent) -> EquilibriumReport:
+    """Constrained Newton (SQP) iterations from ``x_cur`` (n, 3) with the multipliers ``force`` (m,).
+
+    Each step first checks the state: the unbalanced force |R(x) + J(x)^T lambda| must be below
+    ``residual_tolerance_threshold`` times |f_int| + |f_ext| (or at its round-off floor), and every
+    constraint row must obey its law at x (:func:`mechanics.resolutions.row_residuals`, measured as a length:
+    row residual / |J_i|) within ``correction_tolerance_threshold`` times the body's size. A state that passes
+    is the frame's answer. Otherwise, with R at x and a factorized tangent K: the free step is K^-1 R, the rows
+    are linearised to x + K^-1 R, the complementarity problem gives lambda and x <- x + K^-1 (R + J^T lambda).
+    A step that leads to an implausible state (:func:`check_state`: a runaway displacement or an inverted
+    element) is halved, with the multipliers, up to :data:`MAX_STEP_HALVINGS` times (a full step from a far
+    start can overshoot into a state the corotational tangent does not describe).
+
+    K is factorized at x (with an exact material tangent, plus the stiffness of the constraint forces at the
+    current lambda, :mod:`mechanics.constrained_tangent`, so that the steps converge quadratically; SOFA's
+    corotational tangent is not the derivative of its forces, and adding the constraints' stiffness to it
+    made the 5 -> 10 mm finger pull diverge where the plain tangent converges linearly) on the
+    first step, on every step while the unbalanced force is above :data:`FAR_FROM_EQUILIBRIUM` of the force
+    scale, and nearer the equilibrium when a step did not at least halve the unbalanced force, unless the step
+    before it was already taken with a new factorization; the other steps reuse the last factorization. With an
+    approximate material tangent (SOFA's corotational one) the convergence is linear whatever is
+    refactorized, and these reused steps cost a residual and a solve instead of an assembly and a
+    factorization. At most ``newton_iterations`` factorizations and :data:`STEPS_PER_FACTORIZATION` times as
+    many steps; the set of rows stays the frame's (contacts are not re-detected). Diverged when no step
+    length gives a plausible state, or the steps end unconverged with an unbalanced force 1000 times larger
+    than where they started.
+    """
+    residual_tolerance = max(newton.residual_tolerance_threshold, 0.0)
+    body_size = _body_size(problem.elasticity.rest_positions)
+    length_tolerance = max(newton.correction_tolerance_threshold, _CORRECTION_ROUND_OFF) * body_size
+    factorizations, steps, last_unbalanced, refactorized_last = 0, 0, None, False
+    solver = newton.linear_solver
+    exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+    state = _evaluate(problem, enforced, x_last, x_cur, force, W, residual_tolerance)
+    first_unbalanced = state.unbalanced
+
+    def finish(converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
+        return EquilibriumReport(factorizations, converged, diverged, reason, state.relative, state.length,
+                                 state.x, state.check if state.check.n_rows == system.n_rows else system, report,
+                                 steps, state.force)
+
+    while True:
+        if state.check.n_rows != system.n_rows:
+            return finish(False, False, "the constraint rows changed during the iterations")
+        if state.balanced and state.length <= length_tolerance:
+            return finish(True, False, "converged")
+        # Far from the equilibrium every step gets a new tangent. Near it, a step that did not halve the
+        # unbalanced force asks for one, unless the step before it had one: then the rate is the material
+        # tangent's own (SOFA's corotational one), not the factorization's age.
+        refactorize = last_unbalanced is not None and (
+            state.relative > FAR_FROM_EQUILIBRIUM
+            or (state.unbalanced > 0.5 * last_unbalanced and not refactorized_last))
+        if steps >= STEPS_PER_FACTORIZATION * newton.newton_iterations or (
+                refactorize and factorizations >= newton.newton_iterations):
+            floor = max(residual_tolerance, _ROUND_OFF_FACTOR) * getattr(problem, "last_force_scale", 0.0)
+            if state.unbalanced > 1e3 * max(first_unbalanced, floor):
+                return finish(False, True, f"the unbalanced force grew from {first_unbalanced:.3g} to "
+                                           f"{state.unbalanced:.3g} in {steps} steps")
+            return finish(False, False, f"not converged after {steps} steps and {factorizations} factorizations "
+                                        f"(unbalanced force {state.relative:.3g} of the force scale, constraint "
+                                        f"residual {state.length:.3g})")
+        refactorized_last = refactorize or steps == 0
+        if refactorized_last:
+            K_free = problem.tangent(state.x)
+            terms = _force_stiffness(state.check, state.x, state.force) if exact else []
+            solver = tangent.solver(newton.linear_solver) if terms else newton.linear_solver
+            solver.factorize(tangent.matrix(K_free, terms) if terms else K_free)
+            factorizations += 1
+        last_unbalanced = state.unbalanced
+        steps += 1
+        x_lin = state.x + problem.expand(solver.solve(state.residual))
+        candidate = build_constraint_system(enforced, x_last, x_lin, problem.free_dofs, linearize_at=state.x)
         if candidate.n_rows != system.n_rows:
-            break
+            return finish(False, False, "the constraint rows changed during the iterations")
         try:
-            start = candidate.initial_force(last_forces) if iteration == 0 else None
-            correction, candidate_report = _project(constraint_solver, linear_solver, candidate,
-                                                    report.force if start is None else start)
+            correction_dx, candidate_report, W = _project(constraint_solver, solver, candidate, state.force)
         except ValueError as error:
-            logger.warning("re-equilibration stopped: %s", error)
-            break
-        x_next = x_lin + problem.expand(correction)
-        if not np.all(np.isfinite(x_next)):
-            break
-        x_cur, system, report = x_next, candidate, candidate_report
-    return x_cur, system, report
+            return finish(False, True, f"constraint projection failed: {error}")
+        step_x = x_lin + problem.expand(correction_dx) - state.x
+        step_force = candidate_report.force - state.force
+        for halving in range(MAX_STEP_HALVINGS + 1):
+            alpha = 0.5 ** halving
+            x_trial = state.x + alpha * step_x
+            if not check_state(problem, x_trial):
+                break
+        else:
+            return finish(False, True, f"every step length up to 1/{2 ** MAX_STEP_HALVINGS} gives an implausible "
+                                       f"state: {check_state(problem, state.x + step_x)}")
+        state = _evaluate(problem, enforced, x_last, x_trial, state.force + alpha * step_force, W,
+                          residual_tolerance)
+        system, report = candidate, candidate_report
 
 
-def _report(frame, newton_report, constraint_report, n_rows, times) -> FrameReport:
+def _force_stiffness(system: ConstraintSystem, x: np.ndarray, force: np.ndarray) -> list:
+    """The constraints' force-stiffness triplets at ``x`` (n, 3) for the multipliers ``force`` (m,)."""
+    terms = []
+    for constraint, rows in zip(system.constraints, system.row_ranges):
+        term = constraint.force_stiffness(x, force[rows])
+        if term is not None:
+            terms.append(term)
+    return terms
+
+
+def _report(frame, newton_report, constraint_report, n_rows, times, equilibrium=None) -> FrameReport:
     warnings = []
-    if not newton_report.converged:
+    if equilibrium is not None:
+        if not equilibrium.converged:
+            warnings.append(f"constrained equilibrium {equilibrium.reason}")
+    elif not newton_report.converged:
         warnings.append(f"Newton did not converge ({newton_report.reason})")
     if constraint_report is not None and not constraint_report.converged:
         warnings.append(f"constraint solver did not converge (error {constraint_report.currentError:.3g} "
                         f"after {constraint_report.currentIterations} iterations)")
     return FrameReport(frame, True, "; ".join(warnings), newton=newton_report, constraint=constraint_report,
-                       n_constraint_rows=n_rows, times=times)
+                       n_constraint_rows=n_rows, times=times, equilibrium=equilibrium)

@@ -406,8 +406,14 @@ def complementarity_residual(W: np.ndarray, dfree: np.ndarray, f: np.ndarray, bl
     f = np.asarray(f, dtype=np.float64)
     if blocks.n_rows == 0:
         return 0.0
-    d = dfree + W @ f
-    w_diag = np.diag(W).copy()
+    return float(row_residuals(np.diag(W).copy(), dfree + W @ f, f, blocks).max())
+
+
+def row_residuals(w_diag: np.ndarray, d: np.ndarray, f: np.ndarray, blocks: Blocks) -> np.ndarray:
+    """Per-row residuals ``(m,)`` of the constraint laws (see :func:`complementarity_residual`) for the
+    violations ``d`` (m,) that the rows have *with* the forces ``f`` (m,) applied; ``w_diag`` (m,) > 0 is the
+    diagonal of W. The residual is zero at a solution whatever positive ``w_diag`` is used, so the diagonal
+    of a W computed at a nearby state serves as well (the frame step checks a new state with the last W)."""
     residual = np.zeros(blocks.n_rows)
     index = blocks._index
     start = blocks.start
@@ -441,4 +447,4 @@ def complementarity_residual(W: np.ndarray, dfree: np.ndarray, f: np.ndarray, bl
         scale = np.where(norm > radius, np.divide(radius, norm, out=np.zeros_like(norm), where=norm > 0), 1.0)
         residual[t] = mean * np.hypot(f[t] - gt * scale, f[s] - gs * scale)
         residual[s] = residual[t]
-    return float(residual.max())
+    return residual

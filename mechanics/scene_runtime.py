@@ -271,7 +271,7 @@ class Scene:
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
         self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
                                      constraints=constraints,
-                                     reequilibration_iterations=newton_spec.reequilibration_iterations,
+                                     correction=newton_spec.correction,
                                      name=body.name,
                                      dynamic_solver=self._dynamic_solver(body, elasticity, fixed, loads,
                                                                          constraint_solver),
@@ -347,7 +347,7 @@ class Scene:
                                            **_dynamic_parameters(spec.solver.dynamic))
         self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
                                      constraints=constraints,
-                                     reequilibration_iterations=newton_spec.reequilibration_iterations,
+                                     correction=newton_spec.correction,
                                      name=spec.scene.name, dynamic_solver=dynamic_solver, mode=spec.scene.mode)
 
     def _attachments(self, offsets) -> list:
@@ -490,6 +490,7 @@ class Scene:
         set_value(self.spec, path, value)
         try:
             self._apply(path)
+            self.simulation.mark_edited()
         except (ParameterError, ValueError) as error:
             self.spec = previous
             self._build_keep_positions()
@@ -512,8 +513,8 @@ class Scene:
         body = spec.bodies[body_index]
         if path.startswith("solver.newton."):
             key = path.rsplit(".", 1)[1]
-            if key == "reequilibration_iterations":
-                sim.reequilibration_iterations = spec.solver.newton.reequilibration_iterations
+            if key == "correction":
+                sim.set_correction(spec.solver.newton.correction)
             else:
                 sim.newton.set_parameters(**_newton_parameters(spec.solver.newton))
         elif path.startswith("solver.linear."):

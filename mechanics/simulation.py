@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mechanics.constrained_tangent import ConstrainedTangent
 from mechanics.errors import ParameterError
 from mechanics.fields import displacement_magnitude, nodal_average_operator
-from mechanics.frame_step import FrameReport, solve_frame
+from mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
 from mechanics.newton import NewtonReport
 
 logger = logging.getLogger(__name__)
@@ -60,18 +61,20 @@ class Simulation:
     newton : mechanics.newton.StaticNewtonSolver.
     constraint_solver : a solver from mechanics.constraint_solvers.
     constraints : constraint models (mechanics.constraints), each named.
-    reequilibration_iterations : outer re-equilibration iterations (0 = SOFA's single linear correction).
+    correction : "equilibrium" (every static frame ends at the nonlinear constrained equilibrium) or "linear"
+        (SOFA's single linear correction x_free + K^-1 J^T lambda).
     dynamic_solver : a mechanics.dynamics.DynamicSolver over this body (needed for ``mode="dynamic"``).
     mode : "static" or "dynamic".
     """
 
-    def __init__(self, *, problem, newton, constraint_solver, constraints=(), reequilibration_iterations: int = 0,
+    def __init__(self, *, problem, newton, constraint_solver, constraints=(), correction: str = "equilibrium",
                  name: str = "body", dynamic_solver=None, mode: str = "static") -> None:
         self.problem = problem
         self.newton = newton
         self.constraint_solver = constraint_solver
         self.constraints = list(constraints)
-        self.reequilibration_iterations = int(reequilibration_iterations)
+        self.correction = "equilibrium"
+        self.set_correction(correction)
         self.name = name
         elasticity = problem.elasticity
         self.X = np.array(elasticity.rest_positions, dtype=np.float64)
@@ -82,6 +85,8 @@ class Simulation:
         self.time = 0.0
         self.x_free: np.ndarray | None = None
         self._last_static_report = None  # its multipliers start the next static frame's complementarity solves
+        self._edited = False  # a parameter changed since the last frame: solve even if the rows look unchanged
+        self._constrained_tangent = ConstrainedTangent(problem.dof_to_free)
         self.dynamic_solver = dynamic_solver
         self.mode_of_last_frame = ""
         self.mode = "static"
@@ -102,6 +107,18 @@ class Simulation:
             self.x_free = None
         self.mode = mode
 
+    def mark_edited(self) -> None:
+        """A parameter changed: the next static frame is solved even if its constraint rows look unchanged."""
+        self._edited = True
+
+    def set_correction(self, correction: str) -> None:
+        """How static frames end: "equilibrium" or "linear" (see :data:`mechanics.frame_step.CORRECTIONS`)."""
+        if correction not in CORRECTIONS:
+            raise ParameterError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+        if correction != self.correction:
+            self._last_static_report = None  # the next frame solves again instead of reusing an "unchanged" state
+        self.correction = correction
+
     def step(self) -> FrameReport:
         """One frame from the current state; on failure the state stays as it was."""
         if self.mode == "dynamic":
@@ -109,10 +126,12 @@ class Simulation:
         x_new, report = solve_frame(problem=self.problem, newton=self.newton,
                                     constraint_solver=self.constraint_solver, constraints=self.constraints,
                                     x=self.x, frame=self.frame + 1, free_start=self.x_free,
-                                    reequilibration_iterations=self.reequilibration_iterations,
+                                    correction=self.correction,
                                     x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
                                     last_report=self._last_static_report if self.mode_of_last_frame == "static"
-                                    else None)
+                                    else None, reuse_unchanged=not self._edited,
+                                    constrained_tangent=self._constrained_tangent)
+        self._edited = False
         if x_new is None:
             self.failed_frames += 1
             logger.warning("frame %d failed: %s", report.frame, report.message)

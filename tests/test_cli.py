@@ -31,7 +31,7 @@ VENV_BIN = Path(sys.executable).parent
 #: the cable pull of the override tests [mm]; 5 re-equilibration iterations make it exact (the default
 #: single linear correction of SoftRobots reaches 3.06 mm for a 5 mm request on the finger)
 PULL = 5.0
-EXACT = ["--set", "solver.newton.reequilibration_iterations=5"]
+EXACT = ["--set", "solver.newton.correction=equilibrium"]
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, float]]]:

@@ -62,9 +62,10 @@ MEANINGS = {
         "A Newton step that inverts an element or gives a NaN residual turns the line search on for the rest "
         "of the load step (off: Caribou's plain Newton, which stops as diverged).",
     "solver.newton.load_steps": "Apply the external load in this many equal increments.",
-    "solver.newton.reequilibration_iterations":
-        "Outer loops re-solving the equilibrium with the constraint forces J^T lambda (0: SOFA's single "
-        "linear correction).",
+    "solver.newton.correction":
+        "equilibrium: constrained Newton iterations end every static frame at the nonlinear constrained "
+        "equilibrium (at most newton_iterations); linear: SOFA's single linear correction x_free + K^-1 J^T "
+        "lambda.",
     "solver.linear.type": "Direct (sparse LU/Cholesky) or conjugate gradient.",
     "solver.linear.backend": "Direct solver library: MKL Pardiso or SciPy.",
     "solver.constraint.type": "Constraint solver of the Gauss-Seidel / Jacobi family or the exact LCP solve.",

@@ -144,6 +144,27 @@ class PointSet:
             shape=(n_rows, 3 * self.n_nodes),
         )
 
+    def pair_structure(self, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The body-DOF layout of 3x3 blocks coupling the points ``first[e]`` and ``second[e]`` (e,): DOF ``rows``
+        and ``cols`` (e q q 9,) and the products of the points' node weights ``(e, q, q)`` (q = 4 for embedded
+        points, 1 for nodes). :meth:`pair_values` turns per-pair blocks into the matching values."""
+        if self.mapping is None:
+            nodes, weights = self.indices[:, None], np.ones((self.n_points, 1))
+        else:
+            nodes, weights = self.mapping.node_ids, self.mapping.weights
+        a, b = nodes[first], nodes[second]
+        axis = np.arange(3)
+        shape = (a.shape[0], a.shape[1], b.shape[1], 3, 3)
+        rows = np.broadcast_to(3 * a[:, :, None, None, None] + axis[None, None, None, :, None], shape)
+        cols = np.broadcast_to(3 * b[:, None, :, None, None] + axis[None, None, None, None, :], shape)
+        products = weights[first][:, :, None] * weights[second][:, None, :]
+        return rows.reshape(-1).copy(), cols.reshape(-1).copy(), products
+
+    @staticmethod
+    def pair_values(products: np.ndarray, blocks: np.ndarray) -> np.ndarray:
+        """Values matching :meth:`pair_structure`'s rows/cols for the point-space blocks ``(e, 3, 3)``."""
+        return (products[:, :, :, None, None] * blocks[:, None, None, :, :]).reshape(-1)
+
 
 class Constraint(abc.ABC):
     """Base class of every constraint model.
@@ -188,6 +209,14 @@ class Constraint(abc.ABC):
     @abc.abstractmethod
     def blocks(self, x: np.ndarray) -> Blocks:
         """Resolution blocks of the rows (block starts are local: the first row is 0)."""
+
+    def force_stiffness(self, x: np.ndarray, force: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The stiffness that the constraint force ``J(x)^T force`` adds to the tangent, ``-d(J(x)^T force)/dx``,
+        as triplets ``(rows, cols, values)`` over the body DOFs (duplicates are summed), or None when J does not
+        depend on x. ``rows`` and ``cols`` must be the same arrays on every call while the constraint's structure
+        is unchanged: the frame step keeps the matrix pattern built from them. The constrained equilibrium
+        iterations add it to K (the Hessian of the Lagrangian), which makes them converge quadratically."""
+        return None
 
     def compliance(self) -> np.ndarray | None:
         """Per-row compliance ``(n_rows,)`` added to W's diagonal, or None for a hard constraint."""

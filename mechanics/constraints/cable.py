@@ -219,6 +219,39 @@ class CableConstraint(Constraint):
         _, gradient = cable_length_and_gradient(self.point_set.positions(x), self.pullPoint)
         return self.point_set.rows_to_dofs(-gradient[None, :, :])
 
+    def force_stiffness(self, x: np.ndarray, force: np.ndarray):
+        """``force * d2L/dx2``: each segment of length l and direction n adds ``(force / l) (I - n n^T)`` on the
+        difference of its end points (the pull point is fixed). Triplets, see
+        :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        if not self.active:
+            return None
+        x = check_positions(self.name, x, self.n_nodes)
+        points = self.point_set.positions(x)
+        if getattr(self, "_pairs", None) is None:
+            k = self.point_set.n_points
+            moving = np.arange(1, k)  # segments between two cable points: (i - 1, i)
+            first = np.concatenate([moving - 1, moving, moving - 1, moving])
+            second = np.concatenate([moving - 1, moving, moving, moving - 1])
+            if self.hasPullPoint:  # the segment from the fixed pull point moves point 0 only
+                first, second = np.append(first, 0), np.append(second, 0)
+            self._pairs = (first, second, *self.point_set.pair_structure(first, second))
+        rows, cols, products = self._pairs[2:]
+        starts = np.vstack([self.pullPoint[None, :], points[:-1]]) if self.hasPullPoint else points[:-1]
+        ends = points if self.hasPullPoint else points[1:]
+        difference = ends - starts
+        length = np.linalg.norm(difference, axis=1)
+        safe = np.where(length > 0.0, length, 1.0)
+        n = difference / safe[:, None]
+        blocks = (float(np.asarray(force).reshape(-1)[0]) / safe)[:, None, None] * (
+            np.eye(3)[None] - n[:, :, None] * n[:, None, :])
+        blocks[length == 0.0] = 0.0
+        # blocks[s] belongs to the segment ending at point s (with a pull point) or at point s + 1
+        inner = blocks[1:] if self.hasPullPoint else blocks
+        pair_blocks = np.concatenate([inner, inner, -inner, -inner])
+        if self.hasPullPoint:
+            pair_blocks = np.concatenate([pair_blocks, blocks[:1]])
+        return rows, cols, self.point_set.pair_values(products, pair_blocks)
+
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """``dfree = J.(x_free - x) + L0 - L(x)`` ``(1,)``."""
         if not self.active:

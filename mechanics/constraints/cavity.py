@@ -52,6 +52,14 @@ logger = logging.getLogger(__name__)
 __all__ = ["SurfacePressureConstraint", "surface_volume", "surface_volume_gradient"]
 
 
+def _skew(v: np.ndarray) -> np.ndarray:
+    """The cross-product matrices ``[v]x`` (k, 3, 3) of the vectors ``v`` (k, 3): ``[v]x w = v x w``."""
+    out = np.zeros((v.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    return out
+
+
 def surface_volume(points: np.ndarray, triangles: np.ndarray) -> float:
     """Signed volume ``(1/6) sum p0 . (p1 x p2)`` enclosed by a closed triangle surface (positive when the
     triangles are oriented with outward normals). ``points (p, 3)``, ``triangles (k, 3)``."""
@@ -220,6 +228,27 @@ class SurfacePressureConstraint(Constraint):
             return sp.csr_matrix((0, 3 * self.n_nodes))
         gradient = surface_volume_gradient(self.point_set.positions(x), self.triangles)
         return self.point_set.rows_to_dofs(self.orientation * gradient[None, :, :])
+
+    def force_stiffness(self, x: np.ndarray, force: np.ndarray):
+        """``-force * orientation * d2V/dx2`` (the pressure's follower-load stiffness): for a triangle (a, b, c),
+        ``V = a.(b x c) / 6`` couples its vertices with ``d2V/da db = -[c]x / 6``, ``d2V/da dc = [b]x / 6``,
+        ``d2V/db dc = -[a]x / 6`` (and their transposes). Triplets, see
+        :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        if not self.active:
+            return None
+        x = check_positions(self.name, x, self.n_nodes)
+        points = self.point_set.positions(x)
+        t = self.triangles
+        if getattr(self, "_pairs", None) is None:
+            first = np.concatenate([t[:, 0], t[:, 0], t[:, 1], t[:, 1], t[:, 2], t[:, 2]])
+            second = np.concatenate([t[:, 1], t[:, 2], t[:, 2], t[:, 0], t[:, 0], t[:, 1]])
+            self._pairs = self.point_set.pair_structure(first, second)
+        rows, cols, products = self._pairs
+        a, b, c = (points[t[:, i]] for i in range(3))
+        scale = -float(np.asarray(force).reshape(-1)[0]) * self.orientation / 6.0
+        ab, ac, bc = -_skew(c) * scale, _skew(b) * scale, -_skew(a) * scale
+        blocks = np.concatenate([ab, ac, bc, np.swapaxes(ab, 1, 2), np.swapaxes(ac, 1, 2), np.swapaxes(bc, 1, 2)])
+        return rows, cols, self.point_set.pair_values(products, blocks)
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """``dfree = J.(x_free - x) + growth(x)`` ``(1,)``."""

@@ -56,8 +56,22 @@ def show(value: Any) -> str:
     return repr(value)
 
 
+#: keys that an earlier scene format had, with what replaces them (key in the same table, explanation)
+REPLACED_KEYS = {
+    "reequilibration_iterations": (
+        "correction",
+        'replaced by correction = "equilibrium" (the default: every static frame ends at the constrained '
+        'equilibrium, iterating at most newton_iterations times) or "linear" (SOFA\'s single linear correction)',
+    ),
+}
+
+
 def suggest(word: str, candidates: Sequence[str]) -> str:
-    """``"; did you mean X?"`` for the closest candidate, or an empty string when none is close."""
+    """``"; did you mean X?"`` for the closest candidate, or an empty string when none is close. A key of an
+    earlier format (:data:`REPLACED_KEYS`) is answered with what replaces it."""
+    replaced = REPLACED_KEYS.get(word)
+    if replaced is not None and replaced[0] in candidates:
+        return f"; {replaced[1]}"
     lowered = {c.lower(): c for c in candidates}
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
     return f"; did you mean {lowered[match[0]]}?" if match else ""

@@ -86,7 +86,10 @@ solver.newton.backtrack_invalid_steps *     bool (true: a step that inverts an  
                                             the line search on; false: Caribou's
                                             plain Newton, NaN ends the solve)
 solver.newton.load_steps *                  integer >= 1                            1
-solver.newton.reequilibration_iterations *  integer >= 0 (outer J^T lambda loops)   0
+solver.newton.correction *                  equilibrium | linear                    "equilibrium"
+                                            (equilibrium: constrained Newton until
+                                            the Newton tolerances; linear: SOFA's
+                                            single correction)
 solver.linear.type                          direct | cg                             "direct"
 solver.linear.backend * (direct)            auto | pardiso | scipy                  "auto"
 solver.linear.maximum_number_of_iterations  integer >= 1 (cg)                       1000
@@ -462,7 +465,7 @@ class NewtonSpec:
     line_search: bool = _key(Flag(), False)
     backtrack_invalid_steps: bool = _key(Flag(), True)
     load_steps: int = _key(Integer(1), 1)
-    reequilibration_iterations: int = _key(Integer(0), 0)
+    correction: str = _key(Choice("equilibrium", "linear"), "equilibrium")
 
 
 @dataclass(kw_only=True)

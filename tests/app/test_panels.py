@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gui
 FINGER = resource_path("scenes", "finger.toml")
 NEWTON_KEYS = ("newton_iterations", "correction_tolerance_threshold", "residual_tolerance_threshold",
                "shoud_diverge_when_residual_is_growing", "warm_start", "printLog", "line_search", "load_steps",
-               "reequilibration_iterations")
+               "correction")
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def test_2000_frames_with_random_parameter_changes(main_window, qtbot):
     # cheap frames (the soak is about robustness and memory, not accuracy): few Newton iterations, no
     # re-equilibration iterations
     assert session.set_parameter("solver.newton.newton_iterations", 2) is None
-    assert session.set_parameter("solver.newton.reequilibration_iterations", 0) is None
+    assert session.set_parameter("solver.newton.correction", "linear") is None
     random = np.random.default_rng(7)
     edits = [
         ("body.finger.cable.cable.value", lambda: float(random.uniform(0.0, 8.0))),

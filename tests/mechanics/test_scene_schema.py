@@ -182,7 +182,7 @@ def test_defaults_of_a_minimal_scene(tmp_path: Path) -> None:
     assert (newton.newton_iterations, newton.correction_tolerance_threshold) == (10, 1e-8)
     assert newton.residual_tolerance_threshold == 1e-8
     assert newton.shoud_diverge_when_residual_is_growing is False and newton.warm_start is True
-    assert (newton.line_search, newton.load_steps, newton.reequilibration_iterations) == (False, 1, 0)
+    assert (newton.line_search, newton.load_steps, newton.correction) == (False, 1, "equilibrium")
     constraint = spec.solver.constraint
     assert (constraint.type, constraint.maxIterations, constraint.tolerance) == (
         "BlockGaussSeidel",

@@ -48,11 +48,11 @@ def test_every_shipped_scene_is_tested():
 
 
 # -- finger ---------------------------------------------------------------------------------------------------
-def test_finger_reaches_the_cable_displacement_with_reequilibration():
-    """SOFA's single linear correction (the default) against re-equilibration, on a 5 mm then a 10 mm pull."""
+def test_finger_reaches_the_cable_displacement_with_the_default_correction():
+    """SOFA's single linear correction against the default equilibrium correction, 5 mm then 10 mm pulls."""
     results = {}
-    for iterations in (0, 10):
-        scene = load("finger", **{"solver.newton.reequilibration_iterations": iterations})
+    for iterations, correction in ((0, "linear"), (10, "equilibrium")):
+        scene = load("finger", **{"solver.newton.correction": correction})
         for value in (5.0, 10.0):
             scene.set("body.finger.cable.cable.value", value)
             run_checked(scene, 2)
@@ -68,7 +68,7 @@ def test_finger_reaches_the_cable_displacement_with_reequilibration():
 
 def test_finger_at_rest_cable_holds_the_sagging_finger():
     """value 0 with minForce 0: gravity lengthens the upper cable, which pulls (force > 0) to keep L = L0."""
-    scene = load("finger", **{"solver.newton.reequilibration_iterations": 5})
+    scene = load("finger")
     run_checked(scene, 2)
     outputs = scene.outputs()
     assert outputs["cable.displacement"] == pytest.approx(0.0, abs=1e-6)
@@ -79,7 +79,7 @@ def test_finger_at_rest_cable_holds_the_sagging_finger():
 
 # -- trunk ----------------------------------------------------------------------------------------------------
 def test_trunk_long_cable_pull_lifts_the_trunk_with_rate_limit():
-    scene = load("trunk", **{"solver.newton.reequilibration_iterations": 5})
+    scene = load("trunk")
     run_checked(scene, 1)
     tip = scene.mesh.point_sets["tip"]
     tip_rest_pull = scene.positions[tip, 1].mean()
@@ -176,7 +176,7 @@ def test_balloon_reaches_the_volume_growth():
 
 
 def test_balloon_linear_correction_error_without_reequilibration():
-    scene = load("balloon", **{"solver.newton.reequilibration_iterations": 0})
+    scene = load("balloon", **{"solver.newton.correction": "linear"})
     run_checked(scene, 7)
     growth = scene.outputs()["cavity.volumeGrowth"]
     print(f"balloon without re-equilibration: growth {growth:.3f} for 500 imposed")

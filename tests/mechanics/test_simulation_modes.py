@@ -66,7 +66,6 @@ def test_the_finger_scene_in_dynamic_mode_settles_where_the_static_frame_puts_it
     from mechanics import Scene
 
     static = Scene.load("resources/scenes/finger.toml")
-    static.set("solver.newton.reequilibration_iterations", 10)
     static.set("body.finger.cable.cable.value", 4.0)
     for _ in range(3):
         assert static.step().ok

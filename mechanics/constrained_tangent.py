@@ -1,0 +1,75 @@
+"""The tangent of the constrained equilibrium iterations: K_free plus the stiffness of the constraint forces.
+
+Newton on ``R(x) + J(x)^T lambda = 0`` needs ``K - d(J^T lambda)/dx`` (the Hessian of the Lagrangian): a
+cable under tension stiffens sideways, a pressurised cavity's force follows its walls. Without that term the
+iterations still converge, but only linearly. The constraints give the term as triplets over the body DOFs
+(:meth:`mechanics.constraints.base.Constraint.force_stiffness`); :class:`ConstrainedTangent` adds them to
+``K_free`` on a pattern computed once per structure, so the sparse factorization keeps its symbolic analysis,
+and factorizes the sum with a linear solver of its own (the Newton solver's keeps the pattern of ``K_free``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from mechanics.linear_solvers import CGSolver, DirectSolver
+
+
+def solver_like(solver):
+    """A new, unfactorized linear solver of the same kind and settings as ``solver``."""
+    if isinstance(solver, CGSolver):
+        return CGSolver(maximum_number_of_iterations=solver.maximum_number_of_iterations,
+                        residual_tolerance_threshold=solver.residual_tolerance_threshold,
+                        preconditioning_method=solver.preconditioning_method)
+    return DirectSolver(backend=getattr(solver, "requested_backend", "auto"))
+
+
+class ConstrainedTangent:
+    """``K_free + S_free`` on a fixed pattern, and a linear solver for it.
+
+    ``dof_to_free`` (3n,) maps a body DOF to its free index (-1 for a fixed DOF).
+    """
+
+    def __init__(self, dof_to_free: np.ndarray) -> None:
+        self.dof_to_free = np.asarray(dof_to_free, dtype=np.int64)
+        self._key: tuple | None = None
+        self._solver = None
+        self._solver_template = None
+
+    def solver(self, template):
+        """The linear solver of the constrained tangent, made like ``template`` (remade when it changes)."""
+        if self._solver is None or self._solver_template is not template:
+            self._solver, self._solver_template = solver_like(template), template
+        return self._solver
+
+    def matrix(self, K_free: sp.csr_matrix, terms: list) -> sp.csr_matrix:
+        """``K_free`` (csr, sorted indices) plus the triplets ``terms`` [(rows, cols, values), ...] restricted to
+        the free DOFs. The result's ``indptr``/``indices`` are the same arrays while K's pattern and the terms'
+        index arrays are the same objects."""
+        key = (K_free.indices, K_free.indptr, *[t[0] for t in terms], *[t[1] for t in terms])
+        if self._key is None or len(key) != len(self._key) or any(a is not b for a, b in zip(key, self._key)):
+            self._build(K_free, terms)
+            self._key = key
+        data = np.zeros(self._indices.size)
+        data[self._k_positions] = K_free.data
+        for (_, _, values), (keep, positions) in zip(terms, self._term_positions):
+            data += np.bincount(positions, weights=values[keep], minlength=data.size)
+        return sp.csr_matrix((data, self._indices, self._indptr), shape=K_free.shape)
+
+    def _build(self, K_free: sp.csr_matrix, terms: list) -> None:
+        n = K_free.shape[0]
+        k_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(K_free.indptr))
+        k_keys = k_rows * n + K_free.indices
+        term_keys = []
+        for rows, cols, _ in terms:
+            free_rows, free_cols = self.dof_to_free[rows], self.dof_to_free[cols]
+            keep = (free_rows >= 0) & (free_cols >= 0)
+            term_keys.append((keep, free_rows[keep] * n + free_cols[keep]))
+        keys = np.unique(np.concatenate([k_keys, *[k for _, k in term_keys]]))
+        rows = keys // n
+        self._indices = (keys % n).astype(K_free.indices.dtype)
+        self._indptr = np.zeros(n + 1, dtype=K_free.indptr.dtype)
+        np.cumsum(np.bincount(rows, minlength=n), out=self._indptr[1:])
+        self._k_positions = np.searchsorted(keys, k_keys)
+        self._term_positions = [(keep, np.searchsorted(keys, k)) for keep, k in term_keys]
