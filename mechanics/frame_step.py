@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from mechanics.constrained_tangent import ConstrainedTangent
 from mechanics.errors import ParameterError
+from mechanics.inversion import count_new_inversions
 from mechanics.resolutions import Blocks, row_residuals
 
 logger = logging.getLogger(__name__)
@@ -278,8 +279,8 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
     times["build"] = time.perf_counter() - started
     signature = None if system is None else _signature(system)
-    if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged and newton_report.iterations == 0
-            and signature is not None and last_report.signature is not None
+    if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged
+            and newton_report.iterations == 0 and signature is not None and last_report.signature is not None
             and _same_signature(signature, last_report.signature)):
         return x, _unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
     if system is not None and system.n_rows:
@@ -408,28 +409,16 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     if displacement.size and displacement[node] > MAX_DISPLACEMENT_FACTOR * size:
         return (f"the solve ran away: node {node} moved {displacement[node]:.4g}, more than "
                 f"{MAX_DISPLACEMENT_FACTOR:g} times the body's size ({size:.4g})")
-    inverted = inverted_elements(rest, problem.elasticity.tets, x) if inversion else ()
-    if len(inverted):
-        return (f"{inverted.size} element(s) inverted (det F <= 0), e.g. tetrahedron {int(inverted[0])}: the "
-                f"actuation or load is beyond what the mesh can take")
+    inverted = count_new_inversions(rest, x, problem.elasticity.tets) if inversion else 0
+    if inverted:
+        return (f"{inverted} element(s) inverted (det F <= 0): the actuation or load is beyond what the mesh "
+                f"can take")
     return ""
 
 
 def _body_size(rest: np.ndarray) -> float:
     """The diagonal of the bounding box of the rest positions (n, 3)."""
     return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if rest.size else 0.0
-
-
-def inverted_elements(X: np.ndarray, tets: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Ids (k,) of the tetrahedra whose orientation at ``x`` (n, 3) is opposite to the rest one (det F <= 0)."""
-    def signed(points):
-        a = points[tets[:, 1]] - points[tets[:, 0]]
-        b = points[tets[:, 2]] - points[tets[:, 0]]
-        c = points[tets[:, 3]] - points[tets[:, 0]]
-        return np.einsum("ij,ij->i", np.cross(a, b), c)
-
-    rest = signed(X)
-    return np.flatnonzero(signed(x) * np.sign(rest) <= 0.0)
 
 
 @dataclass
