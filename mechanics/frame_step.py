@@ -459,6 +459,19 @@ class _State:
     balanced: bool
 
 
+def _law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray, force: np.ndarray,
+                 blocks: Blocks) -> float:
+    """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
+    laws = row_residuals(np.maximum(w_diag, np.finfo(float).tiny), violation, force, blocks)
+    row_norms = np.sqrt(np.asarray(J_free.multiply(J_free).sum(axis=1)).ravel())
+    return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
+
+
+def _solve_accuracy(system: ConstraintSystem, W: np.ndarray, force: np.ndarray) -> float:
+    """How well the complementarity solve met the linearised laws (W, dfree) with ``force``, as a length."""
+    return _law_lengths(system.J_free, np.diag(W), system.dfree + W @ force, force, system.blocks)
+
+
 def _evaluate(problem, enforced, x_last, x, force, W, residual_tolerance) -> _State:
     """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,)."""
     residual = problem.residual(x)
@@ -467,10 +480,8 @@ def _evaluate(problem, enforced, x_last, x, force, W, residual_tolerance) -> _St
     scale = getattr(problem, "last_force_scale", 0.0)
     length = np.inf
     if check.n_rows == force.size:
-        violation = check.dfree + check.compliance * force
-        laws = row_residuals(np.maximum(np.diag(W), np.finfo(float).tiny), violation, force, check.blocks)
-        row_norms = np.sqrt(np.asarray(check.J_free.multiply(check.J_free).sum(axis=1)).ravel())
-        length = float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
+        length = _law_lengths(check.J_free, np.diag(W), check.dfree + check.compliance * force, force,
+                              check.blocks)
     relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
     balanced = unbalanced <= max(residual_tolerance, _ROUND_OFF_FACTOR) * scale
     return _State(x, force, residual, check, unbalanced, relative, length, balanced)
@@ -483,7 +494,9 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     Each step first checks the state: the unbalanced force |R(x) + J(x)^T lambda| must be below
     ``residual_tolerance_threshold`` times |f_int| + |f_ext| (or at its round-off floor), and every
     constraint row must obey its law at x (:func:`mechanics.resolutions.row_residuals`, measured as a length:
-    row residual / |J_i|) within ``correction_tolerance_threshold`` times the body's size. A state that passes
+    row residual / |J_i|) within ``correction_tolerance_threshold`` times the body's size of the accuracy the
+    last complementarity solve reached on its linearised laws (an iterative solver stops at its own
+    tolerance, and no outer iteration can do better than that). A state that passes
     is the frame's answer. Otherwise, with R at x and a factorized tangent K: the free step is K^-1 R, the rows
     are linearised to x + K^-1 R, the complementarity problem gives lambda and x <- x + K^-1 (R + J^T lambda).
     A step that leads to an implausible state (:func:`check_state`: a runaway displacement or an inverted
@@ -512,6 +525,7 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     exact = bool(getattr(problem.elasticity, "exact_tangent", False))
     state = _evaluate(problem, enforced, x_last, x_cur, force, W, residual_tolerance)
     first_unbalanced = state.unbalanced
+    solve_accuracy = _solve_accuracy(system, W, report.force) if system.n_rows == report.force.size else 0.0
 
     def finish(converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
         return EquilibriumReport(factorizations, converged, diverged, reason, state.relative, state.length,
@@ -521,7 +535,7 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     while True:
         if state.check.n_rows != system.n_rows:
             return finish(False, False, "the constraint rows changed during the iterations")
-        if state.balanced and state.length <= length_tolerance:
+        if state.balanced and state.length <= length_tolerance + 2.0 * solve_accuracy:
             return finish(True, False, "converged")
         # Far from the equilibrium every step gets a new tangent. Near it, a step that did not halve the
         # unbalanced force asks for one, unless the step before it had one: then the rate is the material
@@ -568,6 +582,7 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
         state = _evaluate(problem, enforced, x_last, x_trial, state.force + alpha * step_force, W,
                           residual_tolerance)
         system, report = candidate, candidate_report
+        solve_accuracy = _solve_accuracy(candidate, W, candidate_report.force)
 
 
 def _force_stiffness(system: ConstraintSystem, x: np.ndarray, force: np.ndarray) -> list:

@@ -156,7 +156,14 @@ class Simulation:
                               squared_initial_residual=squared[0] if squared else 0.0,
                               iterative_linear_solver_squared_residuals=[],
                               iterative_linear_solver_squared_rhs_norms=[])
-        report = FrameReport(self.frame + 1, result.ok, "" if result.ok else result.message, newton=newton,
+        warnings = []
+        if result.ok and not result.converged:
+            warnings.append(f"implicit step did not converge ({result.message or 'iterations done'})")
+        if result.ok and result.constraint is not None and not result.constraint.converged:
+            warnings.append(f"constraint solver did not converge (error {result.constraint.currentError:.3g} "
+                            f"after {result.constraint.currentIterations} iterations)")
+        report = FrameReport(self.frame + 1, result.ok, "; ".join(warnings) if result.ok else result.message,
+                             newton=newton,
                              constraint=result.constraint, n_constraint_rows=result.n_constraint_rows,
                              times=dict(result.times))
         if result.ok:
