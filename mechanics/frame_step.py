@@ -57,6 +57,9 @@ STEPS_PER_FACTORIZATION = 5
 FAR_FROM_EQUILIBRIUM = 1e-3
 #: halvings of a constrained equilibrium step that does not lower the merit before the frame gives up
 MAX_STEP_HALVINGS = 8
+#: an unconverged complementarity solve that misses the constraint laws by more than this fraction of the
+#: body's size fails the frame
+MAX_CONSTRAINT_MISS = 1e-2
 #: a node that moves farther than this many times the body's size (bbox diagonal) means a runaway solve
 MAX_DISPLACEMENT_FACTOR = 10.0
 _ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
@@ -311,6 +314,10 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
             return None, FrameReport(frame, False, f"constraint projection failed: {error}",
                                      newton=newton_report, times=times)
         projection_report = constraint_report
+        accuracy = _solve_accuracy(system, W, constraint_report.force)
+        if _solve_failed(constraint_report, accuracy, _body_size(problem.elasticity.rest_positions)):
+            return None, FrameReport(frame, False, _solve_failure(constraint_report, accuracy), newton=newton_report,
+                                     constraint=constraint_report, times=times)
         if correction == "equilibrium":
             started = time.perf_counter()
             start, start_force = x_new, constraint_report.force
@@ -472,6 +479,18 @@ def _solve_accuracy(system: ConstraintSystem, W: np.ndarray, force: np.ndarray) 
     return _law_lengths(system.J_free, np.diag(W), system.dfree + W @ force, force, system.blocks)
 
 
+def _solve_failed(report, accuracy: float, body_size: float) -> bool:
+    """An unconverged complementarity solve whose answer misses the laws by more than
+    :data:`MAX_CONSTRAINT_MISS` of the body's size: a diverging iteration (e.g. ImprovedJacobi with too strong
+    a spectral correction), not merely an unfinished one."""
+    return not report.converged and accuracy > MAX_CONSTRAINT_MISS * body_size
+
+
+def _solve_failure(report, accuracy: float) -> str:
+    return (f"the constraint solver diverged (error {report.currentError:.3g} after {report.currentIterations} "
+            f"iterations; its answer misses the constraint laws by {accuracy:.3g} in length)")
+
+
 def _evaluate(problem, enforced, x_last, x, force, W, residual_tolerance) -> _State:
     """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,)."""
     residual = problem.residual(x)
@@ -583,6 +602,8 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
                           residual_tolerance)
         system, report = candidate, candidate_report
         solve_accuracy = _solve_accuracy(candidate, W, candidate_report.force)
+        if _solve_failed(candidate_report, solve_accuracy, body_size):
+            return finish(False, True, _solve_failure(candidate_report, solve_accuracy))
 
 
 def _force_stiffness(system: ConstraintSystem, x: np.ndarray, force: np.ndarray) -> list:

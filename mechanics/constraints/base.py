@@ -310,6 +310,12 @@ def check_order(owner: str, lo_key: str, lo: float | None, hi_key: str, hi: floa
         raise ParameterError(f"{owner}: {lo_key}={lo} must not exceed {hi_key}={hi}")
 
 
+def short_of(achieved: float, commanded: float) -> float:
+    """1.0 when ``achieved`` misses ``commanded`` by more than 1e-6 of their size (a bound or a rate limit
+    stopped the actuator), else 0.0: the ``limited`` output of the actuators."""
+    return float(abs(achieved - commanded) > 1e-6 * max(abs(achieved), abs(commanded)) + 1e-12)
+
+
 def or_inf(value: float | None, sign: float) -> float:
     """``value``, or ``sign * inf`` when unset."""
     return sign * math.inf if value is None else float(value)

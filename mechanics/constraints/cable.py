@@ -35,6 +35,7 @@ from mechanics.constraints.base import (
     choice,
     or_inf,
     real,
+    short_of,
 )
 from mechanics.errors import ParameterError
 from mechanics.resolutions import Blocks
@@ -301,5 +302,13 @@ class CableConstraint(Constraint):
         return self.L0 - self.cableLength
 
     @property
+    def limited(self) -> float:
+        """1.0 when the commanded value was not reached (a force or displacement bound, or maxDispVariation,
+        stopped the cable), else 0.0."""
+        achieved = self.displacement if self.valueType == "displacement" else self.force
+        return short_of(achieved, float(self.value))
+
+    @property
     def outputs(self) -> dict[str, float]:
-        return {"cableLength": self.cableLength, "displacement": self.displacement, "force": self.force}
+        return {"cableLength": self.cableLength, "displacement": self.displacement, "force": self.force,
+                "limited": self.limited}

@@ -43,6 +43,7 @@ from mechanics.constraints.base import (
     choice,
     or_inf,
     real,
+    short_of,
 )
 from mechanics.errors import ParameterError
 from mechanics.resolutions import Blocks
@@ -312,4 +313,6 @@ class SurfacePressureConstraint(Constraint):
             "initialCavityVolume": self.initialCavityVolume,
             "pressure": self.pressure,
             "volumeGrowth": self.volumeGrowth,
+            "limited": short_of(self.volumeGrowth if self.valueType == "volumeGrowth" else self.pressure,
+                                float(self.value)),
         }
