@@ -1,4 +1,4 @@
-"""One frame of the constraint resolution method (seed 001, DESIGN.md section 2).
+"""One static frame of the constraint resolution method (SOFA's FreeMotionAnimationLoop, made static).
 
 Step I    free configuration: static Newton on f_int(x) + f_ext = 0 over the free DOFs with lambda = 0,
           warm-started from the last frame's positions.
@@ -13,22 +13,24 @@ last constrained state, and linearising there made successive frames oscillate).
 their tangential rows from the last frame's positions (``measures_motion``), so sticking means "no slip since
 the last frame".
 
-Optional (``reequilibration_iterations``, off by default): outer iterations that make large actuations exact
-instead of linearised. Each one takes a Newton step on the equilibrium with the constraint forces J^T lambda
-as an external load and re-projects: at the current x, with K and R = f_int + f_ext, the free step is
-K^-1 R, the violation is linearised to x + K^-1 R, the complementarity problem gives the total lambda and
-x <- x + K^-1 (R + J^T lambda). This is a Newton (SQP) iteration on the constrained equilibrium, so it
-converges where holding J^T lambda fixed and re-solving the free problem to convergence does not
-(measured on the finger: the fixed-load variant moved 120 mm away and diverged).
+Step IV (``correction = "equilibrium"``, the default): constrained Newton (SQP) steps that end the frame at the
+nonlinear constrained equilibrium. At the current x, with K and R = f_int + f_ext, the free step is K^-1 R, the
+rows are linearised to x + K^-1 R, the complementarity problem gives the total lambda and
+x <- x + K^-1 (R + J^T lambda); they stop once |R + J^T lambda| and every constraint law meet the Newton
+tolerances (:func:`_equilibrate`). SOFA's single linear correction is a property of its time stepping, where
+the next step starts from the corrected state; a static frame that stopped after Step III would keep the
+linearisation error for ever (a 10 mm finger pull read 4 mm), so softsim iterates by default and keeps SOFA's
+correction as ``correction = "linear"``. A frame whose inputs did not change since the last converged one
+reuses its answer after one residual evaluation.
 
 Warm starts (not in SOFA's GenericConstraintSolver, which starts every step from zero): the complementarity
 solves start from the last frame's multipliers of each constraint whose row count is unchanged, the
-projection about x_free from the last projection's and the re-equilibration from the last final ones. An
-iterative solver then stops after a sweep or two in a still or slowly moving scene (the gripper scene's
-still frames: 2036 + 2511 Gauss-Seidel sweeps -> 1 + 1, 28 -> 6.5 ms) at the same state within its tolerance.
+projection about x_free from the last projection's and the equilibrium steps from the last final ones. An
+iterative solver then stops after a sweep or two in a slowly moving scene, at the same state within its
+tolerance.
 
 lambda is a generalised force in the scene's force unit (static mode: no dt factor, unlike SOFA's
-EulerImplicit impulses; reference/sofa-constraints.md section 3.1).
+EulerImplicit impulses).
 """
 
 from __future__ import annotations
