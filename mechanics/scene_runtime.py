@@ -43,6 +43,7 @@ from mechanics.mass import TetMass
 from mechanics.multibody import Body, MultiBodySystem
 from mechanics.newton import StaticNewtonSolver
 from mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
+from mechanics.scene_checks import check_scene
 from mechanics.simulation import Simulation
 from mechanics.static_problem import StaticProblem
 
@@ -252,6 +253,7 @@ class Scene:
         loads = [self.gravity] + self._loads(body, mesh)
         self.gravities = [self.gravity]
         self.elasticities = [elasticity]
+        self._fixed_per_body = [fixed]
         problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=loads)
         newton_spec = spec.solver.newton
         newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
@@ -259,12 +261,16 @@ class Scene:
         constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c)) for c in body.cables]
         constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
         constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+        self._check_grounded([fixed])
+        # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
+        surface_nodes = np.setdiff1d(mesh.surface_triangles(), fixed)
+        obstacles = [_make_obstacle(o) for o in spec.obstacles]
+        self.warnings += check_scene(spec, [(body, mesh.points, fixed, constraints, surface_nodes)], obstacles)
         if spec.obstacles:
-            surface_nodes = np.unique(mesh.surface_triangles())
             contact_distance = np.array([o.contactDistance for o in spec.obstacles])
             diagonal = float(np.linalg.norm(mesh.bbox[3:] - mesh.bbox[:3]))
             constraints.append(ContactConstraint(
-                surface_nodes, [_make_obstacle(o) for o in spec.obstacles],
+                surface_nodes, obstacles,
                 contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=mesh.n_points, name="contact"))
@@ -293,7 +299,7 @@ class Scene:
                                    source=spec.source)
         self.elasticities, fixed_per_body, loads_per_body, masses_per_body = [], [], [], []
         self.gravities = []
-        constraints = []
+        constraints, checked = [], []
         for body, mesh, offset in zip(spec.bodies, self.meshes, offsets):
             model, young, poisson = element_materials(spec, body, mesh)
             self.elasticities.append(TetElasticity(mesh.points, mesh.tets, model=model, young=young,
@@ -309,19 +315,24 @@ class Scene:
                                 for c in body.cables]
             body_constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
             body_constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+            checked.append((body, mesh.points, fixed_per_body[-1], body_constraints,
+                            np.setdiff1d(mesh.surface_triangles(), fixed_per_body[-1])))
             constraints += [OffsetConstraint(c, int(offset), mesh.n_points, n_total) for c in body_constraints]
         self.gravity = self.gravities[0]
         self.masses = np.concatenate(masses_per_body)
-        constraints += self._attachments(offsets)
+        attachments = self._attachments(offsets)
+        constraints += attachments
         self._fixed_per_body = fixed_per_body
         self._check_grounded(fixed_per_body)
+        obstacles = [_make_obstacle(o) for o in spec.obstacles]
+        self.warnings += check_scene(spec, checked, obstacles, attachments, self.mesh.points,
+                                     np.concatenate([f + off for f, off in zip(fixed_per_body, offsets)]))
         if spec.obstacles:
-            surface_nodes = np.concatenate([np.unique(m.surface_triangles()) + off
-                                            for m, off in zip(self.meshes, offsets)])
+            surface_nodes = np.concatenate([surface + off for (*_, surface), off in zip(checked, offsets)])
             contact_distance = np.array([o.contactDistance for o in spec.obstacles])
             diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
             constraints.append(ContactConstraint(
-                surface_nodes, [_make_obstacle(o) for o in spec.obstacles],
+                surface_nodes, obstacles,
                 contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=n_total, name="contact"))
@@ -405,9 +416,10 @@ class Scene:
             return
         free = [body.name for body, fixed in zip(spec.bodies, fixed_per_body) if fixed.size == 0]
         if free:
-            message = (f"body {free[0]!r} has no fixed nodes: in static mode its free configuration (solved "
-                       "before the constraints, attachments included) is undefined; add a [[body.fixed]] "
-                       "region or use scene.mode = \"dynamic\" (the mass then holds free and attached bodies)")
+            message = (f"body {free[0]!r} has no fixed nodes; a static scene needs at least one [[body.fixed]] "
+                       "region per body, or scene.mode = \"dynamic\" (the mass then holds free and attached "
+                       "bodies): in static mode a body's free configuration, solved before the constraints "
+                       "(contacts and attachments included), is undefined without fixed nodes")
             if error_type is ParameterError:
                 raise ParameterError(message)
             raise _error(spec, "scene.mode", message)
@@ -494,6 +506,8 @@ class Scene:
         except (ParameterError, ValueError) as error:
             self.spec = previous
             self._build_keep_positions()
+            if isinstance(error, SceneError):  # the rebuilt scene's own messages name the file and the key
+                raise SceneError(error.errors) from None
             raise _error(self.spec, path, str(error)) from None
 
     def _body_index(self, path: str) -> int:
@@ -530,8 +544,7 @@ class Scene:
             for gravity in self.gravities:
                 gravity.g = spec.scene.gravity
         elif path == "scene.mode":
-            if len(self.meshes) > 1 or spec.attachments:
-                self._check_grounded(self._fixed_per_body, ParameterError)
+            self._check_grounded(self._fixed_per_body, ParameterError)
             sim.set_mode(spec.scene.mode)
         elif path == "scene.dt" or path.startswith("solver.dynamic."):
             if sim.dynamic_solver is not None:

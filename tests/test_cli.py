@@ -332,6 +332,63 @@ def test_check_summary_of_the_finger(capsys):
     assert "constraint NNCG" in out
 
 
+def scene_copy(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the shipped scene ``name`` in tmp_path with ``old`` replaced by ``new`` (meshes by absolute path)."""
+    text = (SCENES / name).read_text().replace('"../meshes/', f'"{(SCENES.parent / "meshes").as_posix()}/')
+    assert old in text
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def _floor_inside(tmp_path):
+    return [str(SCENES / "gripper.toml"), "--set", "obstacle.floor.point=[0, -14.9, 0]"]
+
+
+def _huge_contact_distance(tmp_path):
+    return [str(SCENES / "gripper.toml"), "--set", "obstacle.floor.contactDistance=1e9"]
+
+
+def _no_fixed_region(tmp_path):
+    return [str(scene_copy(tmp_path, "finger.toml", "  [[body.fixed]]\n  box = [-15.0, 0.0, 0.0, 5.0, 10.0, 15.0]\n",
+                           ""))]
+
+
+def _cable_on_a_fixed_node(tmp_path):
+    text = (SCENES / "trunk.toml").read_text()
+    start = text.index('  [[body.cable]]\n  name = "cableL0"')
+    block = text[start:text.index("  [[body.cable]]", start + 1)]
+    return [str(scene_copy(tmp_path, "trunk.toml", block, '  [[body.cable]]\n  name = "cableL0"\n  indices = [0]\n'
+                           '  pullPoint = [0.0, 0.0, -10.0]\n  value = 2.0\n\n'))]
+
+
+@pytest.mark.parametrize(("make", "expected"), [
+    (_floor_inside, "gripper.toml: obstacle.floor: the plane starts inside body 'finger': 110 of the body's free "
+                    "surface nodes are inside it, up to 0.1 mm deep (at [-103, -15, -7.5]); move point to "
+                    "[0, -15.5, 0]"),
+    (_huge_contact_distance, "gripper.toml: obstacle.floor.contactDistance: 1e+09 mm is larger than the body "
+                             "itself (bounding-box diagonal 105 mm)"),
+    (_no_fixed_region, "finger.toml: scene.mode: body 'finger' has no fixed nodes; a static scene needs at least "
+                       "one [[body.fixed]] region per body, or scene.mode = \"dynamic\""),
+    (_cable_on_a_fixed_node, "trunk.toml: body.trunk.cable.cableL0: the cable cannot pull: its index 0 is a fixed "
+                             "node (body.trunk.fixed)"),
+])
+def test_check_refuses_what_run_could_not_start(tmp_path, capsys, make, expected):
+    # each of these loaded and passed check before; run then failed frame 1 ("W must have a positive diagonal")
+    arguments = make(tmp_path)
+    for command in (["check"], ["run", "--frames", "1", "--out", str(tmp_path / "out")]):
+        assert cli_main([command[0], arguments[0], *command[1:], *arguments[1:]]) == 2
+        line = one_line(capsys.readouterr().err)
+        assert line.startswith(f"softsim: {expected}"), line
+
+
+def test_check_warns_about_an_effector_on_a_fixed_node(tmp_path, capsys):
+    scene = scene_copy(tmp_path, "trunk.toml", "  position = [0.0, 0.0, 195.0]", "  indices = [0]")
+    assert cli_main(["check", str(scene)]) == 0
+    err = capsys.readouterr().err
+    assert "softsim: warning: body.trunk.effector.tip: its index 0 is a fixed node (body.trunk.fixed)" in err
+
+
 def test_frame_table_grows_columns_and_formats_values():
     table = headless.FrameTable(["cable.force"])
     table.append({"frame": 1, "newton_converged": True, "cable.force": 0.25})

@@ -43,6 +43,7 @@ __all__ = [
     "PlaneObstacle",
     "SphereObstacle",
     "friction_frames",
+    "penetrations",
 ]
 
 
@@ -155,6 +156,18 @@ class CapsuleObstacle(Obstacle):
         )
         offset = points - (self.a + t[:, None] * axis)
         return np.linalg.norm(offset, axis=1) - self.radius, _normalize_rows(offset, _UP)
+
+
+def penetrations(obstacle: Obstacle, points: np.ndarray, tolerance: float = 0.0):
+    """The points inside ``obstacle`` by more than ``tolerance`` (signed distance ``< -tolerance``).
+
+    Returns ``(ids (k,), depths (k,), normals (k, 3))``: the points' indices, how deep each is (minus its signed
+    distance) and the obstacle's outward normal there (the direction to move the point, or the obstacle
+    the other way, to clear it).
+    """
+    distance, normal = obstacle.signed_distance_and_normal(points)
+    ids = np.flatnonzero(distance < -tolerance)
+    return ids, -distance[ids], normal[ids]
 
 
 def friction_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -170,9 +170,10 @@ def test_body_pushed_onto_a_plane_penetrates_at_most_contact_distance():
 
 
 def _tangential_slip(friction: float) -> tuple[float, float]:
-    """The cube pressed into the floor (floor 1 mm above its bottom), then pushed sideways by a horizontal
-    gravity: returns (x motion of the bottom nodes in the push frames, the bottom's free x motion)."""
-    scene = cube_on_floor(floor_y=1.0, friction=friction, gravity=(0.0, -9810.0, 0.0))
+    """The cube pressed into the floor (the floor at its bottom, contactDistance 1.1 mm: the contacts lift the
+    bottom 1.1 mm against the held top), then pushed sideways by a horizontal gravity: returns (x motion of the
+    bottom nodes in the push frames, the bottom's free x motion)."""
+    scene = cube_on_floor(floor_y=0.0, friction=friction, gravity=(0.0, -9810.0, 0.0), contact_distance=1.1)
     step(scene, 2)
     bottom = scene.mesh.point_sets["bottom"]
     before = scene.positions[bottom, 0].copy()
@@ -187,7 +188,7 @@ def test_friction_sticks_below_mu_and_slides_above():
     """A block whose top is held, pressed into a floor, loaded sideways: the ratio tangential / normal force
     the bonded contact needs is measured with mu = 100; a mu above the largest ratio holds every bottom node
     in place, a mu below the smallest lets every one of them slide."""
-    scene = cube_on_floor(floor_y=1.0, friction=100.0)
+    scene = cube_on_floor(floor_y=0.0, friction=100.0, contact_distance=1.1)
     step(scene, 2)
     scene.set("scene.gravity", [20000.0, -9810.0, 0.0])
     step(scene, 2)
