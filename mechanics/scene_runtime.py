@@ -173,13 +173,21 @@ def _make_cavity(spec, body, cavity, mesh):
             have = ", ".join(sorted(mesh.triangle_sets)) or "none"
             raise _error(spec, f"{path}.set", f"the mesh has no triangle set {cavity.set!r} (has: {have})")
         kwargs["triangles"] = mesh.triangle_sets[cavity.set]
+        defects = meshes.surface.closure_defects(mesh.points, kwargs["triangles"])
+        key, where = f"{path}.set", f"triangle set {cavity.set!r} of {Path(mesh.source).name}"
     else:
         surface = meshes.load_surface(cavity.surface_path, scale=body.scale)
+        defects = meshes.surface.closure_defects(surface.points, surface.triangles)
+        key, where = f"{path}.surface", Path(cavity.surface_path).name
         points = surface.points
         if any(body.rotation):
             points = points @ _rotation_matrix(body.rotation).T
         kwargs["surface_points"] = points + np.asarray(body.translation)
         kwargs["surface_triangles"] = surface.triangles
+    if defects:  # the enclosed volume and its gradient (the pressure forces) need a closed surface
+        raise _error(spec, key, f"{where}: the cavity surface is not closed: {defects}; a cavity "
+                     "must be closed (every edge shared by two triangles of opposite directions): close it in the "
+                     "modelling tool and export it again")
     return SurfacePressureConstraint(mesh.points, mesh.tets, name=cavity.name, **kwargs)
 
 
@@ -219,6 +227,7 @@ class Scene:
         self.warnings: list[str] = []
         self.drag: DragConstraint | None = None
         self._build()
+        self.warnings[:0] = dict.fromkeys(f"{Path(m.source).name}: {p}" for m in self.meshes for p in m.problems)
 
     @classmethod
     def load(cls, path: str | Path) -> Scene:
@@ -423,6 +432,14 @@ class Scene:
             if error_type is ParameterError:
                 raise ParameterError(message)
             raise _error(spec, "scene.mode", message)
+        for body, mesh, fixed in zip(spec.bodies, self.meshes, fixed_per_body):  # each part of a mesh, likewise
+            loose = meshes.validate.unfixed_parts(mesh, fixed)
+            if loose:
+                message = (f"body {body.name!r}: {loose}; a static scene needs a [[body.fixed]] region in each "
+                           "part (or join the parts, or scene.mode = \"dynamic\")")
+                if error_type is ParameterError:
+                    raise ParameterError(message)
+                raise _error(spec, f"body.{body.name}.fixed", message)
 
     def _dynamic_solver(self, body, elasticity, fixed, loads, constraint_solver):
         """The Compliant integrator over this body, or None when the body has no mass."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -20,6 +21,11 @@ def mesh_info(path, *, scale: float = 1.0) -> dict:
     zmax]), ``surface_triangles``, ``sets`` (name -> size: nodes for point sets, tetrahedra for cell sets,
     triangles for triangle sets), ``set_kinds`` (name -> "point" | "cell" | "triangle"), ``problems``.
     A name used by several kinds of set is reported as ``kind:name``.
+
+    ``problems`` lists the repairs and warnings of loading (:mod:`meshes.validate`): merged duplicate nodes,
+    removed duplicate tetrahedra, separate parts, non-manifold boundary edges and vertices, overlapping
+    elements, a single tetrahedron, ... Meshes that cannot be simulated (NaN or absurd coordinates,
+    degenerate tetrahedra, ...) raise instead, so ``volume`` is always finite.
     """
     mesh = load(path, scale=scale)
     entries = (
@@ -80,11 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--scale", type=float, default=1.0, help="coordinate scale factor (default 1)")
     args = parser.parse_args(argv)
+    mesh_logger = logging.getLogger("meshes")
+    level = mesh_logger.level
+    mesh_logger.setLevel(logging.ERROR)  # the loading warnings are printed once, as the problems below
     try:
         info = mesh_info(args.mesh, scale=args.scale)
     except MeshError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
+    finally:
+        mesh_logger.setLevel(level)
     sys.stdout.write((json.dumps(info) if args.json else format_info(info)) + "\n")
     return 0
 
