@@ -22,10 +22,16 @@ STABLE_NEOHOOKEAN = 4
 MODEL_CODES = {"linear": LINEAR, "corotational": COROTATIONAL, "stvk": STVK, "neohookean": NEOHOOKEAN,
                "stable_neohookean": STABLE_NEOHOOKEAN}
 
-ROT_POLAR = 0
-ROT_SVD = 1
+# rotation methods: softsim's frame-invariant rotations of F, and SOFA TetrahedronFEMForceField's three
+ROT_POLAR_F = 0
+ROT_SVD_F = 1
 ROT_LARGE = 2
-ROTATION_CODES = {"polar": ROT_POLAR, "svd": ROT_SVD, "large": ROT_LARGE}
+ROT_POLAR = 3
+ROT_SVD = 4
+ROTATION_CODES = {"polarF": ROT_POLAR_F, "svdF": ROT_SVD_F, "large": ROT_LARGE, "polar": ROT_POLAR,
+                  "svd": ROT_SVD}
+#: SOFA's accumulateForceSVD takes its SVD branch below this det F (inverted or too flat element)
+SOFA_SVD_MIN_DET = 1e-6
 
 
 @njit(cache=True, inline="always")
@@ -122,9 +128,10 @@ def _sym_eig3(C, a, w, V):
 def rotation_from_f(F, proper, R, C, a, w, V, u):
     """Rotation part of F from its SVD F = U S V^T computed through the eigenvectors of F^T F.
 
-    ``proper=True`` (SOFA 'svd', Irving et al. 2004): R = U V^T with det R = +1 even for inverted F
-    (the sign goes to the smallest singular value). ``proper=False`` (SOFA 'polar'): the orthogonal polar
-    factor of F, a reflection (det -1) when det F < 0. A collapsed F (all singular values ~0) gives R = I.
+    ``proper=True`` ('svdF', Irving et al. 2004; SOFA's polarDecomposition_stable in 'svd'): R = U V^T with
+    det R = +1 even for inverted F (the sign goes to the smallest singular value). ``proper=False``
+    ('polarF'): the orthogonal polar factor of F, a reflection (det -1) when det F < 0. A collapsed F (all
+    singular values ~0) gives R = I.
     """
     for i in range(3):
         for j in range(3):
@@ -240,8 +247,8 @@ def _corotated_exact_tangent(F, R, V, mu, lam, vol, dNe, project, Ke, U, sig, co
     """Exact element tangent of the corotated energy Psi = mu sum (s_i - 1)^2 + lam/2 (sum s_i - 3)^2.
 
     ``V`` holds the right singular vectors of F (columns, as left by :func:`rotation_from_f`) and ``R`` its
-    rotation, so U = R V and the singular values s_i = u_i . F v_i (signed for 'svd', det R = +1; unsigned
-    for 'polar', where R and U are reflections when det F < 0). With the analytic eigensystem of dP/dF
+    rotation, so U = R V and the singular values s_i = u_i . F v_i (signed for 'svdF', det R = +1; unsigned
+    for 'polarF', where R and U are reflections when det F < 0). With the analytic eigensystem of dP/dF
     (Smith et al. 2019: scaling modes with eigenvalues 2 mu, 2 mu, 2 mu + 3 lam, three flips with 2 mu and
     three twists T_ij = (u_i v_j^T - u_j v_i^T)/sqrt2 with lambda_ij = 2 mu + (2 lam (tr S - 3) - 4 mu) /
     (s_i + s_j)), dP/dF = 2 mu I + lam vec(R) vec(R)^T + sum_{i<j} (lambda_ij - 2 mu) vec(T_ij) vec(T_ij)^T.
@@ -569,20 +576,63 @@ def polar_newton(F, R):
 
 
 @njit(cache=True, inline="always")
-def _element_rotation(rot, x, tet, F, rest_frame, R, Q, C, a, w, V, u, need_V):
-    """The element rotation R of SOFA's 'large', 'polar' or 'svd' method. ``need_V``: also leave the right
-    singular vectors of F in ``V`` (the exact corotational tangent needs them)."""
+def _edges(x, tet, D):
+    """D = [x1 - x0, x2 - x0, x3 - x0] (edges as columns)."""
+    for i in range(3):
+        x0 = x[tet[0], i]
+        D[i, 0] = x[tet[1], i] - x0
+        D[i, 1] = x[tet[2], i] - x0
+        D[i, 2] = x[tet[3], i] - x0
+
+
+@njit(cache=True, inline="always")
+def _element_rotation(rot, x, tet, F, R01, dm_inv, R, Q, C, a, w, V, u, D, P, need_V):
+    """The element rotation R (3, 3) of a corotational method (the stress is R P_lin(R^T F)).
+
+    - ROT_POLAR_F / ROT_SVD_F (softsim): the polar factor of F (a reflection when det F < 0), resp. the
+      proper rotation U V^T of F's SVD. ``need_V``: also leave the right singular vectors of F in ``V`` (the
+      exact corotational tangent needs them).
+    - SOFA's methods compose a current frame R_0_2 with the rest frame R_0_1 = ``R01`` (rows, as
+      SOFA's ``_initialRotations`` transposed): R = R_0_2^T R_0_1 (TetrahedronFEMForceField::getRotation).
+      ROT_LARGE: R_0_2 = the Gram-Schmidt frame of the edges from node 0 to nodes 1 and 2 (rows).
+      ROT_POLAR: R_0_2 = polar(Ds^T) = polar(Ds)^T (Ds the current edges as columns), so R = polar(Ds) R_0_1.
+      ROT_SVD: as ROT_POLAR when det F >= SOFA_SVD_MIN_DET; below it R_0_2 = U V^T(Ds^T Dm^-T) R_0_1 (a
+      proper rotation, robust to inversion), so R = R_0_1^T (U V^T)^T R_0_1. U V^T is SOFA's
+      SVD_stable rotation for every element but one collapsed onto a line or a point (two or three zero
+      singular values), where both pick an arbitrary completion of the frame.
+    ``dm_inv`` (Dm^-1) is read by ROT_SVD only; Q, C, a, w, V, u, D, P are scratch.
+    """
     if rot == ROT_LARGE:
         _frame(x, tet, Q)
         for i in range(3):  # R = Q^T Q0
             for j in range(3):
-                R[i, j] = Q[0, i] * rest_frame[0, j] + Q[1, i] * rest_frame[1, j] + Q[2, i] * rest_frame[2, j]
+                R[i, j] = Q[0, i] * R01[0, j] + Q[1, i] * R01[1, j] + Q[2, i] * R01[2, j]
         return
-    # for det F > 0 the proper rotation U V^T of 'svd' is the polar factor too
-    if (rot == ROT_SVD and not _det3(F) > 0.0) or not polar_newton(F, R):
-        rotation_from_f(F, rot == ROT_SVD, R, C, a, w, V, u)
+    if rot == ROT_POLAR or rot == ROT_SVD:
+        _edges(x, tet, D)
+        if rot == ROT_SVD and _det3(F) < SOFA_SVD_MIN_DET:
+            for i in range(3):  # Q = Ds^T Dm^-T
+                for j in range(3):
+                    Q[i, j] = D[0, i] * dm_inv[j, 0] + D[1, i] * dm_inv[j, 1] + D[2, i] * dm_inv[j, 2]
+            rotation_from_f(Q, True, P, C, a, w, V, u)
+            for i in range(3):  # Q = P^T R_0_1
+                for j in range(3):
+                    Q[i, j] = P[0, i] * R01[0, j] + P[1, i] * R01[1, j] + P[2, i] * R01[2, j]
+            for i in range(3):  # R = R_0_1^T Q
+                for j in range(3):
+                    R[i, j] = R01[0, i] * Q[0, j] + R01[1, i] * Q[1, j] + R01[2, i] * Q[2, j]
+            return
+        if not polar_newton(D, P):
+            rotation_from_f(D, False, P, C, a, w, V, u)
+        for i in range(3):  # R = polar(Ds) R_0_1
+            for j in range(3):
+                R[i, j] = P[i, 0] * R01[0, j] + P[i, 1] * R01[1, j] + P[i, 2] * R01[2, j]
+        return
+    # for det F > 0 the proper rotation U V^T of 'svdF' is the polar factor too
+    if (rot == ROT_SVD_F and not _det3(F) > 0.0) or not polar_newton(F, R):
+        rotation_from_f(F, rot == ROT_SVD_F, R, C, a, w, V, u)
     elif need_V:  # V from the eigenvectors of F^T F; R stays Newton's, so the forces never depend on need_V
-        rotation_from_f(F, rot == ROT_SVD, Q, C, a, w, V, u)
+        rotation_from_f(F, rot == ROT_SVD_F, Q, C, a, w, V, u)
 
 
 @njit(cache=True, inline="always")
@@ -594,7 +644,7 @@ def _gradient(x, tet, dNe, F):
 
 
 @njit(cache=True, nogil=True)
-def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
+def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want_f, want_K,
              psi_out, f_out, k_data, block_base, row_stride, project_psd, exact_corotational):
     """Fused element loop.
 
@@ -605,8 +655,10 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
     skipped: the rows and columns of fixed nodes when ``k_data`` holds the free-DOF tangent).
     ``project_psd`` clamps the negative eigenvalues of dP/dF per element (hyperelastic models, and the exact
     corotational tangent).
-    ``exact_corotational`` (COROTATIONAL with ROT_POLAR or ROT_SVD only): the exact Hessian of the corotated
-    energy instead of SOFA's R K0 R^T.
+    ``exact_corotational`` (COROTATIONAL with ROT_POLAR_F or ROT_SVD_F only): the exact Hessian of the
+    corotated energy instead of SOFA's R K0 R^T. ``rest_rotations`` (m, 3, 3) are the rest frames R_0_1 of
+    SOFA's methods (see :func:`_element_rotation`) and ``dm_inv`` (m, 3, 3) the inverse rest edge matrices;
+    each is read only by the rotation methods that need it.
     """
     m = tets.shape[0]
     F = np.empty((3, 3))
@@ -621,6 +673,8 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
     H = np.empty((3, 3))
     E = np.empty((3, 3))
     u = np.empty((2, 3))
+    D = np.empty((3, 3))
+    Pr = np.empty((3, 3))
     A = np.empty((9, 9))
     Ke = np.empty((12, 12))
     Gt = np.empty((4, 3, 9))
@@ -630,7 +684,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
     coef = np.empty(3)
     h = np.empty((4, 4, 3))
     s = np.empty((4, 4))
-    exact = exact_corotational and model == COROTATIONAL and rot != ROT_LARGE
+    exact = exact_corotational and model == COROTATIONAL and (rot == ROT_POLAR_F or rot == ROT_SVD_F)
     # dyadic tangents go straight from a few vectors to k_data (_scatter_blocks); the others build K_e
     dyadic = (model == LINEAR or model == COROTATIONAL) and not exact
     dyadic = dyadic or ((model == STVK or model == NEOHOOKEAN) and not project_psd)
@@ -644,7 +698,8 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
         _gradient(x, tet, dNe, F)
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
-                _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u, want_K and exact)
+                _element_rotation(rot, x, tet, F, rest_rotations[e], dm_inv[e], R, Q, C, sa, w, V, u, D, Pr,
+                                  want_K and exact)
             psi = _corotated_linear(F, R, mu[e], lam[e], P, E)
             if want_K and exact:
                 _corotated_exact_tangent(F, R, V, mu[e], lam[e], vol[e], dNe, project_psd, Ke, U, sig, coef,
@@ -693,7 +748,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_frames, want_f, want_K,
 
 
 @njit(cache=True)
-def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_out):
+def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_rotations, dm_inv, sigma_out, psi_out):
     """Cauchy stress (m, 3, 3) and energy density (m,) per element.
 
     linear: the small-strain stress; corotational: R sigma_lin(R^T F) R^T; hyperelastic: P F^T / J
@@ -712,6 +767,8 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_
     H = np.empty((3, 3))
     E = np.empty((3, 3))
     u = np.empty((2, 3))
+    D = np.empty((3, 3))
+    Pr = np.empty((3, 3))
     A = np.empty((9, 9))
     for e in range(m):
         tet = tets[e]
@@ -719,7 +776,7 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_frames, sigma_out, psi_
         _gradient(x, tet, dNe, F)
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
-                _element_rotation(rot, x, tet, F, rest_frames[e], R, Q, C, sa, w, V, u, False)
+                _element_rotation(rot, x, tet, F, rest_rotations[e], dm_inv[e], R, Q, C, sa, w, V, u, D, Pr, False)
             psi_out[e] = _corotated_linear(F, R, mu[e], lam[e], P, E)
             for i in range(3):  # sigma = P R^T = R sigma_local R^T
                 for j in range(3):

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from mechanics import _kernels
 from mechanics.errors import ParameterError
-from mechanics.kinematics import edge_frames, rest_shape
+from mechanics.kinematics import edge_frames, polar_frames, rest_shape
 from mechanics.materials import (
     check_corotational_tangent,
     check_model,
@@ -87,10 +87,30 @@ class TetElasticity:
     young, poisson : float or (m,) arrays
         Young's modulus E > 0 [stress] and Poisson's ratio nu in (-1, 0.5), per element if arrays.
     rotation_method : str
-        Corotational rotation extraction (SOFA TetrahedronFEMForceField ``method``): ``"polar"`` (orthogonal
-        polar factor of F; a reflection for inverted elements, as SOFA's polar), ``"svd"`` (proper rotation
-        U V^T of the SVD, robust to inversion) or ``"large"`` (Gram-Schmidt frame of the edges from node 0
-        to nodes 1 and 2, relative to the same frame at rest). Ignored by the other models.
+        Corotational element rotation R. SOFA TetrahedronFEMForceField's ``method`` names compute SOFA's
+        formulas, each a current frame composed with the same frame at rest (Ds, Dm: current and rest edge
+        matrices [x1-x0, x2-x0, x3-x0]):
+
+        - ``"large"`` (SOFA's default): R = Q(x)^T Q(X), Q the Gram-Schmidt frame (rows) of the edges from
+          node 0 to nodes 1 and 2;
+        - ``"polar"``: R = polar(Ds) polar(Dm)^T, the polar factors of the current and rest edge matrices
+          taken separately (a reflection for an inverted element);
+        - ``"svd"``: as ``"polar"`` while det F >= 1e-6; below (inverted or too flat element) SOFA's
+          SVD branch, the proper rotation U V^T of Ds^T Dm^-T composed with the rest frame.
+
+        softsim's own, frame-invariant methods use the polar decomposition of F = Ds Dm^-1 itself:
+
+        - ``"polarF"`` (default): R = polar(F), a reflection for an inverted element;
+        - ``"svdF"``: the proper rotation U V^T of F's SVD (equal to ``"polarF"`` when det F > 0, robust to
+          inversion).
+
+        The SOFA methods depend on the node order and on the rest shape of each element (a homogeneous
+        stretch rotates differently shaped elements differently, so they fail the patch test under a finite
+        stretch), and their force is not the gradient of an energy; ``polarF`` and ``svdF`` give the
+        same result for any node order and rest orientation, R^T F is symmetric so the force is the gradient
+        of the corotated energy, and the exact tangent below exists for them. That is why ``polarF`` is the
+        default; scenes transcribed from SOFA set the method of the SOFA scene. All five coincide for rigid
+        motions. Ignored by the other models.
     spd_projection : bool
         Hyperelastic models (and the exact corotational tangent, below): clamp the negative eigenvalues of
         dP/dF (9x9) per element so that the tangent is positive semi-definite (not the exact derivative any
@@ -100,8 +120,9 @@ class TetElasticity:
         SOFA's corotational tangent, which is positive semi-definite already.
     corotational_tangent : str
         Corotational model only: ``"sofa"`` (default, SOFA's R K0_e R^T, dR/dx neglected) or ``"exact"``
-        (the exact Hessian of the corotated energy, so Newton converges quadratically; rotation_method
-        ``polar`` or ``svd`` only, it raises ParameterError for ``large``). The forces are the same.
+        (the exact Hessian of the corotated energy with R = polar(F), so Newton converges quadratically;
+        rotation_method ``polarF`` or ``svdF`` only, it raises ParameterError for SOFA's ``large``, ``polar``
+        and ``svd``). The forces are the same.
 
     Notes
     -----
@@ -111,15 +132,15 @@ class TetElasticity:
       energy (McAdams et al. 2011; Smith et al. 2019's analytic eigensystem: scaling 2mu, 2mu, 2mu + 3lam,
       flips 2mu, twists 2mu + (2lam (tr S - 3) - 4mu)/(s_i + s_j)), indefinite when a twist eigenvalue is
       negative (large compression, inversion) unless ``spd_projection``.
-      ``energy`` returns the corotated linear energy V Psi_lin(R^T F); for ``polar`` and ``svd`` on
-      non-inverted elements the force is its exact negative gradient, for ``large`` it is not.
+      ``energy`` returns the corotated linear energy V Psi_lin(R^T F); for ``polarF`` and ``svdF`` on
+      non-inverted elements the force is its exact negative gradient, for SOFA's methods it is not.
     - neohookean: undefined when det F <= 0; energy, forces and tangent entries of such elements are NaN
       (so a Newton solver detects divergence); no exception is raised.
     - stable_neohookean: defined for every F; its tangent is exact and may be indefinite under large
       compression (no SPD projection is applied).
     """
 
-    def __init__(self, X, tets, *, model, young, poisson, rotation_method="polar", spd_projection=False,
+    def __init__(self, X, tets, *, model, young, poisson, rotation_method="polarF", spd_projection=False,
                  corotational_tangent="sofa"):
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != 3 or not np.all(np.isfinite(X)):
@@ -145,8 +166,9 @@ class TetElasticity:
         self._second_buffers: tuple[np.ndarray, np.ndarray] | None = None
         self._free_scatter = None  # (fixed-set key, indptr, indices, (block_base, row_stride)) of K_free
         self._K.has_sorted_indices = True
-        # SOFA 'large' rest frames (m, 3, 3), rows x_hat, y_hat, z_hat; read only by that rotation method
-        self._rest_frames = np.ascontiguousarray(edge_frames(X[tets_arr]))
+        # rest frames R_0_1 (m, 3, 3) of SOFA's rotation methods, built when a method first needs them
+        self._rest_frames: dict[str, np.ndarray] = {}
+        self._rest_rotations = self.dm_inv  # the rotation methods of F read no rest frame (placeholder)
         self.model = None
         self.rotation_method = None
         self.spd_projection = False
@@ -167,7 +189,7 @@ class TetElasticity:
         """Change the model and/or parameters live (the sparsity pattern is kept). ``None`` keeps a value.
 
         Raises ParameterError (and changes nothing) for an unknown name, a bad E or nu, or
-        ``corotational_tangent="exact"`` with the corotational model and rotation_method ``large``.
+        ``corotational_tangent="exact"`` with the corotational model and one of SOFA's rotation methods.
         """
         new_model = self.model if model is None else model
         new_rotation = self.rotation_method if rotation_method is None else rotation_method
@@ -180,6 +202,7 @@ class TetElasticity:
             self.young, self.poisson, self.mu, self.lam = element_parameters(e, nu, len(self.tets))
         self.model = new_model
         self.rotation_method = new_rotation
+        self._rest_rotations = self._rest_frame(new_rotation)
         self.corotational_tangent = new_tangent
         if spd_projection is not None:
             self.spd_projection = bool(spd_projection)
@@ -189,6 +212,18 @@ class TetElasticity:
             self._kernel_mu, self._kernel_lam = np.ascontiguousarray(mu_p), np.ascontiguousarray(lam_p)
         else:
             self._kernel_mu, self._kernel_lam = self.mu, self.lam
+
+    def _rest_frame(self, rotation_method):
+        """Rest frames R_0_1 (m, 3, 3) of a SOFA rotation method (computed once); ``dm_inv`` (never read)
+        for the others."""
+        kind = {"large": "large", "polar": "polar", "svd": "polar"}.get(rotation_method)
+        if kind is None:
+            return self.dm_inv
+        if kind not in self._rest_frames:
+            nodes = self.rest_positions[self.tets]
+            frames = edge_frames(nodes) if kind == "large" else polar_frames(nodes)
+            self._rest_frames[kind] = np.ascontiguousarray(frames)
+        return self._rest_frames[kind]
 
     def _positions(self, x):
         x = np.ascontiguousarray(x, dtype=np.float64)
@@ -241,7 +276,7 @@ class TetElasticity:
         _kernels.assemble(
             _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets[part],
             self.shape_gradients[part], self.volumes[part], self._kernel_mu[part], self._kernel_lam[part],
-            self._rest_frames[part], want_f, want_K, psi[part], f, data, block_base[part],
+            self._rest_rotations[part], self.dm_inv[part], want_f, want_K, psi[part], f, data, block_base[part],
             row_stride, self.spd_projection, self.corotational_tangent == "exact",
         )
 
@@ -335,7 +370,7 @@ class TetElasticity:
         sigma = np.empty((len(self.tets), 3, 3))
         _kernels.cauchy_stress(
             _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x, self.tets,
-            self.shape_gradients, self._kernel_mu, self._kernel_lam, self._rest_frames, sigma,
+            self.shape_gradients, self._kernel_mu, self._kernel_lam, self._rest_rotations, self.dm_inv, sigma,
             np.empty(len(self.tets)),
         )
         return sigma

@@ -72,3 +72,20 @@ def edge_frames(nodes):
     zh /= np.linalg.norm(zh, axis=1, keepdims=True)
     yh = np.cross(zh, xh)
     return np.stack([xh, yh, zh], axis=1)
+
+
+def polar_frames(nodes):
+    """SOFA 'polar' / 'svd' rest frames R_0_1 = polar(A) of A = Dm^T (rows the edges from node 0).
+
+    Parameters
+    ----------
+    nodes : (m, 4, 3) node positions per element, positively oriented.
+
+    Returns
+    -------
+    (m, 3, 3) rotations R_0_1 = polar(Dm)^T (Dm = [X1-X0, X2-X0, X3-X0], columns), the orthogonal factor of
+    Dm^T = R_0_1 S; like :func:`edge_frames`, a world vector v has local coordinates R_0_1 @ v.
+    """
+    dm = np.transpose(nodes[:, 1:, :] - nodes[:, :1, :], (0, 2, 1))
+    u, _, vt = np.linalg.svd(dm)
+    return np.ascontiguousarray(np.transpose(u @ vt, (0, 2, 1)))

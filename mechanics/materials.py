@@ -5,10 +5,13 @@ deformation gradient, C = F^T F, J = det F, mu/lam the Lame parameters from E an
 
 - ``linear``: small strain eps = sym(F) - I, Psi = mu eps:eps + lam/2 tr(eps)^2, P = 2 mu eps + lam tr(eps) I.
 - ``corotational``: SOFA TetrahedronFEMForceField; the linear law applied to R^T F, with R an element
-  rotation (``polar``, ``svd`` or ``large``), P = R P_lin(R^T F). For ``polar`` and ``svd``, R^T F is
-  symmetric and P is the gradient of the corotated energy Psi = mu |F - R|^2 + lam/2 tr(R^T F - I)^2
-  = mu sum (s_i - 1)^2 + lam/2 (sum s_i - 3)^2 (s_i the singular values, signed for ``svd``); its exact
-  Hessian is available as ``corotational_tangent="exact"`` (SOFA's tangent R K0 R^T neglects dR/dF).
+  rotation, P = R P_lin(R^T F). SOFA's methods ``large``, ``polar`` and ``svd`` compute SOFA's rotations
+  (a current frame of the element's edges composed with the same frame at rest, see
+  :class:`mechanics.fem.TetElasticity`); softsim's ``polarF`` and ``svdF`` take the rotation of F itself.
+  For ``polarF`` and ``svdF``, R^T F is symmetric and P is the gradient of the corotated energy
+  Psi = mu |F - R|^2 + lam/2 tr(R^T F - I)^2 = mu sum (s_i - 1)^2 + lam/2 (sum s_i - 3)^2 (s_i the singular
+  values, signed for ``svdF``); its exact Hessian is available as ``corotational_tangent="exact"`` (SOFA's
+  tangent R K0 R^T neglects dR/dF).
 - ``stvk``: Saint Venant-Kirchhoff (Caribou), E = (C - I)/2, Psi = lam/2 tr(E)^2 + mu tr(E^2), P = F S.
 - ``neohookean``: Caribou's ln J form, Psi = mu/2 (tr C - 3) - mu ln J + lam/2 (ln J)^2. Undefined for
   J <= 0: energy, stress and tangent are NaN there, so a Newton solver reports divergence.
@@ -24,10 +27,13 @@ from mechanics.errors import ParameterError
 
 #: Material model names accepted by :class:`mechanics.fem.TetElasticity`.
 MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")
-#: Rotation extraction methods of the corotational model (SOFA TetrahedronFEMForceField ``method``).
-ROTATION_METHODS = ("polar", "svd", "large")
+#: Rotation methods of the corotational model: softsim's rotations of F (``polarF``, the default, and
+#: ``svdF``) and SOFA TetrahedronFEMForceField's ``method`` values with SOFA's formulas.
+ROTATION_METHODS = ("polarF", "svdF", "large", "polar", "svd")
+#: Rotation methods whose R is the rotation of F (the corotated energy's exact tangent needs them).
+ROTATION_METHODS_OF_F = ("polarF", "svdF")
 #: Tangents of the corotational model: SOFA's R K0 R^T (dR/dx neglected) or the exact Hessian of the
-#: corotated energy (rotation methods ``polar`` and ``svd`` only).
+#: corotated energy (rotation methods ``polarF`` and ``svdF`` only).
 COROTATIONAL_TANGENTS = ("sofa", "exact")
 
 
@@ -125,22 +131,24 @@ def check_model(model, rotation_method):
         raise ParameterError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if rotation_method not in ROTATION_METHODS:
         raise ParameterError(
-            f"rotation_method (SOFA 'method') must be one of {', '.join(ROTATION_METHODS)}, "
+            f"rotation_method must be one of {', '.join(ROTATION_METHODS)}, "
             f"got {rotation_method!r}"
         )
 
 
 def check_corotational_tangent(corotational_tangent, model, rotation_method):
     """Raise :class:`ParameterError` if ``corotational_tangent`` is not ``"sofa"`` or ``"exact"``, or is
-    ``"exact"`` for the corotational model with rotation method ``large`` (whose force is not the gradient of
-    an energy, so it has no exact symmetric tangent). Other models ignore the value."""
+    ``"exact"`` for the corotational model with one of SOFA's rotation methods ``large``, ``polar``, ``svd``
+    (the exact tangent is the Hessian of the corotated energy with R = polar(F); SOFA's rotations are not
+    that R and their force is not the gradient of an energy). Other models ignore the value."""
     if corotational_tangent not in COROTATIONAL_TANGENTS:
         raise ParameterError(
             f"corotational_tangent (scene key corotationalTangent) must be one of "
             f"{', '.join(COROTATIONAL_TANGENTS)}, got {corotational_tangent!r}"
         )
-    if corotational_tangent == "exact" and model == "corotational" and rotation_method == "large":
+    if corotational_tangent == "exact" and model == "corotational" and rotation_method not in ROTATION_METHODS_OF_F:
         raise ParameterError(
-            "corotational_tangent (scene key corotationalTangent) 'exact' needs rotation_method 'polar' or "
-            "'svd': the 'large' corotational force is not the gradient of an energy; use 'sofa'"
+            "corotational_tangent (scene key corotationalTangent) 'exact' needs rotation_method 'polarF' or "
+            f"'svdF' (the rotation of F): the force of SOFA's {rotation_method!r} is not the gradient of an "
+            "energy; use corotationalTangent 'sofa', or rotation_method 'polarF'"
         )

@@ -27,9 +27,11 @@ body.material.model                         linear | corotational | stvk |      
 body.material.youngModulus                  (0, inf)                                req.
 body.material.poissonRatio                  (-1, 0.5)                               req.
 body.material.totalMass | massDensity       (0, inf); at most one of the two        opt.
-body.material.rotation_method *             polar | svd | large (corotational)      "polar"
+body.material.rotation_method *             polarF | svdF (softsim's, of F) |        "polarF"
+                                            large | polar | svd (SOFA's formulas)
+                                            (corotational)
 body.material.corotationalTangent *         sofa | exact | exact_spd (corotational; "sofa"
-                                            exact: polar/svd only; exact_spd: its
+                                            exact: polarF/svdF only; exact_spd: its
                                             negative eigenvalues clamped to 0)
 body.material.region[].box                  6 numbers, min <= max                   req.
 body.material.region[].youngModulus,        as in body.material                     opt. (inherit)
@@ -319,16 +321,20 @@ class MaterialRegionSpec:
 @dataclass(kw_only=True)
 class MaterialSpec:
     """``[body.material]``: constitutive model, Young's modulus [pressure], Poisson ratio, mass, the
-    corotational rotation method and tangent (``"sofa"``: R K0 R^T; ``"exact"``: the corotated energy's
-    Hessian, ``polar``/``svd`` only, quadratic Newton but indefinite under compression; ``"exact_spd"``: the
-    same with its negative eigenvalues clamped to 0, positive semi-definite)."""
+    corotational rotation method and tangent. ``rotation_method``: SOFA TetrahedronFEMForceField's
+    ``large``, ``polar``, ``svd`` compute SOFA's rotations (a frame of the current edges composed with the
+    same frame at rest); softsim's ``polarF`` (default) and ``svdF`` take the rotation of F, independent of
+    node order and rest orientation, their force the gradient of the corotated energy (see
+    :class:`mechanics.fem.TetElasticity`). Tangent: ``"sofa"``: R K0 R^T; ``"exact"``: the corotated
+    energy's Hessian, ``polarF``/``svdF`` only, quadratic Newton but indefinite under compression;
+    ``"exact_spd"``: the same with its negative eigenvalues clamped to 0, positive semi-definite)."""
 
     model: str = _key(Choice(*MODELS), "corotational")
     youngModulus: float = _key(_POSITIVE)
     poissonRatio: float = _key(_POISSON)
     totalMass: float | None = _key(_POSITIVE, None)
     massDensity: float | None = _key(_POSITIVE, None)
-    rotation_method: str = _key(Choice("polar", "svd", "large"), "polar")
+    rotation_method: str = _key(Choice("polarF", "svdF", "large", "polar", "svd"), "polarF")
     corotationalTangent: str = _key(Choice("sofa", "exact", "exact_spd"), "sofa")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region")
 

@@ -12,9 +12,10 @@ from mechanics.kinematics import deformation_gradients, rest_shape
 from mechanics.materials import lame
 
 HYPERELASTIC = ["stvk", "neohookean", "stable_neohookean"]
-ROTATIONS = ["polar", "svd", "large"]
-ALL_MODELS = [("linear", "polar"), *[("corotational", r) for r in ROTATIONS],
-              *[(m, "polar") for m in HYPERELASTIC]]
+ROTATIONS = ["polarF", "svdF", "large", "polar", "svd"]
+SOFA_ROTATIONS = ["large", "polar", "svd"]
+ALL_MODELS = [("linear", "polarF"), *[("corotational", r) for r in ROTATIONS],
+              *[(m, "polarF") for m in HYPERELASTIC]]
 NONLINEAR = ALL_MODELS[1:]
 
 
@@ -212,7 +213,7 @@ def test_neohookean_is_nan_when_inverted():
     assert np.isnan(el.von_mises(x)[0])
 
 
-@pytest.mark.parametrize("rotation", ["polar", "svd"])
+@pytest.mark.parametrize("rotation", ["polarF", "svdF"])
 def test_corotational_polar_force_is_gradient_of_corotated_energy(rotation):
     X, tets, x = deformed_mesh(3)
     el = TetElasticity(X, tets, model="corotational", young=1000.0, poisson=0.3, rotation_method=rotation)
@@ -225,7 +226,8 @@ def polar_rotation(F):
 
 
 def reference_corotational(X, tets, x, young, poisson, rotation):
-    """Independent dense SOFA corotational force and tangent: K0 = V B^T D B (Voigt, engineering shear)."""
+    """Independent dense corotational force and tangent: K0 = V B^T D B (Voigt, engineering shear), R from the
+    closed forms of the rotation methods (SOFA's line by line: test_sofa_rotations.py)."""
     mu, lam = lame(young, poisson)
     D = np.zeros((6, 6))
     D[:3, :3] = lam
@@ -253,6 +255,8 @@ def reference_corotational(X, tets, x, young, poisson, rotation):
                 return np.array([xh, np.cross(zh, xh), zh])
 
             R = frame(x[tet]).T @ frame(X[tet])
+        elif rotation in ("polar", "svd"):  # SOFA's (svd = polar while det F >= 1e-6)
+            R = polar_rotation(Ds) @ polar_rotation(Dm).T
         else:
             R = polar_rotation(Ds @ np.linalg.inv(Dm))
         Rb = np.kron(np.eye(4), R)
@@ -291,7 +295,7 @@ def test_svd_rotation_is_proper_for_inverted_element_and_polar_is_reflection():
     x = UNIT_X.copy()
     x[3, 2] = -0.5  # F = diag(1, 1, -0.5)
     svd = TetElasticity(UNIT_X, UNIT_T, model="corotational", young=1000.0, poisson=0.3,
-                        rotation_method="svd")
+                        rotation_method="svdF")
     polar = TetElasticity(UNIT_X, UNIT_T, model="corotational", young=1000.0, poisson=0.3)
     # svd: R = I, local strain diag(0, 0, -1.5) -> restoring force +z on node 3
     mu, lam = lame(1000.0, 0.3)
@@ -316,10 +320,10 @@ def test_patch_test_linear_reproduces_affine_solution():
     assert np.abs(u - u_exact.ravel()).max() <= 1e-10 * np.abs(u_exact).max()
 
 
-# 'large' is excluded on purpose: its rotation comes from each element's own edges, so under a finite
-# non-rotational affine deformation neighbouring elements get different rotations (a known limitation of
-# SOFA's 'large'); it still passes the rigid-motion test below.
-@pytest.mark.parametrize(("model", "rotation"), [mr for mr in ALL_MODELS if mr != ("corotational", "large")])
+# SOFA's rotation methods are excluded on purpose: their rotation comes from each element's own edges, so
+# under a finite non-rotational affine deformation neighbouring elements get different rotations (a known
+# limitation of SOFA's 'large', 'polar' and 'svd'); they still pass the rigid-motion test below.
+@pytest.mark.parametrize(("model", "rotation"), [mr for mr in ALL_MODELS if mr[1] not in SOFA_ROTATIONS])
 def test_patch_test_affine_deformation_gives_zero_interior_force(model, rotation):
     X, tets, interior = irregular_mesh(3, amplitude=0.25, seed=8)
     el = TetElasticity(X, tets, model=model, young=1000.0, poisson=0.3, rotation_method=rotation)
@@ -489,7 +493,7 @@ def test_spd_projection_makes_compressed_stable_neohookean_tangent_semidefinite(
 
 
 # ------------------------------------------------------------------ exact corotational tangent
-EXACT_ROTATIONS = ["polar", "svd"]
+EXACT_ROTATIONS = ["polarF", "svdF"]
 
 
 def corotational(X, tets, rotation, tangent="exact", **kwargs):
@@ -591,15 +595,16 @@ def test_exact_corotational_twist_eigenvalue_under_uniform_compression(rotation)
 
 
 def test_exact_corotational_tangent_parameter_errors():
-    with pytest.raises(ParameterError, match=r"corotational_tangent \(scene key corotationalTangent\) 'exact' "
-                                             r"needs rotation_method 'polar' or 'svd'"):
-        corotational(UNIT_X, UNIT_T, "large")
+    for sofa_rotation in SOFA_ROTATIONS:
+        with pytest.raises(ParameterError, match=r"corotational_tangent \(scene key corotationalTangent\) "
+                                                 r"'exact' needs rotation_method 'polarF' or 'svdF'"):
+            corotational(UNIT_X, UNIT_T, sofa_rotation)
     with pytest.raises(ParameterError, match="corotational_tangent .* must be one of sofa, exact, got 'approx'"):
-        corotational(UNIT_X, UNIT_T, "polar", tangent="approx")
-    el = corotational(UNIT_X, UNIT_T, "svd")
-    with pytest.raises(ParameterError, match="needs rotation_method 'polar' or 'svd'"):
-        el.set_material(rotation_method="large")
-    assert el.rotation_method == "svd" and el.corotational_tangent == "exact"  # unchanged after the error
+        corotational(UNIT_X, UNIT_T, "polarF", tangent="approx")
+    el = corotational(UNIT_X, UNIT_T, "svdF")
+    with pytest.raises(ParameterError, match="needs rotation_method 'polarF' or 'svdF'"):
+        el.set_material(rotation_method="polar")
+    assert el.rotation_method == "svdF" and el.corotational_tangent == "exact"  # unchanged after the error
     el.set_material(rotation_method="large", corotational_tangent="sofa")
     el.set_material(model="stvk")
     el.set_material(corotational_tangent="exact")  # ignored by the hyperelastic models: no error
@@ -612,6 +617,7 @@ def finger_scene(tangent):
     from mechanics.scene_runtime import Scene
 
     scene = Scene.load("resources/scenes/finger.toml")
+    scene.set("body.finger.material.rotation_method", "polarF")  # the scene's SOFA 'large' has no exact tangent
     scene.set("body.finger.material.corotationalTangent", tangent)
     return scene
 
@@ -672,8 +678,8 @@ def test_scene_key_applies_live_and_rejects_large_rotation():
     scene.set("body.finger.material.corotationalTangent", "exact")
     with pytest.raises(SceneError, match="corotationalTangent"):
         scene.set("body.finger.material.rotation_method", "large")
-    assert scene.get("body.finger.material.rotation_method") == "polar"
-    assert scene.simulation.problem.elasticity.rotation_method == "polar"
+    assert scene.get("body.finger.material.rotation_method") == "polarF"
+    assert scene.simulation.problem.elasticity.rotation_method == "polarF"
 
 
 @pytest.mark.parametrize("model", ["corotational", "stvk"])

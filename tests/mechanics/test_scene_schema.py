@@ -177,7 +177,7 @@ def test_defaults_of_a_minimal_scene(tmp_path: Path) -> None:
     body = spec.bodies[0]
     assert body.name == "body0" and body.cables[0].name == "cable0"
     assert (body.scale, body.translation, body.rotation) == (1.0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
-    assert body.material.model == "corotational" and body.material.rotation_method == "polar"
+    assert body.material.model == "corotational" and body.material.rotation_method == "polarF"
     newton = spec.solver.newton
     assert (newton.newton_iterations, newton.correction_tolerance_threshold) == (10, 1e-8)
     assert newton.residual_tolerance_threshold == 1e-8
