@@ -192,6 +192,24 @@ def test_a_failed_frame_shows_the_reason_keeps_the_last_state_and_the_session_go
     assert not main_window.banner.isVisible()
 
 
+def test_a_real_divergence_is_flagged_keeps_the_shape_and_setting_back_recovers(main_window, qtbot):
+    """A 10 m cable pull on the finger diverges: the banner names it, the view keeps the last good shape, and
+    setting 3 mm again gives a converged frame at 3 mm."""
+    assert main_window.open_path(default_scene())
+    assert main_window.session.set_parameter(CABLE, 3.0) is None
+    good = run_frames(qtbot, main_window, 2)
+    assert main_window.session.set_parameter(CABLE, 1e4) is None
+    shown = run_frames(qtbot, main_window, 1)
+    assert main_window.banner.isVisible()
+    assert "diverged" in main_window.banner.text()
+    np.testing.assert_array_equal(shown.x, good.x)
+    assert main_window.session.set_parameter(CABLE, 3.0) is None
+    healed = run_frames(qtbot, main_window, 1)
+    assert healed.report.ok and healed.report.converged
+    assert healed.outputs["cable.displacement"] == pytest.approx(3.0, rel=1e-9)
+    assert not main_window.banner.isVisible()
+
+
 def test_a_frame_that_does_not_converge_shows_a_warning(main_window, qtbot):
     assert main_window.open_path(default_scene())
     session = main_window.session

@@ -170,3 +170,18 @@ def test_a_diverging_frame_fails_keeps_the_last_good_state_and_recovers(name, ba
     for _ in range(10):
         reference.step()
     assert np.abs(scene.positions - reference.positions).max() < 1e-5
+
+
+def test_pneunet_volume_growth_is_exact_where_the_linear_correction_overshoots():
+    """PneuNet cavity in volumeGrowth mode, 500 mm^3 in one frame: 500 to 1e-9 relative (SOFA's linear
+    correction: 513.5, measured)."""
+    settings = {"body.pneunet.cavity.cavity.valueType": "volumeGrowth", "body.pneunet.cavity.cavity.value": 500.0}
+    exact = load("pneunet", **settings)
+    assert exact.step().converged
+    linear = load("pneunet", **{"solver.newton.correction": "linear"}, **settings)
+    linear.step()
+    print(f"pneunet volume growth: equilibrium {exact.outputs()['cavity.volumeGrowth']:.9f}, "
+          f"linear correction {linear.outputs()['cavity.volumeGrowth']:.4f}")
+    assert exact.outputs()["cavity.volumeGrowth"] == pytest.approx(500.0, rel=1e-9)
+    assert exact.outputs()["cavity.limited"] == 0.0
+    assert abs(linear.outputs()["cavity.volumeGrowth"] - 500.0) > 5.0
