@@ -69,7 +69,7 @@ def test_widgets_follow_the_kind_of_each_key(docks):
     tolerance = panel.editor("solver.newton.residual_tolerance_threshold")
     assert isinstance(tolerance, RealEditor) and tolerance.findChild(QLineEdit).text() == "1e-08"
     assert panel.editor("solver.newton.warm_start").findChild(QCheckBox).isChecked()
-    assert panel.editor("solver.newton.newton_iterations").findChild(QSpinBox).value() == 10
+    assert panel.editor("solver.newton.newton_iterations").findChild(QSpinBox).value() == 25  # finger.toml
     combo = panel.editor("solver.constraint.type").findChild(QComboBox)
     assert [combo.itemText(i) for i in range(combo.count())] == ["BlockGaussSeidel", "ImprovedJacobi", "NNCG",
                                                                 "exact"]
