@@ -66,7 +66,8 @@ def test_finger_cable_initial_length_matches_softrobots():
     X, tets = finger_box()
     cable = CableConstraint(X, tets, points=FINGER_CABLE, pullPoint=FINGER_PULL_POINT, minForce=0.0)
     assert cable.L0 == pytest.approx(165.2409632, abs=1e-6)
-    assert cable.outputs == pytest.approx({"cableLength": cable.L0, "displacement": 0.0, "force": 0.0})
+    assert cable.outputs == pytest.approx({"cableLength": cable.L0, "displacement": 0.0, "force": 0.0,
+                                            "limited": 0.0})
 
 
 @pytest.mark.parametrize("has_pull_point", [True, False])
@@ -166,7 +167,8 @@ def test_cable_store_outputs():
     cable.store(np.array([2.5]), x_new)
     expected_length = 6.0 + np.sqrt(8.0)
     assert cable.outputs == pytest.approx(
-        {"cableLength": expected_length, "displacement": cable.L0 - expected_length, "force": 2.5}
+        {"cableLength": expected_length, "displacement": cable.L0 - expected_length, "force": 2.5,
+         "limited": 1.0}  # displacement mode with value 0: the stored state is not at the command
     )
 
 
@@ -220,6 +222,7 @@ def test_closed_cube_volume_is_exactly_one():
         "initialCavityVolume": 1.0,
         "pressure": 0.0,
         "volumeGrowth": 0.0,
+        "limited": 0.0,
     }
 
 
@@ -263,7 +266,8 @@ def test_cavity_orientation_and_flip_normal():
     x[cavity_nodes] = 1.5 + 1.1 * (X[cavity_nodes] - 1.5)
     inward.store(np.array([0.7]), x)
     assert inward.outputs == pytest.approx(
-        {"cavityVolume": 1.331, "initialCavityVolume": 1.0, "pressure": 0.7, "volumeGrowth": 0.331}
+        {"cavityVolume": 1.331, "initialCavityVolume": 1.0, "pressure": 0.7, "volumeGrowth": 0.331,
+         "limited": 1.0}  # the stored state is not at the command (value 0)
     )
     flipped.store(np.array([0.0]), x)
     assert flipped.outputs["volumeGrowth"] == pytest.approx(-0.331)
