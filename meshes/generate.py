@@ -467,11 +467,11 @@ def balloon(size: float = 30.0, n: int = 8, wall_cells: int = 2) -> TetMesh:
 def _write_surface_stl(path: Path, points: np.ndarray, triangles: np.ndarray) -> None:
     import meshio
 
-    from meshes.io import _atomic_target
+    from meshes.files import atomic_path
 
     used, inverse = np.unique(triangles, return_inverse=True)
     surface = meshio.Mesh(points[used], [("triangle", inverse.reshape(-1, 3))])
-    with _atomic_target(path, ".stl") as temp_name:
+    with atomic_path(path, make_parents=True) as temp_name:
         meshio.stl.write(temp_name, surface, binary=True)
 
 

@@ -20,8 +20,6 @@ import contextlib
 import importlib
 import io
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -29,6 +27,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from meshes.errors import MeshError
+from meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file
 from meshes.tetmesh import TetMesh, TriangleSurface
 from meshes.validate import repair
 
@@ -95,15 +94,11 @@ def _check_scale(scale) -> float:
 
 
 def _check_file(path: Path) -> None:
-    if not path.exists():
-        raise MeshError(f"{path}: file not found")
-    if path.is_dir():
-        raise MeshError(f"{path}: is a directory, expected a mesh file")
+    """Refuse anything but a readable regular file of at most ``MAX_MESH_FILE_BYTES``, before meshio reads it."""
     try:
-        with path.open("rb") as handle:
-            handle.read(1)
-    except OSError as exc:
-        raise MeshError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+        check_input_file(path, max_bytes=MAX_MESH_FILE_BYTES, what="mesh")
+    except InputFileError as exc:
+        raise MeshError(str(exc)) from None
 
 
 def _sniff(path: Path, fmt: str) -> str:
@@ -347,22 +342,6 @@ def load_surface(path, *, scale: float = 1.0) -> TriangleSurface:
     return TriangleSurface(points=unique_points * scale, triangles=remap[triangles], source=str(path))
 
 
-@contextlib.contextmanager
-def _atomic_target(path: Path, suffix: str):
-    """Yield a temporary path in the destination directory, then ``os.replace`` it onto ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=suffix, dir=path.parent)
-    os.close(handle)
-    try:
-        yield temp_name
-        os.chmod(temp_name, 0o644)  # mkstemp creates 0600; give the file ordinary permissions
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-
-
 def _data_arrays(data: dict | None, size: int, what: str) -> dict[str, np.ndarray]:
     arrays = {}
     for name, values in (data or {}).items():
@@ -392,7 +371,7 @@ def write_vtu(path, points, tets, point_data: dict | None = None, cell_data: dic
     cell_arrays = {k: [v] for k, v in _data_arrays(cell_data, len(tets), "cell data").items()}
     mesh = meshio.Mesh(points, [("tetra", tets)], point_data=point_arrays, cell_data=cell_arrays)
     path = Path(path)
-    with _atomic_target(path, ".vtu") as temp_name:
+    with atomic_path(path, make_parents=True) as temp_name:
         meshio.vtu.write(temp_name, mesh)
 
 
@@ -421,7 +400,7 @@ def write_mesh(path, mesh: TetMesh) -> None:
         marks[ids] = 1
         point_data[_SET_PREFIX + name] = marks
     raw = meshio.Mesh(mesh.points, blocks, point_data=point_data, cell_data=cell_data)
-    with _atomic_target(path, ".vtu") as temp_name:
+    with atomic_path(path, make_parents=True) as temp_name:
         meshio.vtu.write(temp_name, raw)
 
 
@@ -449,5 +428,5 @@ def write_pvd(path, entries: Sequence[tuple[float, str]]) -> None:
         lines.append(f'    <DataSet timestep="{time!r}" group="" part="0" file={quoteattr(str(file_name))}/>')
     lines += ["  </Collection>", "</VTKFile>", ""]
     path = Path(path)
-    with _atomic_target(path, ".pvd") as temp_name:
+    with atomic_path(path, make_parents=True) as temp_name:
         Path(temp_name).write_text("\n".join(lines), encoding="utf-8")
