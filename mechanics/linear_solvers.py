@@ -609,12 +609,16 @@ class CGSolver:
             x = np.array(x0, dtype=np.float64, copy=True).reshape(b.shape)
             r = b - A @ x
         squared_residual = float(r @ r)
-        if squared_residual < threshold_squared:
+        # a residual whose square is 0 is converged whatever the threshold (a threshold such as 1e-300
+        # underflows to 0 when squared, and nothing is below 0)
+        if squared_residual < threshold_squared or squared_residual == 0.0:
             self.converged = True
             return x
         z = r if precondition is None else precondition(r)
         p = np.array(z, copy=True)
         rho = float(r @ z)
+        if rho == 0.0 or not np.isfinite(rho):
+            return x  # the preconditioned residual vanished or overflowed: no step can be computed
         for _ in range(self.maximum_number_of_iterations):
             Ap = A @ p
             curvature = float(p @ Ap)
@@ -633,11 +637,13 @@ class CGSolver:
             squared_residual = float(r @ r)
             self.squared_residuals.append(squared_residual)
             self.iterations += 1
-            if squared_residual < threshold_squared:
+            if squared_residual < threshold_squared or squared_residual == 0.0:
                 self.converged = True
                 break
             z = r if precondition is None else precondition(r)
             rho_new = float(r @ z)
+            if rho_new == 0.0 or not np.isfinite(rho_new):
+                break  # r^T z underflowed to 0 (or overflowed): the next direction cannot be formed
             p *= rho_new / rho
             p += z
             rho = rho_new

@@ -171,6 +171,29 @@ def test_cg_warm_start_and_multiple_rhs():
     assert solver.converged and solver.iterations < cold_iterations / 3
 
 
+@pytest.mark.parametrize("method", ["Identity", "Diagonal"])
+def test_cg_with_a_tolerance_below_the_float_range_stops_instead_of_dividing_by_zero(method):
+    """``residual_tolerance_threshold = 1e-300`` squares to 0: a residual whose square underflows (here the warm
+    start's, 1e-170) made r^T z = 0 and the next direction 0 / 0 (ZeroDivisionError); a zero squared residual is
+    converged, and a vanishing r^T z ends the iteration."""
+    A = (1e100 * sp.eye(3)).tocsr()
+    b = np.array([1e-160, 2e-160, 3e-160])
+    solver = CGSolver(maximum_number_of_iterations=10**12, residual_tolerance_threshold=1e-300,
+                      preconditioning_method=method)
+    solver.factorize(A)
+    x = solver.solve(b, x0=b / 1e100 * (1.0 + 1e-10))
+    assert solver.converged and solver.iterations == 0
+    np.testing.assert_allclose(x, b / 1e100, rtol=1e-9)
+    # from zero: the iteration ends once the residual cannot decrease any more, not after 10^12 iterations
+    solver = CGSolver(maximum_number_of_iterations=10**12, residual_tolerance_threshold=1e-300,
+                      preconditioning_method=method)
+    solver.factorize(laplacian_3d(4))
+    rhs = np.ones(64)
+    x = solver.solve(rhs)
+    assert solver.iterations < 1000
+    np.testing.assert_allclose(laplacian_3d(4) @ x, rhs, atol=1e-12)
+
+
 def test_reused_factorization_refactors_only_when_needed():
     A = laplacian_3d(6)
     b = np.ones(A.shape[0])
