@@ -37,6 +37,12 @@ ROTATION_METHODS_OF_F = ("polarF", "svdF")
 COROTATIONAL_TANGENTS = ("sofa", "exact")
 
 
+#: The Young's moduli accepted, in any unit. Far beyond them the stiffness, the displacements of a soft body
+#: under its loads and the squared norms of forces and residuals (past about 1e154) under- or overflow float64;
+#: no material needs more than these 60 orders of magnitude in any consistent unit system.
+YOUNG_MODULUS_RANGE = (1e-30, 1e30)
+
+
 def _check_young(young):
     young = np.asarray(young, dtype=np.float64)
     bad = ~(np.isfinite(young) & (young > 0.0))
@@ -44,6 +50,15 @@ def _check_young(young):
         first = np.flatnonzero(bad.ravel())[0]
         where = "" if young.ndim == 0 else f" (element {first})"
         raise ParameterError(f"youngModulus must be > 0, got {float(young.ravel()[first])!r}{where}")
+    low, high = YOUNG_MODULUS_RANGE
+    bad = (young < low) | (young > high)
+    if np.any(bad):
+        first = np.flatnonzero(bad.ravel())[0]
+        where = "" if young.ndim == 0 else f" (element {first})"
+        raise ParameterError(
+            f"youngModulus {float(young.ravel()[first]):g}{where} is outside [{low:g}, {high:g}]: the stiffness "
+            "and the forces would under- or overflow floating point; choose units that bring it into the range"
+        )
     return young
 
 

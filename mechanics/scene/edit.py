@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from mechanics.scene.kinds import Kind, suggest
+from mechanics.scene.kinds import Invalid, Kind, suggest
 from mechanics.scene.load import parse_data
 from mechanics.scene.save import to_data
 from mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
@@ -129,9 +129,14 @@ def _raw(value: Any, kind: Kind) -> Any:
         value = [list(v) if isinstance(v, tuple) else v for v in value]
     if isinstance(value, str) and not kind.text and not isinstance(kind, Table):
         try:
-            return tomllib.loads(f"value = {value}")["value"]
+            data = tomllib.loads(f"value = {value}")
         except tomllib.TOMLDecodeError:
             return value  # the kind's own check reports it: expected a number, got "abc"
+        except RecursionError:
+            raise Invalid("arrays nested too deeply to read") from None
+        if list(data) != ["value"]:  # "5\n[x]\ny = 1" reads as value = 5 followed by a table
+            raise Invalid(f"{value!r} is one value followed by more text; give the value alone")
+        return data["value"]
     return value
 
 
@@ -167,7 +172,10 @@ def set_values(spec: SceneSpec, values: Mapping[str, Any]) -> None:
         if value is None or (isinstance(value, str) and value == "" and not kind.text):
             table.pop(toml_key, None)
         else:
-            table[toml_key] = _raw(value, kind)
+            try:
+                table[toml_key] = _raw(value, kind)
+            except Invalid as error:
+                raise _error(spec, path.strip(), str(error)) from None
             for group in EXCLUSIVE_KEYS.get(type(parent), ()):
                 if toml_key in group:
                     for other in group:

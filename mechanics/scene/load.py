@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from mechanics.scene.schema import (
     TableList,
     schema_fields,
 )
+from meshes.files import MAX_SCENE_FILE_BYTES, InputFileError, read_input_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +69,21 @@ class _Context:
         """The absolute path of ``text`` (relative to the scene directory); an error if the file is absent."""
         resolved = (self.base_dir / Path(text).expanduser()).resolve()
         if self.check_files and not resolved.is_file():
-            self.error(path, f"file not found: {resolved}")
+            if resolved.exists():
+                self.error(path, f"not a regular file: {resolved} ({_kind_of_file(resolved)})")
+            else:
+                self.error(path, f"file not found: {resolved}")
         return resolved
+
+
+def _kind_of_file(path: Path) -> str:
+    """``"a directory"``, ``"a character device"``... for a path that exists but is not a regular file."""
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _join(path: str, key: str) -> str:
@@ -388,19 +403,31 @@ def parse_scene(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SceneError([f"{_label(source)}: TOML syntax error: {error}"]) from None
-    return parse_data(data, source=source, base_dir=base_dir, check_files=check_files)
+    except RecursionError:  # tomllib reads nested tables and arrays recursively
+        raise SceneError([f"{_label(source)}: tables or arrays nested too deeply to read "
+                          f"(a scene nests a few levels)"]) from None
+    try:
+        return parse_data(data, source=source, base_dir=base_dir, check_files=check_files)
+    except RecursionError:
+        raise SceneError([f"{_label(source)}: values nested too deeply to check "
+                          f"(a scene nests a few levels)"]) from None
 
 
 def load_scene(path: Path | str, *, check_files: bool = True) -> SceneSpec:
     """Read and validate the scene file ``path``; relative paths in it are relative to its directory.
 
+    Only a regular file of at most :data:`meshes.files.MAX_SCENE_FILE_BYTES` (16 MiB) is read: a directory,
+    a device such as ``/dev/zero`` or a named pipe is refused before reading.
+
     Raises:
-        SceneError: the file cannot be read, is not valid TOML, or does not follow the scene format.
+        SceneError: the file cannot be read, is not valid TOML (nested too deeply included), or does not
+            follow the scene format.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise SceneError([f"{path.name}: cannot read the scene file {path}: {reason}"]) from None
+        text = read_input_bytes(path, max_bytes=MAX_SCENE_FILE_BYTES, what="scene").decode("utf-8")
+    except InputFileError as error:
+        raise SceneError([f"{path.name}: cannot read the scene file {path}: it {error.reason}"]) from None
+    except UnicodeDecodeError as error:
+        raise SceneError([f"{path.name}: cannot read the scene file {path}: not UTF-8 text ({error})"]) from None
     return parse_scene(text, source=str(path), base_dir=path.parent, check_files=check_files)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from mechanics.scene.kinds import FilePath
 from mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
+from meshes.files import write_text_atomically
 
 __all__ = ["to_data", "dump_scene", "save_scene"]
 
@@ -135,21 +135,15 @@ def dump_scene(spec: SceneSpec, *, base_dir: Path | str | None = None) -> str:
 
 
 def save_scene(spec: SceneSpec, path: Path | str) -> None:
-    """Write ``spec`` to ``path`` atomically (temporary file in the same directory, then ``os.replace``).
+    """Write ``spec`` to ``path`` atomically (:func:`meshes.files.atomic_path`: a temporary file in the same
+    directory, then ``os.replace``), flushed to disk.
 
-    Paths in the scene are written relative to ``path``'s directory. ``spec`` itself is not changed.
+    An existing file keeps its mode; a symbolic link stays a link and its target gets the new text. Paths in
+    the scene are written relative to ``path``'s directory (where :func:`load_scene` resolves them when the
+    file is opened by that name). ``spec`` itself is not changed.
     """
     path = Path(path)
     directory = path.parent.resolve()
     text = dump_scene(spec, base_dir=directory)
     tomllib.loads(text)  # the writer's own check: never replace a scene with text that does not parse
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, text, durable=True, newline="\n")

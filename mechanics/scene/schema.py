@@ -24,7 +24,8 @@ body.mesh                                   file path (relative to the scene fil
 body.scale / translation / rotation         (0, inf) / 3 numbers / 3 numbers (deg)  1 / [0,0,0] / [0,0,0]
 body.material.model                         linear | corotational | stvk |          "corotational"
                                             neohookean | stable_neohookean
-body.material.youngModulus                  (0, inf)                                req.
+body.material.youngModulus                  [1e-30, 1e30] (beyond: float under- or  req.
+                                            overflow)
 body.material.poissonRatio                  (-1, 0.5)                               req.
 body.material.totalMass | massDensity       (0, inf); at most one of the two        opt.
 body.material.rotation_method *             polarF | svdF (softsim's, of F) |        "polarF"
@@ -75,7 +76,7 @@ obstacle (box) center, halfExtents          3 numbers; each in (0, inf). Or min,
 obstacle (capsule) a, b, radius             3 numbers; 3 numbers; (0, inf)          req.
 obstacle.friction                           [0, inf) (Coulomb mu)                   0
 obstacle.contactDistance                    [0, inf)                                0
-solver.newton.newton_iterations             integer >= 1                            10
+solver.newton.newton_iterations             integer in [1, 1000]                    10
 solver.newton.                              number; <= 0 disables the test          1e-8
   correction_tolerance_threshold
 solver.newton.residual_tolerance_threshold  number; <= 0 disables the test          1e-8
@@ -87,14 +88,14 @@ solver.newton.backtrack_invalid_steps *     bool (true: a step that inverts an  
                                             element or gives a NaN residual turns
                                             the line search on; false: Caribou's
                                             plain Newton, NaN ends the solve)
-solver.newton.load_steps *                  integer >= 1                            1
+solver.newton.load_steps *                  integer in [1, 1000]                    1
 solver.newton.correction *                  equilibrium | linear                    "equilibrium"
                                             (equilibrium: constrained Newton until
                                             the Newton tolerances; linear: SOFA's
                                             single correction)
 solver.linear.type                          direct | cg                             "direct"
 solver.linear.backend * (direct)            auto | pardiso | scipy                  "auto"
-solver.linear.maximum_number_of_iterations  integer >= 1 (cg)                       1000
+solver.linear.maximum_number_of_iterations  integer in [1, 100000] (cg)             1000
 solver.linear.residual_tolerance_threshold  (0, inf) (cg, relative to ||b||)        1e-8
 solver.linear.preconditioning_method (cg)   None | Identity | Diagonal |            "Diagonal"
                                             IncompleteCholesky | LastFactorization
@@ -143,6 +144,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mechanics.materials import YOUNG_MODULUS_RANGE
 from mechanics.scene.kinds import (
     Box,
     Choice,
@@ -238,6 +240,11 @@ def schema_fields(cls: type) -> list[tuple[str, str, Kind, str | None, bool]]:
 MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")
 _POISSON = Real(-1.0, 0.5, lo_open=True, hi_open=True)
 _POSITIVE = Real(0.0, lo_open=True)
+_YOUNG = Real(*YOUNG_MODULUS_RANGE)
+#: Upper bounds of the iteration counts: a value beyond them is a typo, not a setting (a frame would not end)
+MAX_NEWTON_ITERATIONS = 1000
+MAX_LOAD_STEPS = 1000
+MAX_CG_ITERATIONS = 100_000
 _NON_NEGATIVE = Real(0.0)
 _BOUND = Real(allow_inf=True)
 _VEC3 = Vector(3)
@@ -314,7 +321,7 @@ class MaterialRegionSpec:
 
     box: tuple[float, ...] = _key(Box())
     model: str | None = _key(Choice(*MODELS), None)
-    youngModulus: float | None = _key(_POSITIVE, None)
+    youngModulus: float | None = _key(_YOUNG, None)
     poissonRatio: float | None = _key(_POISSON, None)
 
 
@@ -330,7 +337,7 @@ class MaterialSpec:
     ``"exact_spd"``: the same with its negative eigenvalues clamped to 0, positive semi-definite)."""
 
     model: str = _key(Choice(*MODELS), "corotational")
-    youngModulus: float = _key(_POSITIVE)
+    youngModulus: float = _key(_YOUNG)
     poissonRatio: float = _key(_POISSON)
     totalMass: float | None = _key(_POSITIVE, None)
     massDensity: float | None = _key(_POSITIVE, None)
@@ -460,7 +467,7 @@ class ObstacleSpec:
 class NewtonSpec:
     """``[solver.newton]``: Caribou LegacyStaticODESolver parameters plus softsim's additions."""
 
-    newton_iterations: int = _key(Integer(1), 10)
+    newton_iterations: int = _key(Integer(1, MAX_NEWTON_ITERATIONS), 10)
     correction_tolerance_threshold: float = _key(Real(), 1e-8)
     residual_tolerance_threshold: float = _key(Real(), 1e-8)
     shoud_diverge_when_residual_is_growing: bool = _key(
@@ -470,7 +477,7 @@ class NewtonSpec:
     printLog: bool = _key(Flag(), False)
     line_search: bool = _key(Flag(), False)
     backtrack_invalid_steps: bool = _key(Flag(), True)
-    load_steps: int = _key(Integer(1), 1)
+    load_steps: int = _key(Integer(1, MAX_LOAD_STEPS), 1)
     correction: str = _key(Choice("equilibrium", "linear"), "equilibrium")
 
 
@@ -481,7 +488,7 @@ class LinearSpec:
 
     type: str = _key(Choice("direct", "cg"), "direct")
     backend: str = _key(Choice("auto", "pardiso", "scipy"), "auto")
-    maximum_number_of_iterations: int = _key(Integer(1), 1000)
+    maximum_number_of_iterations: int = _key(Integer(1, MAX_CG_ITERATIONS), 1000)
     residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8)
     preconditioning_method: str = _key(
         Choice("None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"), "Diagonal"

@@ -257,7 +257,7 @@ def test_range_errors_name_the_allowed_interval(tmp_path: Path) -> None:
     )
     assert errors_of(text, tmp_path) == [
         "finger.toml: body[0].material.poissonRatio: 0.7 is outside (-1, 0.5)",
-        "finger.toml: solver.newton.newton_iterations: 0 is outside [1, inf)",
+        "finger.toml: solver.newton.newton_iterations: 0 is outside [1, 1000]",
         "finger.toml: solver.constraint.tolerance: -1e-06 is outside (0, inf)",
         "finger.toml: solver.constraint.sor: 2.0 is outside (0, 2)",
         "finger.toml: solver.dynamic.implicitVelocity: 0.0 is outside (0, 1]",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -247,6 +248,22 @@ def test_save_replaces_an_existing_file(example, tmp_path: Path) -> None:
     save_scene(example, path)
     assert load_scene(path).drag.compliance == 0.01
     assert sorted(os.listdir(path.parent)) == ["finger.toml"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes and symbolic links")
+def test_save_keeps_the_mode_and_writes_through_a_symbolic_link(example, tmp_path: Path) -> None:
+    path = tmp_path / "scenes" / "finger.toml"
+    os.chmod(path, 0o664)
+    set_value(example, "drag.compliance", "0.01")
+    save_scene(example, path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664  # not mkstemp's 0600
+    link = tmp_path / "scenes" / "current.toml"
+    link.symlink_to("finger.toml")
+    set_value(example, "drag.compliance", "0.02")
+    save_scene(example, link)
+    assert link.is_symlink() and os.readlink(link) == "finger.toml"
+    assert load_scene(path).drag.compliance == 0.02 and stat.S_IMODE(path.stat().st_mode) == 0o664
+    assert sorted(os.listdir(path.parent)) == ["current.toml", "finger.toml"]
 
 
 def test_round_trip_of_obstacles_and_regions(tmp_path: Path) -> None:
