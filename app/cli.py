@@ -30,16 +30,6 @@ def _gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _parse_overrides(texts: list[str]) -> list[tuple[str, str]]:
-    pairs = []
-    for text in texts:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set expects KEY=VALUE (e.g. body.finger.cable.cable.value=5), got {text!r}")
-        pairs.append((key.strip(), value.strip()))
-    return pairs
-
-
 class _Batch:
     """Runs ``frames`` frames in the open window, then saves the screenshot and quits with an exit code.
 
@@ -89,14 +79,16 @@ def run_gui(argv: list[str]) -> int:
 
     Exit codes with --screenshot: 0 success, 1 a frame failed, 2 invalid input (scene, mesh or --set).
     """
+    from app.headless import MAX_FRAMES, UsageError, parse_override  # the --set parser of softsim run, too
+
     args = _gui_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
-    if args.frames < 0:
-        print(f"error: --frames must be >= 0, got {args.frames}", file=sys.stderr)
+    if not 0 <= args.frames <= MAX_FRAMES:
+        print(f"error: --frames: {args.frames} is outside [0, {MAX_FRAMES}]", file=sys.stderr)
         return 2
     try:
-        overrides = _parse_overrides(args.overrides)
-    except ValueError as error:
+        overrides = [parse_override(text) for text in args.overrides]
+    except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     import pyvista as pv

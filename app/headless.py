@@ -1,18 +1,25 @@
-"""``softsim run`` and ``softsim check``: scenes without a window (SCENE-FORMAT.md, "Headless runs").
+"""``softsim run`` and ``softsim check``: scenes without a window.
 
 ``softsim run SCENE --frames N --out DIR [--set KEY=VALUE ...] [--no-vtu] [--progress] [--verbose]`` writes
 ``DIR/frames.csv`` (one row per frame), ``DIR/frame_NNNN.vtu`` and ``DIR/result.pvd``;
 ``softsim check SCENE [--set KEY=VALUE ...]`` loads and builds the scene and prints a summary.
 
-Exit codes: 0 success, 2 invalid input (scene, mesh, ``--set`` or arguments), 3 a frame diverged (the run
-stops; every frame written so far is kept), 1 an internal error (a defect), 130 interrupted. An error is
-one line on stderr; ``--verbose`` adds the details (every problem found, the traceback, the solver logs).
+Exit statuses (:data:`EXIT_OK` ...): 0 every frame converged; 4 every frame ran but at least one did not
+converge (a warning per frame on stderr, the first 10 listed, then the count); 3 a frame diverged (the run
+stops; every frame written so far is kept); 2 invalid input (scene, mesh, ``--set``, arguments, output
+directory); 1 an internal error (a defect of softsim); 130 interrupted (Ctrl-C or SIGTERM). An error is one
+line on stderr; ``--verbose`` adds the details (every problem found, the traceback, the solver logs).
 
-Every output file appears under its final name only complete: it is written to a temporary file in the same
-directory and renamed (``os.replace``). The CSV and the ``.pvd`` are rewritten after every frame, so that an
-interrupted run leaves consistent files listing the frames done; past ``_EVERY_FRAME_ROWS`` rows they are
-rewritten at most once per ``_LONG_RUN_FLUSH_SECONDS`` (and always at the end), which keeps the cost of the
-rewrites bounded on long runs.
+The output directory is new, empty, or one an earlier ``softsim run`` wrote (it holds the marker file
+``.softsim-run``): that run's files are removed before the new one writes, temporary files of a killed run
+included. Any other file in it makes the run refuse to start, and nothing is changed.
+
+``frames.csv`` grows by one row per frame, each row appended with a single write, so that a reader (or a run
+killed at any moment) sees whole rows only; its header is written before the first frame, and rewritten with
+the rows when a frame reports an output not seen before. The ``.vtu`` files and ``result.pvd`` appear under
+their final names only complete (temporary file, then ``os.replace``); the ``.pvd`` is rewritten after every
+frame up to ``_EVERY_FRAME_ENTRIES`` frames, beyond that at most once per ``_LONG_RUN_FLUSH_SECONDS`` and at
+the end, however the run ends.
 
 This module never imports Qt, VTK or pyvista (a test runs ``softsim run`` and checks ``sys.modules``).
 """
@@ -26,9 +33,9 @@ import io
 import logging
 import math
 import os
+import re
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -39,13 +46,34 @@ from typing import TextIO
 
 import numpy as np
 
+from meshes.files import atomic_path, temporary_target, write_text_atomically
+
 logger = logging.getLogger(__name__)
 
 EXIT_OK = 0
+EXIT_INTERNAL = 1  # a defect of softsim itself (not the input)
 EXIT_INVALID = 2
 EXIT_DIVERGED = 3
-EXIT_INTERNAL = 1  # a defect of softsim itself (not the input)
+EXIT_NOT_CONVERGED = 4  # every frame ran, at least one did not converge
 EXIT_INTERRUPTED = 130
+
+#: the exit statuses as ``softsim run --help`` and the README list them
+EXIT_STATUS_HELP = """exit status:
+  0    every frame converged
+  4    every frame ran, at least one did not converge (its result is the best state reached; a warning per
+       frame on stderr, the first 10, then the count)
+  3    a frame diverged: the run stopped, the frames before it are written
+  2    invalid input: scene, mesh, --set, arguments or output directory (refused before anything is
+       written), or an output that cannot be written (disk full)
+  1    internal error (a defect of softsim; --verbose shows the traceback)
+  130  interrupted (Ctrl-C, SIGTERM): the frames done so far are written"""
+
+#: the largest --frames
+MAX_FRAMES = 100_000_000
+#: the marker file of a run's output directory: its presence says the directory's files are softsim's
+RUN_MARKER = ".softsim-run"
+#: non-converged frames listed one by one on stderr; later ones are counted
+_LISTED_NOT_CONVERGED = 10
 
 #: the columns every ``frames.csv`` starts with; the actuator/effector outputs ``NAME.QUANTITY`` follow
 BASE_COLUMNS = (
@@ -62,8 +90,8 @@ BASE_COLUMNS = (
 CSV_NAME = "frames.csv"
 PVD_NAME = "result.pvd"
 
-#: the CSV and the .pvd are rewritten after every frame up to this many rows ...
-_EVERY_FRAME_ROWS = 2000
+#: the .pvd is rewritten after every frame up to this many frames ...
+_EVERY_FRAME_ENTRIES = 2000
 #: ... and beyond it at most once per this many seconds (and at the end of the run)
 _LONG_RUN_FLUSH_SECONDS = 2.0
 #: a progress bar appears once a run has lasted this long [s]
@@ -74,26 +102,7 @@ class UsageError(ValueError):
     """Invalid command-line arguments (exit code 2)."""
 
 
-# -- atomic files ---------------------------------------------------------------------------------------
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``.
-
-    Readers see either the previous file or the new one, never a partial one; the temporary file is removed
-    when the write fails or is interrupted.
-    """
-    path = Path(path)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.chmod(temp_name, 0o644)  # mkstemp creates 0600
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-
-
+# -- frames.csv -----------------------------------------------------------------------------------------
 def _format_value(value) -> str:
     if isinstance(value, bool | np.bool_):
         return "1" if value else "0"
@@ -102,30 +111,69 @@ def _format_value(value) -> str:
     return repr(float(value))
 
 
-class FrameTable:
-    """The rows of ``frames.csv``; the columns grow when a frame reports an output not seen before.
+def _csv_line(cells: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
+    return buffer.getvalue()
 
-    ``rows`` holds one dict per frame (column name -> value); ``text()`` renders the whole CSV, missing
-    values as empty cells.
+
+class FrameCsv:
+    """``frames.csv`` written row by row: ``append(row)`` adds one line with a single ``write`` call on a
+    descriptor opened for appending, so the file never ends in a part of a row (a write that fails half-way,
+    disk full, is cut back). The columns grow when a row has a name not seen before: the file is then
+    rewritten (header and rows, missing values as empty cells) through a temporary file and ``os.replace``.
+
+    ``columns`` starts with :data:`BASE_COLUMNS`, then ``output_names``; ``rows`` counts the rows written.
     """
 
-    def __init__(self, output_names: Sequence[str] = ()) -> None:
+    def __init__(self, path: str | Path, output_names: Sequence[str] = ()) -> None:
+        self.path = Path(path)
         self.columns: list[str] = list(BASE_COLUMNS) + [n for n in output_names if n not in BASE_COLUMNS]
-        self.rows: list[dict[str, object]] = []
+        self.rows = 0
+        self._descriptor: int | None = None
+        write_text_atomically(self.path, _csv_line(self.columns))
+        self._open()
+
+    def _open(self) -> None:
+        self._descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+                                   | getattr(os, "O_BINARY", 0))
+        self._size = os.fstat(self._descriptor).st_size
 
     def append(self, row: dict[str, object]) -> None:
-        for name in row:
-            if name not in self.columns:
-                self.columns.append(name)
-        self.rows.append(row)
+        new = [name for name in row if name not in self.columns]
+        if new:
+            self._add_columns(new)
+        data = _csv_line(["" if row.get(c) is None else _format_value(row[c]) for c in self.columns]).encode()
+        written = 0
+        try:
+            while written < len(data):  # one call for a regular file, unless the disk fills up
+                written += os.write(self._descriptor, data[written:])
+        except BaseException:
+            if 0 < written < len(data):
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._descriptor, self._size)
+            raise
+        self._size += len(data)
+        self.rows += 1
 
-    def text(self) -> str:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(self.columns)
-        for row in self.rows:
-            writer.writerow(["" if row.get(c) is None else _format_value(row[c]) for c in self.columns])
-        return buffer.getvalue()
+    def _add_columns(self, names: list[str]) -> None:
+        self.close()
+        columns = self.columns + names
+        padding = "," * len(names)
+        with atomic_path(self.path) as temporary:
+            with open(self.path, encoding="utf-8", newline="") as old, \
+                    open(temporary, "w", encoding="utf-8", newline="") as new:
+                old.readline()  # the header (a column name may be quoted, but holds no line break)
+                new.write(_csv_line(columns))
+                for line in old:  # rows hold numbers and empty cells only
+                    new.write(line.rstrip("\n") + padding + "\n")
+        self.columns = columns
+        self._open()
+
+    def close(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
 
 
 def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict[str, float]) -> dict:
@@ -183,6 +231,7 @@ class ProgressBar:
         self.started = time.perf_counter()
         self.last_draw = -math.inf
         self.drawn = False
+        self.length = 0
 
     def update(self, done: int) -> None:
         now = time.perf_counter()
@@ -193,10 +242,18 @@ class ProgressBar:
         filled = int(self.width * done / self.total)
         remaining = elapsed / done * (self.total - done) if done else float("nan")
         eta = f"{remaining:.0f} s left" if math.isfinite(remaining) else ""
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} frames "
-                          f"{elapsed:.1f} s {eta}   ")
+        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} frames {elapsed:.1f} s {eta}   "
+        self.stream.write("\r" + line)
         self.stream.flush()
         self.drawn = True
+        self.length = len(line)
+
+    def clear(self) -> None:
+        """Erase the bar (before another message on the stream); the next update draws it again."""
+        if self.drawn:
+            self.stream.write("\r" + " " * self.length + "\r")
+            self.drawn = False
+            self.last_draw = -math.inf
 
     def close(self) -> None:
         if self.drawn:
@@ -205,16 +262,86 @@ class ProgressBar:
             self.drawn = False
 
 
+# -- output directory -----------------------------------------------------------------------------------
+_RUN_FILE = re.compile(rf"^({re.escape(CSV_NAME)}|{re.escape(PVD_NAME)}|frame_\d{{4,}}\.vtu|{re.escape(RUN_MARKER)})$")
+
+
+def _is_run_file(entry: Path) -> bool:
+    """A file a run writes (or the temporary file of one): the names above, a plain file, not a link."""
+    name = temporary_target(entry.name) or entry.name
+    return bool(_RUN_FILE.match(name)) and entry.is_file() and not entry.is_symlink()
+
+
+def _csv_of_a_run(path: Path) -> bool:
+    """``path`` starts with the header of a softsim ``frames.csv`` (a run written before the marker file)."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(4096)
+    except OSError:
+        return False
+    return head.startswith(",".join(BASE_COLUMNS).encode())
+
+
+def previous_run_files(out_dir: str | Path) -> list[Path]:
+    """The files of an earlier run in ``out_dir`` (none for a missing or empty directory), which the next run
+    removes: :data:`RUN_MARKER`, ``frames.csv``, ``frame_NNNN.vtu``, ``result.pvd`` and the temporary files of
+    a killed run.
+
+    Raises:
+        UsageError: ``out_dir`` is not a directory, or holds anything else (another file, a directory, a
+            link), or run files without the marker file or a softsim ``frames.csv`` header (a user's own
+            ``frames.csv``); nothing is changed.
+    """
+    out_dir = Path(out_dir)
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return []
+    if not out_dir.is_dir():
+        raise UsageError(f"--out: {out_dir} exists and is not a directory")
+    entries = sorted(out_dir.iterdir())
+    foreign = [entry.name for entry in entries if not _is_run_file(entry)]
+    marked = (out_dir / RUN_MARKER).is_file() or _csv_of_a_run(out_dir / CSV_NAME)
+    if not foreign and not marked:  # only temporary files can be left without either
+        foreign = [entry.name for entry in entries if temporary_target(entry.name) is None]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise UsageError(f"--out: {out_dir} is not empty and holds files softsim run did not write ({shown}); "
+                         f"give a new or empty directory, or the directory of an earlier run (its files are "
+                         f"replaced)")
+    return entries
+
+
+def prepare_out_dir(out_dir: str | Path, scene_source: str = "") -> None:
+    """Make ``out_dir`` ready for a run: created when missing; an earlier run's files removed (the marker
+    last, so that a run killed meanwhile still leaves a directory recognised as a run); the marker written.
+
+    Raises:
+        UsageError: as :func:`previous_run_files` (then nothing is changed).
+    """
+    out_dir = Path(out_dir)
+    previous = previous_run_files(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(previous, key=lambda entry: entry.name == RUN_MARKER):
+        entry.unlink(missing_ok=True)
+    source = f"scene: {scene_source}\n" if scene_source else ""
+    write_text_atomically(out_dir / RUN_MARKER,
+                          f"This directory holds the output of softsim run ({CSV_NAME}, frame_NNNN.vtu, {PVD_NAME}).\n"
+                          f"The next softsim run into it replaces its files.\n{source}")
+
+
 # -- running --------------------------------------------------------------------------------------------
 @dataclass
 class RunResult:
     """What :func:`run_frames` did: ``frames_written`` good frames (CSV rows), the frame that failed
-    (``failed_frame``, None when every frame succeeded) with the solver's ``message``, and the files written."""
+    (``failed_frame``, None when every frame succeeded) with the solver's ``message``, the frames that ran
+    but did not converge (``not_converged`` of them, the first at ``first_not_converged``), and the files
+    written."""
 
     frames_written: int
     failed_frame: int | None = None
     message: str = ""
     files: list[Path] = field(default_factory=list)
+    not_converged: int = 0
+    first_not_converged: int | None = None
 
     @property
     def diverged(self) -> bool:
@@ -222,73 +349,92 @@ class RunResult:
 
 
 class _Outputs:
-    """The files of one run in ``out_dir``; ``flush`` rewrites the CSV (and the .pvd) atomically."""
+    """The files of one run in ``out_dir``: the CSV grows by a row per frame; the .pvd is rewritten
+    atomically by ``flush_pvd``."""
 
-    def __init__(self, out_dir: Path, table: FrameTable, write_vtu: bool, time_step: float | None) -> None:
+    def __init__(self, out_dir: Path, output_names: Sequence[str], write_vtu: bool,
+                 time_step: float | None) -> None:
         self.out_dir = out_dir
-        self.table = table
         self.write_vtu = write_vtu
         self.time_step = time_step
         self.pvd_entries: list[tuple[float, str]] = []
         self.last_flush = -math.inf
         self.dirty = False
+        self.csv = FrameCsv(out_dir / CSV_NAME, output_names)
+        if write_vtu:
+            self.flush_pvd()  # an empty collection exists from the start
 
     def add_frame(self, index: int, row: dict, simulation) -> None:
         if self.write_vtu:
             name = f"frame_{index:04d}.vtu"
             write_frame_vtu(self.out_dir / name, simulation)
             self.pvd_entries.append((index if self.time_step is None else index * self.time_step, name))
-        self.table.append(row)
-        self.dirty = True
+            self.dirty = True
+        self.csv.append(row)
         now = time.perf_counter()
-        if len(self.table.rows) <= _EVERY_FRAME_ROWS or now - self.last_flush >= _LONG_RUN_FLUSH_SECONDS:
-            self.flush()
+        if self.dirty and (len(self.pvd_entries) <= _EVERY_FRAME_ENTRIES
+                           or now - self.last_flush >= _LONG_RUN_FLUSH_SECONDS):
+            self.flush_pvd()
 
-    def flush(self) -> None:
+    def flush_pvd(self) -> None:
         import meshes
 
-        write_text_atomically(self.out_dir / CSV_NAME, self.table.text())
-        if self.write_vtu:
-            meshes.write_pvd(self.out_dir / PVD_NAME, self.pvd_entries)
+        meshes.write_pvd(self.out_dir / PVD_NAME, self.pvd_entries)
         self.last_flush = time.perf_counter()
         self.dirty = False
+
+    def close(self) -> None:
+        try:
+            if self.dirty:
+                self.flush_pvd()
+        finally:
+            self.csv.close()
 
     def files(self) -> list[Path]:
         names = [CSV_NAME] + ([name for _t, name in self.pvd_entries] + [PVD_NAME] if self.write_vtu else [])
         return [self.out_dir / name for name in names]
 
 
+def _one_line_message(text: str) -> str:
+    return " ".join(text.split()) or "did not converge"
+
+
 def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = True,
                on_frame: Callable[[object, int, dict], None] | None = None,
-               progress: ProgressBar | None = None) -> RunResult:
+               progress: ProgressBar | None = None,
+               on_not_converged: Callable[[int, str], None] | None = None) -> RunResult:
     """Run ``frames`` frames of ``scene`` (a :class:`mechanics.scene_runtime.Scene`) and write the outputs.
 
     Parameters
     ----------
     scene : the loaded scene, with any overrides applied.
-    frames : number of frames, >= 1.
-    out_dir : output directory (created with its parents).
+    frames : number of frames, in [1, MAX_FRAMES].
+    out_dir : output directory: created with its parents, or empty, or an earlier run's (whose files are
+        removed first, see :func:`prepare_out_dir`); any other content raises UsageError before anything
+        is written.
     write_vtu : write ``frame_NNNN.vtu`` per frame and ``result.pvd``.
     on_frame : called as ``on_frame(scene, index, row)`` after frame ``index`` is written (its files are
         complete on disk); it may change the scene (live edits by key path, as the GUI does between frames).
     progress : a bar updated after every frame.
+    on_not_converged : called as ``on_not_converged(index, message)`` for every frame that ran but did not
+        converge (its row is written; ``message`` is the solver's, on one line).
 
     The run stops at the first frame whose report is not ``ok`` (diverged): the frames before it stay
-    written and the result names the frame and the solver's message. The CSV and .pvd are complete under
-    their final names after every frame, and written once more when the run ends, however it ends.
+    written and the result names the frame and the solver's message. The CSV holds whole rows only at any
+    moment; the .pvd is complete under its final name and written once more when the run ends, however it
+    ends.
     """
-    if int(frames) < 1:
-        raise UsageError(f"--frames: {frames} is outside [1, inf)")
+    frames = int(frames)
+    if not 1 <= frames <= MAX_FRAMES:
+        raise UsageError(f"--frames: {frames} is outside [1, {MAX_FRAMES}]")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out_dir, str(getattr(scene.spec, "source", "")))
     simulation = scene.simulation
     dynamic = getattr(scene.spec.scene, "mode", "static") == "dynamic"
-    outputs = _Outputs(out_dir, FrameTable(list(scene.outputs())), write_vtu,
-                       scene.spec.scene.dt if dynamic else None)
+    outputs = _Outputs(out_dir, list(scene.outputs()), write_vtu, scene.spec.scene.dt if dynamic else None)
     result = RunResult(frames_written=0)
     try:
-        outputs.flush()  # the header (and an empty collection) exist from the start
-        for _ in range(int(frames)):
+        for _ in range(frames):
             started = time.perf_counter()
             report = scene.step()
             wall = time.perf_counter() - started
@@ -303,15 +449,22 @@ def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = Tru
             row = frame_row(index, wall, report, simulation, scene.outputs())
             outputs.add_frame(index, row, simulation)
             result.frames_written += 1
+            if not report.converged:
+                result.not_converged += 1
+                if result.first_not_converged is None:
+                    result.first_not_converged = index
+                if on_not_converged is not None:
+                    on_not_converged(index, _one_line_message(report.message))
             if progress is not None:
                 progress.update(result.frames_written)
             if on_frame is not None:
                 on_frame(scene, index, row)
     finally:
-        if outputs.dirty:
-            outputs.flush()
-        if progress is not None:
-            progress.close()
+        try:
+            outputs.close()
+        finally:
+            if progress is not None:
+                progress.close()
     result.files = outputs.files()
     return result
 
@@ -327,13 +480,16 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(command: str) -> argparse.ArgumentParser:
     """The argument parser of ``softsim run`` or ``softsim check``."""
     if command == "run":
-        parser = _Parser(prog="softsim run", description="Run a scene without a window and write its frames.")
+        parser = _Parser(prog="softsim run", description="Run a scene without a window and write its frames.",
+                         epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     else:
         parser = _Parser(prog="softsim check", description="Validate and build a scene without running it.")
     parser.add_argument("scene", help="scene file (.toml)")
     if command == "run":
-        parser.add_argument("--frames", type=int, required=True, metavar="N", help="number of frames (>= 1)")
-        parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
+        parser.add_argument("--frames", type=int, required=True, metavar="N",
+                            help=f"number of frames, 1 to {MAX_FRAMES}")
+        parser.add_argument("--out", required=True, metavar="DIR",
+                            help="output directory: new, empty, or an earlier run's (whose files are replaced)")
         parser.add_argument("--no-vtu", action="store_true", help="write frames.csv only, no .vtu/.pvd")
         parser.add_argument("--progress", action="store_true",
                             help="draw the progress bar even when stderr is not a terminal")
@@ -345,7 +501,11 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 
 def parse_override(text: str) -> tuple[str, str]:
-    """``"KEY=VALUE"`` -> ``(KEY, VALUE)`` (whitespace around both stripped); UsageError otherwise."""
+    """``"KEY=VALUE"`` -> ``(KEY, VALUE)`` (whitespace around both stripped); UsageError otherwise.
+
+    The one ``--set`` parser of ``softsim``, ``softsim run`` and ``softsim check``. The value is checked
+    when it is set (:func:`mechanics.scene.set_value`: one TOML value, nothing after it).
+    """
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--set expects KEY=VALUE (e.g. body.finger.cable.cable.value=5), got {text!r}")
@@ -420,6 +580,37 @@ def _configure_logging(verbose: bool) -> None:
                         format="softsim: %(levelname)s: %(name)s: %(message)s")
 
 
+@contextlib.contextmanager
+def _warnings_to_log():
+    """Python warnings (numpy's overflow and invalid-value warnings of a diverging solve) go to the log, shown
+    with --verbose: the frame's report says what went wrong, in one line."""
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+
+
+class _NotConvergedWarnings:
+    """Writes a warning per frame that did not converge, the first ``_LISTED_NOT_CONVERGED`` ones; later ones
+    are only counted (the summary at the end gives the total)."""
+
+    def __init__(self, stderr: TextIO, bar: ProgressBar | None) -> None:
+        self.stderr, self.bar, self.count = stderr, bar, 0
+
+    def __call__(self, index: int, message: str) -> None:
+        self.count += 1
+        if self.count > _LISTED_NOT_CONVERGED + 1:
+            return
+        if self.bar is not None:
+            self.bar.clear()
+        if self.count <= _LISTED_NOT_CONVERGED:
+            self.stderr.write(f"softsim: warning: frame {index} did not converge: {message}\n")
+        else:
+            self.stderr.write("softsim: warning: more frames did not converge; they are counted, not listed\n")
+        self.stderr.flush()
+
+
 def summary(scene) -> str:
     """A short multi-line description of a built scene: bodies, nodes, tets, fixed nodes, constraints."""
     spec, simulation = scene.spec, scene.simulation
@@ -449,9 +640,17 @@ def _invalid_input_errors() -> tuple[type[BaseException], ...]:
     return (UsageError, SceneError, meshes.MeshError, ParameterError)
 
 
+def _input_too_large(error: BaseException) -> str:
+    """The message of a RecursionError or MemoryError raised while reading the input."""
+    if isinstance(error, RecursionError):
+        return "the input is nested too deeply to read"
+    return "not enough memory to load the scene and its meshes"
+
+
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None,
          on_frame: Callable[[object, int, dict], None] | None = None) -> int:
-    """``softsim run|check ...``; ``argv`` starts with the subcommand. Returns the exit code.
+    """``softsim run|check ...``; ``argv`` starts with the subcommand. Returns the exit status
+    (:data:`EXIT_STATUS_HELP`).
 
     ``on_frame`` is passed to :func:`run_frames` (for tests and embedding).
     """
@@ -472,19 +671,25 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     except SystemExit as done:  # --help
         return int(done.code or 0)
     _configure_logging(args.verbose)
+    with _warnings_to_log():
+        return _main(command, args, verbose, stdout, stderr, on_frame)
+
+
+def _main(command: str, args, verbose: bool, stdout: TextIO, stderr: TextIO,
+          on_frame: Callable[[object, int, dict], None] | None) -> int:
     try:
-        if command == "run" and args.frames < 1:
-            raise UsageError(f"--frames: {args.frames} is outside [1, inf)")
-        if command == "run" and Path(args.out).exists() and not Path(args.out).is_dir():
-            raise UsageError(f"--out: {args.out} exists and is not a directory")
+        if command == "run":
+            if not 1 <= args.frames <= MAX_FRAMES:
+                raise UsageError(f"--frames: {args.frames} is outside [1, {MAX_FRAMES}]")
+            previous_run_files(args.out)  # refuse a directory of other files before the (slower) load
         # the scene module reports every invalid input as a ValueError subclass (SceneError, MeshError,
         # ParameterError); while loading, any ValueError is the input's fault
         scene = load_scene_with_overrides(args.scene, args.overrides)
-    except ValueError as error:
+    except (ValueError, OSError) as error:
         _report_error(error, args.scene, verbose, stderr)
         return EXIT_INVALID
-    except OSError as error:
-        _report_error(error, args.scene, verbose, stderr)
+    except (RecursionError, MemoryError) as error:
+        _report_error(ValueError(_input_too_large(error)), args.scene, verbose, stderr)
         return EXIT_INVALID
     except Exception as error:  # a defect, not the input: still one line, the traceback with --verbose
         _report_internal(error, verbose, stderr)
@@ -496,10 +701,11 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
         return EXIT_OK
     show_bar = args.progress or (hasattr(stderr, "isatty") and stderr.isatty())
     bar = ProgressBar(args.frames, stderr) if show_bar else None
+    not_converged = _NotConvergedWarnings(stderr, bar)
     try:
         with _terminate_as_interrupt():
             result = run_frames(scene, args.frames, args.out, write_vtu=not args.no_vtu, on_frame=on_frame,
-                                progress=bar)
+                                progress=bar, on_not_converged=not_converged)
     except KeyboardInterrupt:
         stderr.write("softsim: interrupted; the frames done so far are written\n")
         return EXIT_INTERRUPTED
@@ -512,12 +718,18 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
     except Exception as error:
         _report_internal(error, verbose, stderr)
         return EXIT_INTERNAL
+    name = Path(args.scene).name
     if result.diverged:
-        stderr.write(f"softsim: {Path(args.scene).name}: frame {result.failed_frame} diverged: {result.message}; "
+        stderr.write(f"softsim: {name}: frame {result.failed_frame} diverged: {result.message}; "
                      f"stopped, {result.frames_written} frame(s) written to {args.out}\n")
         return EXIT_DIVERGED
     vtu = "" if args.no_vtu else f", {result.frames_written} .vtu files and {PVD_NAME}"
     stdout.write(f"softsim: {result.frames_written} frames written to {args.out} ({CSV_NAME}{vtu})\n")
+    if result.not_converged:
+        stderr.write(f"softsim: {name}: {result.not_converged} of {result.frames_written} frame(s) did not "
+                     f"converge (the first: frame {result.first_not_converged}); their rows hold the best "
+                     f"state reached\n")
+        return EXIT_NOT_CONVERGED
     return EXIT_OK
 
 
@@ -527,8 +739,12 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_INVALID",
+    "EXIT_NOT_CONVERGED",
     "EXIT_OK",
-    "FrameTable",
+    "EXIT_STATUS_HELP",
+    "MAX_FRAMES",
+    "RUN_MARKER",
+    "FrameCsv",
     "ProgressBar",
     "RunResult",
     "UsageError",
@@ -537,6 +753,8 @@ __all__ = [
     "load_scene_with_overrides",
     "main",
     "parse_override",
+    "prepare_out_dir",
+    "previous_run_files",
     "run_frames",
     "summary",
     "write_frame_vtu",

@@ -13,10 +13,14 @@ import os
 import sys
 from pathlib import Path
 
+from meshes.files import read_input_bytes, write_text_atomically
+
 logger = logging.getLogger(__name__)
 
 SETTINGS_FILE = "settings.json"
 MAX_RECENT_FILES = 10
+#: a settings file larger than this is ignored (it holds a list of recent files)
+_MAX_SETTINGS_BYTES = 1024**2
 
 
 def config_dir() -> Path:
@@ -41,22 +45,20 @@ class Settings:
     def __init__(self, directory: str | Path | None = None) -> None:
         self.path = Path(directory or config_dir()) / SETTINGS_FILE
         self._data: dict = {}
+        if not self.path.exists():
+            return
         try:
-            self._data = json.loads(self.path.read_text(encoding="utf-8"))
+            text = read_input_bytes(self.path, max_bytes=_MAX_SETTINGS_BYTES, what="settings").decode("utf-8")
+            self._data = json.loads(text)
             if not isinstance(self._data, dict):
                 raise ValueError("the top level is not a table")
-        except FileNotFoundError:
-            self._data = {}
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             logger.warning("ignoring the settings file %s: %s", self.path, error)
             self._data = {}
 
     def _write(self) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(self._data, indent=2), encoding="utf-8")
-            os.replace(temporary, self.path)
+            write_text_atomically(self.path, json.dumps(self._data, indent=2), durable=True, make_parents=True)
         except OSError as error:
             logger.warning("cannot write the settings file %s: %s", self.path, error)
 

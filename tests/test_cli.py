@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import meshio
@@ -119,7 +120,7 @@ def test_run_writes_vtu_frames_and_pvd_with_displacement_and_von_mises(pulled_ru
 def test_set_changes_the_result_and_no_vtu_writes_only_the_csv(tmp_path, pulled_run, capsys):
     code = cli_main(["run", str(FINGER), "--frames", "2", "--out", str(tmp_path), "--no-vtu", *EXACT])
     assert code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".softsim-run", "frames.csv"]
     _header, rows = read_csv(tmp_path / "frames.csv")
     _header, pulled = read_csv(pulled_run[1] / "frames.csv")
     assert rows[-1]["cable.displacement"] == pytest.approx(0.0, abs=1e-9)  # the scene's value = 0
@@ -206,7 +207,8 @@ def test_verbose_adds_the_traceback(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("arguments", "expected"), [
-    (["--frames", "0", "--out", "x"], "--frames: 0 is outside [1, inf)"),
+    (["--frames", "0", "--out", "x"], "--frames: 0 is outside [1, 100000000]"),
+    (["--frames", "100000001", "--out", "x"], "--frames: 100000001 is outside [1, 100000000]"),
     (["--out", "x"], "the following arguments are required: --frames"),
     (["--frames", "two", "--out", "x"], "invalid int value: 'two'"),
     (["--frames", "1", "--out", "x", "--colour"], "unrecognized arguments: --colour"),
@@ -254,8 +256,8 @@ def test_diverging_later_frame_exits_3_and_keeps_the_frames_written(tmp_path, ca
     assert "late.toml: frame 3 diverged" in one_line(capsys.readouterr().err)
     _header, rows = read_csv(out / "frames.csv")
     assert [row["frame"] for row in rows] == [1.0, 2.0]
-    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frame_0002.vtu", "frames.csv",
-                                                     "result.pvd"]
+    assert sorted(p.name for p in out.iterdir()) == [".softsim-run", "frame_0001.vtu", "frame_0002.vtu",
+                                                     "frames.csv", "result.pvd"]
     assert (out / "result.pvd").read_text().count("<DataSet") == 2
     n_nodes = meshes.load(FINGER_MESH).n_points
     assert meshio.read(out / "frame_0002.vtu").point_data["displacement"].shape == (n_nodes, 3)
@@ -270,13 +272,13 @@ def test_csv_and_pvd_are_complete_after_every_frame_and_no_temp_file_remains(tmp
         assert [r["frame"] for r in rows] == list(map(float, range(1, index + 1)))
         assert rows[-1]["max_displacement"] == pytest.approx(row["max_displacement"])
         assert (out / "result.pvd").read_text().count("<DataSet") == index
-        assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+        assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".softsim-run"]
         seen.append(index)
 
     assert headless.main(["run", str(FINGER), "--frames", "3", "--out", str(out)], on_frame=inspect,
                          stdout=io.StringIO(), stderr=io.StringIO()) == 0
     assert seen == [1, 2, 3]
-    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".softsim-run"]
 
 
 def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monkeypatch):
@@ -296,8 +298,8 @@ def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monk
     assert "interrupted" in one_line(stderr.getvalue())
     _header, rows = read_csv(out / "frames.csv")
     assert [row["frame"] for row in rows] == [1.0, 2.0]
-    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frame_0002.vtu", "frames.csv",
-                                                     "result.pvd"]
+    assert sorted(p.name for p in out.iterdir()) == [".softsim-run", "frame_0001.vtu", "frame_0002.vtu",
+                                                     "frames.csv", "result.pvd"]
 
 
 def test_write_text_atomically_keeps_the_old_file_when_the_rename_fails(tmp_path, monkeypatch):
@@ -389,11 +391,14 @@ def test_check_warns_about_an_effector_on_a_fixed_node(tmp_path, capsys):
     assert "softsim: warning: body.trunk.effector.tip: its index 0 is a fixed node (body.trunk.fixed)" in err
 
 
-def test_frame_table_grows_columns_and_formats_values():
-    table = headless.FrameTable(["cable.force"])
+def test_frame_csv_grows_columns_and_formats_values(tmp_path):
+    table = headless.FrameCsv(tmp_path / "frames.csv", ["cable.force"])
     table.append({"frame": 1, "newton_converged": True, "cable.force": 0.25})
     table.append({"frame": 2, "newton_converged": False, "cable.force": 0.5, "contact.force": 1.0})
-    lines = table.text().splitlines()
+    table.close()
+    lines = (tmp_path / "frames.csv").read_text().splitlines()
+    assert len(lines) == 3 and table.rows == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frames.csv"]  # the rewrite left no temporary file
     header = lines[0].split(",")
     assert header[:9] == list(headless.BASE_COLUMNS) and header[9:] == ["cable.force", "contact.force"]
     first = dict(zip(header, lines[1].split(","), strict=True))
@@ -433,7 +438,7 @@ def test_console_script_runs_headless_without_gui_modules(tmp_path):
     done = subprocess.run([str(script), "run", str(FINGER), "--frames", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["frame_0001.vtu", "frames.csv", "result.pvd"]
+    assert sorted(p.name for p in out.iterdir()) == [".softsim-run", "frame_0001.vtu", "frames.csv", "result.pvd"]
     probe = (
         "import sys\n"
         "from app.cli import main\n"
@@ -477,7 +482,7 @@ def test_sigterm_stops_the_run_with_consistent_files(tmp_path):
     assert "interrupted" in one_line(stderr)
     _header, final = read_csv(out / "frames.csv")
     assert len(final) >= len(rows) and [r["frame"] for r in final] == list(map(float, range(1, len(final) + 1)))
-    assert sorted(p.name for p in out.iterdir()) == ["frames.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [".softsim-run", "frames.csv"]
 
 
 def test_check_summary_counts_each_body_of_a_multibody_scene(capsys):
@@ -487,3 +492,274 @@ def test_check_summary_counts_each_body_of_a_multibody_scene(capsys):
     finger, cube = meshes.load(FINGER_MESH), meshes.load(FINGER.parent.parent / "meshes" / "cube.vtu")
     assert f"body finger1: {finger.n_points} nodes, {finger.n_tets} tets" in out
     assert f"body cube: {cube.n_points} nodes, {cube.n_tets} tets, 0 fixed nodes" in out
+
+
+# -- limits: files refused before reading, counts, values, internal errors on input --------------------------
+def _device_scene(tmp_path):
+    return "/dev/zero", ("softsim: zero: cannot read the scene file /dev/zero: it is a character device, not a "
+                         "regular file")
+
+
+def _fifo_scene(tmp_path):
+    os.mkfifo(tmp_path / "pipe.toml")
+    return str(tmp_path / "pipe.toml"), "it is a named pipe (FIFO), not a regular file"
+
+
+def _directory_scene(tmp_path):
+    return str(tmp_path), "it is a directory, not a file"
+
+
+def _huge_scene(tmp_path):
+    with open(tmp_path / "huge.toml", "wb") as stream:
+        stream.truncate(2 * 1024**3)  # sparse
+    return str(tmp_path / "huge.toml"), "huge.toml: it is 2.0 GiB, larger than the 16.0 MiB softsim reads for a scene"
+
+
+def _deep_scene(tmp_path):
+    (tmp_path / "deep.toml").write_text("a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n")
+    return str(tmp_path / "deep.toml"), "softsim: deep.toml: tables or arrays nested too deeply to read"
+
+
+def _huge_mesh(tmp_path):
+    with open(tmp_path / "sparse.vtu", "wb") as stream:
+        stream.truncate(2 * 1024**3)
+    scene = tmp_path / "sparse.toml"
+    scene.write_text(FINGER.read_text().replace('"../meshes/finger.vtu"', '"sparse.vtu"'))
+    return str(scene), "sparse.vtu: is 2.0 GiB, larger than the 1.0 GiB softsim reads for a mesh file"
+
+
+def _device_mesh(tmp_path):
+    scene = tmp_path / "device.toml"
+    scene.write_text(FINGER.read_text().replace('"../meshes/finger.vtu"', '"/dev/zero"'))
+    return str(scene), "softsim: device.toml: body[0].mesh: not a regular file: /dev/zero (a character device)"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX devices and named pipes")
+@pytest.mark.parametrize("make", [_device_scene, _fifo_scene, _directory_scene, _huge_scene, _deep_scene, _huge_mesh,
+                                  _device_mesh])
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_files_that_cannot_be_read_are_refused_with_exit_2_before_reading(tmp_path, capsys, make, command):
+    scene, expected = make(tmp_path)
+    extra = ["--frames", "1", "--out", str(tmp_path / "out")] if command == "run" else []
+    started = time.perf_counter()
+    assert cli_main([command, scene, *extra]) == 2
+    assert time.perf_counter() - started < 20.0  # /dev/zero used to grow without end, a FIFO to block
+    assert expected in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("solver.newton.load_steps=1000000000", "finger.toml: solver.newton.load_steps: 1000000000 is outside [1, 1000]"),
+    ("solver.linear.maximum_number_of_iterations=1000000000000",
+     "solver.linear.maximum_number_of_iterations: 1000000000000 is outside [1, 100000]"),
+    ("solver.newton.newton_iterations=5\n[x]\ny=1",
+     "solver.newton.newton_iterations: '5\\n[x]\\ny=1' is one value followed by more text; give the value alone"),
+    ("body.finger.material.youngModulus=1e-300", "body.finger.material.youngModulus: 1e-300 is outside [1e-30, 1e+30]"),
+    ("body.finger.material.youngModulus=1e300", "body.finger.material.youngModulus: 1e+300 is outside [1e-30, 1e+30]"),
+    ("body.finger.cable.cable.value=" + "[" * 5000 + "]" * 5000, "arrays nested too deeply to read"),
+])
+def test_values_beyond_the_limits_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, override, expected):
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(tmp_path / "out"), "--set", override]) == 2
+    line = one_line(capsys.readouterr().err)  # no numpy warning either
+    assert line.startswith("softsim: ") and expected in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_window_uses_the_same_set_parser(capsys):
+    assert cli_main(["--set", "body.finger.cable.cable.value"]) == 2  # refused before Qt is imported
+    assert "--set expects KEY=VALUE" in capsys.readouterr().err
+    assert cli_main(["--frames", "100000001"]) == 2
+    assert "--frames: 100000001 is outside [0, 100000000]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (RecursionError("maximum recursion depth exceeded"), "the input is nested too deeply to read"),
+    (MemoryError(), "not enough memory to load the scene and its meshes"),
+])
+def test_recursion_and_memory_errors_while_loading_are_invalid_input(tmp_path, capsys, monkeypatch, error, expected):
+    from mechanics import scene_runtime
+
+    def fail(path):
+        raise error
+
+    monkeypatch.setattr(scene_runtime.Scene, "load", staticmethod(fail))
+    assert cli_main(["check", str(FINGER)]) == 2
+    assert one_line(capsys.readouterr().err) == f"softsim: finger.toml: {expected}"
+
+
+def test_numpy_warnings_go_to_the_log_not_to_stderr(tmp_path):
+    def overflow(scene, index, row):
+        np.float64(1e300) * np.float64(1e300)  # RuntimeWarning: overflow encountered
+
+    stderr = io.StringIO()
+    assert headless.main(["run", str(FINGER), "--frames", "1", "--out", str(tmp_path / "quiet"), "--no-vtu"],
+                         stdout=io.StringIO(), stderr=stderr, on_frame=overflow) == 0
+    assert stderr.getvalue() == ""
+
+
+# -- the output directory -------------------------------------------------------------------------------------
+def listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (b"" if p.is_dir() else p.read_bytes(), p.stat().st_mtime_ns) for p in directory.iterdir()}
+
+
+def test_a_new_run_replaces_every_file_of_the_previous_one(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli_main(["run", str(FINGER), "--frames", "6", "--out", str(out)]) == 0
+    assert listing(out) == [".softsim-run", *[f"frame_{i:04d}.vtu" for i in range(1, 7)], "frames.csv", "result.pvd"]
+    assert cli_main(["run", str(FINGER), "--frames", "2", "--out", str(out), "--no-vtu"]) == 0
+    assert listing(out) == [".softsim-run", "frames.csv"]  # frame_0003..6.vtu and result.pvd are gone
+    assert [row["frame"] for row in read_csv(out / "frames.csv")[1]] == [1.0, 2.0]
+    assert "scene: " in (out / ".softsim-run").read_text()
+
+
+@pytest.mark.parametrize("foreign", [
+    {"frames.csv": b"my,own\n1,2\n"},  # a user's own frames.csv
+    {"notes.txt": b"mine\n", ".softsim-run": b"a run\n", "frames.csv": b"frame,wall_ms\n"},
+    {"frame_0001.vtu": b"<VTKFile/>"},  # run-like names without a run's marker or CSV
+    {"sub/": b""},
+])
+def test_a_directory_with_other_files_is_refused_and_left_untouched(tmp_path, capsys, foreign):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, content in foreign.items():
+        if name.endswith("/"):
+            (out / name).mkdir()
+        else:
+            (out / name).write_bytes(content)
+    before = snapshot(out)
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(out)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"softsim: --out: {out} is not empty and holds files softsim run did not write (")
+    assert "give a new or empty directory, or the directory of an earlier run" in line
+    assert snapshot(out) == before
+
+
+def test_a_run_written_before_the_marker_and_a_killed_runs_temporary_files_are_replaced(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "frames.csv").write_text(",".join(headless.BASE_COLUMNS) + "\n1,2,3,1,0,0,0,1,0\n")
+    (out / "frame_0007.vtu").write_text("old")
+    (out / ".frames.csv.a1b2c3d4.tmp").write_text("partial")
+    (out / ".frame_0008.vtu.x_y9z0ab.tmp").write_text("partial")
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu"]) == 0
+    assert listing(out) == [".softsim-run", "frames.csv"]
+    only_temporary = tmp_path / "killed"
+    only_temporary.mkdir()
+    (only_temporary / "..softsim-run.q1w2e3r4.tmp").write_text("")  # the marker's
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(only_temporary), "--no-vtu"]) == 0
+    assert listing(only_temporary) == [".softsim-run", "frames.csv"]
+
+
+def test_out_naming_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "file").write_text("keep")
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(tmp_path / "file")]) == 2
+    assert f"--out: {tmp_path / 'file'} exists and is not a directory" in one_line(capsys.readouterr().err)
+    assert (tmp_path / "file").read_text() == "keep"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_run_killed_with_sigkill_leaves_whole_rows_and_the_next_run_cleans_up(tmp_path):
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "app", "run", str(FINGER), "--frames", "1000000", "--out",
+                                str(out), "--no-vtu"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and process.poll() is None:
+            if (out / "frames.csv").exists() and (out / "frames.csv").read_text().count("\n") > 20:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, process.stderr.read()
+        process.kill()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = (out / "frames.csv").read_text()
+    assert text.endswith("\n")
+    header, rows = read_csv(out / "frames.csv")  # every row complete: as many cells as the header, numbers
+    assert len(rows) > 20 and [r["frame"] for r in rows] == list(map(float, range(1, len(rows) + 1)))
+    (out / ".frames.csv.k1ll3d00.tmp").write_text("left by a killed rewrite")
+    assert cli_main(["run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu"]) == 0
+    assert listing(out) == [".softsim-run", "frames.csv"] and len(read_csv(out / "frames.csv")[1]) == 1
+
+
+def test_frames_csv_grows_by_one_write_per_row_and_never_keeps_a_torn_row(tmp_path, monkeypatch):
+    path = tmp_path / "frames.csv"
+    table = headless.FrameCsv(path, ["cable.force"])
+    writes: list[bytes] = []
+    real_write = os.write
+
+    def counting_write(descriptor, data):
+        writes.append(bytes(data))
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(os, "write", counting_write)
+    table.append({"frame": 1, "cable.force": 0.5})
+    assert len(writes) == 1 and writes[0].endswith(b"\n")
+    full = path.read_bytes()
+
+    def disk_full(descriptor, data):
+        real_write(descriptor, bytes(data[: len(data) // 2]))
+        if len(writes) > 1:
+            raise OSError(28, "No space left on device")
+        writes.append(b"half")
+        return len(data) // 2
+
+    monkeypatch.setattr(os, "write", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        table.append({"frame": 2, "cable.force": 0.25})
+    assert path.read_bytes() == full  # the half row was cut back
+    monkeypatch.setattr(os, "write", real_write)
+    table.append({"frame": 3, "cable.force": 0.125})
+    table.close()
+    lines = path.read_text().splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["1", "3"]
+    assert {line.count(",") for line in lines} == {len(table.columns) - 1}
+
+
+# -- frames that did not converge -----------------------------------------------------------------------------
+def test_frames_that_do_not_converge_warn_are_counted_and_exit_4(tmp_path):
+    """One Newton factorization per frame cannot reach the equilibrium of a cable pull that changes every
+    frame: every frame runs (ok) without converging."""
+    out = tmp_path / "out"
+
+    def keep_pulling(scene, index, row):
+        scene.set("body.finger.cable.cable.value", 5.0 if index % 2 else 2.0)
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = headless.main(["run", str(FINGER), "--frames", "13", "--out", str(out), "--no-vtu",
+                          "--set", "solver.newton.newton_iterations=1", "--set", "body.finger.cable.cable.value=2"],
+                         stdout=stdout, stderr=stderr, on_frame=keep_pulling)
+    assert code == headless.EXIT_NOT_CONVERGED == 4
+    lines = stderr.getvalue().splitlines()
+    assert len(lines) == 12
+    for index, line in enumerate(lines[:10], start=1):
+        assert line.startswith(f"softsim: warning: frame {index} did not converge: constrained equilibrium not "
+                               f"converged after 1 steps and 1 factorizations (unbalanced force ")
+    assert lines[10] == "softsim: warning: more frames did not converge; they are counted, not listed"
+    assert lines[11] == ("softsim: finger.toml: 13 of 13 frame(s) did not converge (the first: frame 1); their rows "
+                         "hold the best state reached")
+    assert stdout.getvalue() == f"softsim: 13 frames written to {out} (frames.csv)\n"
+    assert len(read_csv(out / "frames.csv")[1]) == 13
+
+
+def test_an_unconverged_constraint_solve_is_reported_too(tmp_path, capsys):
+    code = cli_main(["run", str(FINGER), "--frames", "2", "--out", str(tmp_path / "out"), "--no-vtu",
+                     "--set", "solver.constraint.maxIterations=1", "--set", "body.finger.cable.cable.value=5"])
+    assert code == 4
+    err = capsys.readouterr().err
+    assert "softsim: warning: frame 1 did not converge: constraint solver did not converge (error " in err
+    assert "frame(s) did not converge (the first: frame 1)" in err
+
+
+def test_run_help_lists_every_exit_status(capsys):
+    assert cli_main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for status in ("0    every frame converged", "4    every frame ran, at least one did not converge",
+                   "3    a frame diverged", "2    invalid input", "1    internal error", "130  interrupted"):
+        assert status in out

@@ -1,6 +1,8 @@
 """The simulation worker (latest wins, commands between frames, failures reported) and the settings file."""
 
 import json
+import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -186,3 +188,24 @@ def test_an_unreadable_settings_file_gives_the_defaults(private_config_dir):
     assert settings.recent_files == []
     settings.clear_recent_files()
     assert json.loads((private_config_dir / "settings.json").read_text()) == {"recent_files": []}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes, symbolic links and named pipes")
+def test_the_settings_file_keeps_its_mode_and_link_and_a_pipe_or_huge_file_gives_the_defaults(private_config_dir,
+                                                                                               tmp_path):
+    real = tmp_path / "dotfiles" / "softsim.json"
+    real.parent.mkdir()
+    real.write_text('{"recent_files": []}')
+    os.chmod(real, 0o640)
+    (private_config_dir / "settings.json").symlink_to(real)
+    Settings().clear_recent_files()
+    assert (private_config_dir / "settings.json").is_symlink()
+    assert json.loads(real.read_text()) == {"recent_files": []} and stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert sorted(p.name for p in private_config_dir.iterdir()) == ["settings.json"]
+    (private_config_dir / "settings.json").unlink()
+    os.mkfifo(private_config_dir / "settings.json")  # would block a plain open
+    assert Settings().recent_files == []
+    (private_config_dir / "settings.json").unlink()
+    with open(private_config_dir / "settings.json", "wb") as stream:
+        stream.truncate(2 * 1024**2)
+    assert Settings().recent_files == []
