@@ -80,6 +80,7 @@ def time_frames(step, simulation, frames: int) -> dict:
         step()
         still.append(time.perf_counter() - started)
     ramp, phases, rows, iterations, warnings = [], {p: [] for p in PHASES}, 0, [], set()
+    factorizations, steps, converged = [], [], []
     actuators = _actuators(simulation)
     for _ in range(frames):
         for constraint, increment in actuators:
@@ -91,11 +92,17 @@ def time_frames(step, simulation, frames: int) -> dict:
             phases[phase].append(report.times.get(phase, 0.0))
         rows = report.n_constraint_rows
         iterations.append(report.newton.iterations if report.newton is not None else 0)
+        equilibrium = report.equilibrium
+        factorizations.append(0 if equilibrium is None or report.unchanged else equilibrium.iterations)
+        steps.append(0 if equilibrium is None or report.unchanged else equilibrium.steps)
+        converged.append(report.converged)
         if report.message:
             warnings.add(report.message.split("(")[0].strip())
     return {"still": stats_ms(still), "ramp": stats_ms(ramp),
             "phases": {p: 1e3 * float(np.median(v)) for p, v in phases.items()}, "rows": rows,
-            "newton_iterations": float(np.median(iterations)), "warnings": sorted(warnings)}
+            "newton_iterations": float(np.median(iterations)), "warnings": sorted(warnings),
+            "equilibrium_factorizations": float(np.median(factorizations)),
+            "equilibrium_steps": float(np.median(steps)), "converged_share": float(np.mean(converged))}
 
 
 def scene_case(path: Path, frames: int) -> dict:
@@ -116,7 +123,7 @@ def scene_case(path: Path, frames: int) -> dict:
             set_times.append(time.perf_counter() - started)
     result.update(name=path.stem, nodes=sim.X.shape[0], tets=sim.tets.shape[0], settle_frames=settled,
                   set_ms=stats_ms(set_times)["median"],
-                  reequilibration=sim.reequilibration_iterations, mode=scene.spec.scene.mode)
+                  correction=sim.correction, mode=scene.spec.scene.mode)
     return result
 
 
@@ -157,7 +164,7 @@ def cavity_contact_case(frames: int, friction: float) -> dict:
     result = time_frames(sim.step, sim, frames)
     name = "cavity_contacts_10k" if friction > 0 else "cavity_contacts_10k_frictionless"
     result.update(name=name, nodes=sim.X.shape[0], tets=sim.tets.shape[0], settle_frames=settled,
-                  set_ms=float("nan"), reequilibration=0, contacts=contact.n_contacts)
+                  set_ms=float("nan"), correction=sim.correction, contacts=contact.n_contacts)
     return result
 
 
@@ -185,21 +192,23 @@ def main(argv=None) -> int:
             results.append(cavity_contact_case(frames, friction))
             print(results[-1]["name"], "done", flush=True)
     header = ["scene", "nodes", "tets", "rows", "still median", "still p90", "ramp median", "ramp p90",
-              *PHASES, "Newton it.", "scene.set", "notes"]
+              *PHASES, "Newton it.", "eq. factorizations", "eq. steps", "converged", "scene.set", "notes"]
     rows = []
     for r in results:
         if "error" in r:
             rows.append([r["name"]] + ["-"] * (len(header) - 2) + [f"failed: {r['error'][:80]}"])
             continue
         notes = [f"{r['mode']} mode"] if r.get("mode", "static") != "static" else []
-        if r.get("reequilibration"):
-            notes.append(f"reequilibration_iterations = {r['reequilibration']}")
+        if r.get("correction", "equilibrium") != "equilibrium":
+            notes.append(f"correction = {r['correction']}")
         if "contacts" in r:
             notes.append(f"{r['contacts']} contacts")
         notes += r["warnings"]
         rows.append([r["name"], r["nodes"], r["tets"], r["rows"], f"{r['still']['median']:.2f}",
                      f"{r['still']['p90']:.2f}", f"{r['ramp']['median']:.2f}", f"{r['ramp']['p90']:.2f}",
                      *[f"{r['phases'][p]:.2f}" for p in PHASES], f"{r['newton_iterations']:.0f}",
+                     f"{r['equilibrium_factorizations']:.0f}", f"{r['equilibrium_steps']:.0f}",
+                     f"{100 * r['converged_share']:.0f} %",
                      "-" if not np.isfinite(r["set_ms"]) else f"{r['set_ms']:.2f}", "; ".join(notes)])
     table = markdown_table(header, rows)
     print(table)

@@ -190,7 +190,8 @@ def _frame(x, tet, Q):
     e0 = x[b, 0] - x[a, 0]
     e1 = x[b, 1] - x[a, 1]
     e2 = x[b, 2] - x[a, 2]
-    n = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+    # a collapsed edge or face has no frame: NaN (never a division error) makes the frame step fail the state
+    n = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2) or math.nan
     Q[0, 0] = e0 / n
     Q[0, 1] = e1 / n
     Q[0, 2] = e2 / n
@@ -200,7 +201,7 @@ def _frame(x, tet, Q):
     z0 = Q[0, 1] * f2 - Q[0, 2] * f1
     z1 = Q[0, 2] * f0 - Q[0, 0] * f2
     z2 = Q[0, 0] * f1 - Q[0, 1] * f0
-    n = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+    n = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2) or math.nan
     Q[2, 0] = z0 / n
     Q[2, 1] = z1 / n
     Q[2, 2] = z2 / n

@@ -241,6 +241,19 @@ def test_diverging_first_frame_exits_3_and_keeps_the_header(tmp_path, capsys):
     assert "<DataSet" not in (out / "result.pvd").read_text()
 
 
+@pytest.mark.parametrize("value", ["1e4", "1e20"])
+def test_a_cable_pulled_beyond_any_physical_scale_exits_3_with_the_reason(tmp_path, capsys, value):
+    """The issue's 'cable.displacement = -39300 for a +10000 command, exit 0' (and a 1e20 pull, which collapsed
+    SOFA's 'large' frame into a division by zero): exit 3, the runaway named, no frame written."""
+    out = tmp_path / "out"
+    code = cli_main(["run", str(FINGER), "--frames", "3", "--out", str(out), "--no-vtu",
+                     "--set", f"body.finger.cable.cable.value={value}"])
+    line = one_line(capsys.readouterr().err)
+    assert code == 3, line
+    assert "frame 1 diverged: constrained equilibrium diverged: " in line  # 1e4: "the solve ran away: node..."
+    assert "0 frame(s) written" in line
+
+
 def test_diverging_later_frame_exits_3_and_keeps_the_frames_written(tmp_path, capsys):
     # The same neo-Hookean finger with no load runs fine; after frame 2 the hook applies the crushing load
     # by key path (a live edit, as the GUI does), so frame 3 diverges.
