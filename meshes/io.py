@@ -7,6 +7,11 @@ Named sets stored in files:
 
 - Gmsh ``.msh`` (2.2 and 4.1): physical volumes become cell sets, physical surfaces become triangle sets,
   named after ``$PhysicalNames`` (``physical_<tag>`` when unnamed).
+- Gmsh's first format (``$NOD``/``$ELM``, SOFA's sample meshes; read by :mod:`meshes.gmsh1`, not meshio):
+  the physical tag of tetrahedra and triangles gives cell and triangle sets ``physical_<tag>`` (0: none);
+  a file without physical tags uses the elementary ones (``elementary_<tag>``). Node numbers need not be
+  contiguous; they become ``TetMesh.original_node_ids``. Other volume elements and quadrangles are skipped
+  with a note in ``TetMesh.problems``; points and lines silently.
 - Medit ``.mesh``: references become ``ref_<k>`` sets.
 - meshio ``cell_sets`` / ``point_sets`` (Abaqus ELSET/NSET, XDMF, ...) are kept.
 - softsim's convention for VTK/VTU (written by :func:`write_mesh`): point data ``set:NAME`` (non-zero marks a
@@ -26,6 +31,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from meshes import gmsh1
 from meshes.errors import MeshError
 from meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file
 from meshes.tetmesh import TetMesh, TriangleSurface
@@ -81,6 +87,22 @@ SURFACE_EXTENSIONS: dict[str, str] = {".stl": "stl", ".obj": "obj", ".ply": "ply
 _TET_TYPES = ("tetra", "tetra10")
 _TRIANGLE_TYPES = ("triangle", "triangle6")
 _SET_PREFIX = "set:"
+#: meshio format -> a file of it in messages, and how such files begin (None: binary, or no fixed start).
+_FORMATS: dict[str, tuple[str, str | None]] = {
+    "gmsh": ("a Gmsh file", "$MeshFormat"),
+    "ansys": ("an ANSYS file", "("),
+    "vtu": ("a VTK XML file", "<?xml or <VTKFile"),
+    "vtk": ("a legacy VTK file", "# vtk DataFile"),
+    "medit": ("a Medit file", "MeshVersionFormatted"),
+    "abaqus": ("an Abaqus file", "*"),
+    "stl": ("an STL file", None),
+    "obj": ("a Wavefront OBJ file", None),
+    "ply": ("a PLY file", "ply"),
+    "off": ("an OFF file", "OFF"),
+    "xdmf": ("an XDMF file", "<?xml or <Xdmf"),
+    "tetgen": ("a TetGen file", None),
+}
+_GMSH_VERSIONS = ("2", "2.2", "4", "4.0", "4.1")  # the versions meshio reads
 
 
 def _check_scale(scale) -> float:
@@ -113,6 +135,8 @@ def _sniff(path: Path, fmt: str) -> str:
         if head.startswith(b"# vtk DataFile"):
             return "vtk"
         return fmt
+    if gmsh1.is_gmsh1(head):
+        return "gmsh1"
     return "gmsh" if head.startswith(b"$") else "ansys"
 
 
@@ -131,12 +155,92 @@ def _read_meshio(path: Path, fmt: str):
     except MeshError:
         raise
     except Exception as exc:  # meshio raises many types (ReadError, ValueError, struct.error, KeyError, ...)
-        detail = str(exc).strip() or type(exc).__name__
-        raise MeshError(f"{path.name}: cannot read as a {fmt} file: {detail}") from exc
+        raise MeshError(_read_failure(path, fmt, exc)) from exc
     for line in captured.getvalue().splitlines():
         if line.strip():
             logger.warning("%s: meshio: %s", path.name, line.strip())
     return raw
+
+
+def _read_failure(path: Path, fmt: str, exc: Exception) -> str:
+    """Why meshio could not read ``path``, in words: its message (or what its silence means), then what the
+    start of the file says."""
+    name = _FORMATS.get(fmt, (f"a {fmt} file", None))[0]
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == 0:
+            return f"{path.name}: the file is empty"
+    kind, text = type(exc).__name__, str(exc).strip()
+    if isinstance(exc, KeyError):
+        key = exc.args[0] if exc.args else text
+        key = key.item() if isinstance(key, np.generic) else key
+        detail = (
+            f"meshio's {fmt} reader looked up {key!r} and did not find it "
+            "(a node, element or section the file refers to but does not define?)"
+        )
+    elif not text or text == kind:
+        detail = f"meshio's {fmt} reader gave up without saying why ({kind})"
+    else:
+        detail = text
+    if isinstance(exc, EOFError | IndexError | StopIteration) or any(
+        word in text for word in ("reshape", "unpack", "out of range", "out of bounds", "EOF", "end of file")
+    ):
+        detail += "; a count in the file does not match the data that follows, or the file is cut short"
+    return f"{path.name}: cannot read as {name}: {detail}{_content_hint(path, fmt)}"
+
+
+def _content_hint(path: Path, fmt: str) -> str:
+    """What the first bytes of ``path`` say about its format, as "; ..." clauses ("" when unreadable)."""
+    name, start = _FORMATS.get(fmt, (f"a {fmt} file", None))
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return ""
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if b"\0" in stripped[:80]:
+        hint = "; the file starts with binary data"
+    else:
+        first = stripped.splitlines()[0].decode("utf-8", errors="replace") if stripped else ""
+        hint = f"; the file starts with {first if len(first) <= 40 else first[:40] + '...'!r}"
+        if start is not None and not first.startswith(tuple(start.split(" or "))):
+            hint += f" where {name} starts with {start}"
+    if fmt == "ansys":
+        hint += " (a .msh file is read as Gmsh when it starts with $MeshFormat or $NOD, else as ANSYS)"
+    words = stripped.split(maxsplit=2)
+    if fmt == "gmsh" and words[:1] == [b"$MeshFormat"] and len(words) > 1:
+        version = words[1].decode("utf-8", errors="replace")
+        if version not in _GMSH_VERSIONS:
+            hint += f"; Gmsh format {version} is not read: save the mesh from Gmsh as version 4.1 or 2.2"
+    return hint
+
+
+def _read_raw(path: Path, fmt: str):
+    """The file as a meshio mesh, the file's node numbers (None: their order) and notes on skipped elements."""
+    if fmt != "gmsh1":
+        return _read_meshio(path, fmt), None, []
+    import meshio
+
+    mesh = gmsh1.read(path)
+    blocks = mesh.blocks
+    kept = [block for block in blocks if block.cell_type in (*_TET_TYPES, *_TRIANGLE_TYPES)]
+    tag = "physical" if any(block.physical.any() for block in kept) else "elementary"
+    values = {int(value) for block in kept for value in np.unique(getattr(block, tag))} - {0}
+    cell_data = {
+        f"{_SET_PREFIX}{tag}_{value}": [getattr(block, tag) == value for block in blocks] for value in sorted(values)
+    }
+    notes = []
+    for block in blocks:
+        if block.cell_type in (*_TET_TYPES, *_TRIANGLE_TYPES, "vertex", "line", "line3"):
+            continue  # points and lines are Gmsh's drawing of the geometry, nothing to simulate
+        if block.element_type in (3, 10):
+            why = "only triangles form triangle sets"
+        else:
+            why = "only tetrahedra are simulated, the body lacks their volume"
+        notes.append(f"{len(block.nodes)} elements of Gmsh type {block.element_type} ({block.words}) skipped: {why}")
+    for note in notes:
+        logger.warning("%s: %s", path.name, note)
+    raw = meshio.Mesh(mesh.points, [(block.cell_type, block.nodes) for block in blocks], cell_data=cell_data)
+    return raw, mesh.node_numbers, notes
 
 
 def _describe_cells(raw) -> str:
@@ -274,7 +378,7 @@ def load(path, *, scale: float = 1.0) -> TetMesh:
             f"{path.name}: unknown mesh extension {suffix or '(none)'!r}; supported: "
             f"{', '.join(sorted(TET_EXTENSIONS))}"
         )
-    raw = _read_meshio(path, _sniff(path, TET_EXTENSIONS[suffix]))
+    raw, node_numbers, notes = _read_raw(path, _sniff(path, TET_EXTENSIONS[suffix]))
     tets, cell_sets, triangle_sets, point_sets, problems = _collect(raw, path.name)
     if tets.shape[0] == 0:
         hint = ""
@@ -291,7 +395,8 @@ def load(path, *, scale: float = 1.0) -> TetMesh:
         cell_sets=cell_sets,
         triangle_sets=triangle_sets,
         source=str(path),
-        problems=problems,
+        problems=notes + problems,
+        original_node_ids=node_numbers,
     )
     logger.info("%s: loaded %d nodes, %d tetrahedra", path.name, mesh.n_points, mesh.n_tets)
     return mesh
@@ -313,7 +418,7 @@ def load_surface(path, *, scale: float = 1.0) -> TriangleSurface:
             f"{', '.join(sorted(formats))}"
         )
     _check_file(path)
-    raw = _read_meshio(path, _sniff(path, formats[suffix]))
+    raw, _, _ = _read_raw(path, _sniff(path, formats[suffix]))
     parts = []
     for block in raw.cells:
         data = np.asarray(block.data, dtype=np.int64)

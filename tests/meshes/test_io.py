@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import re
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -256,10 +257,62 @@ def test_missing_unknown_and_empty_files(tmp_path):
         meshes.load(odd)
     garbage = tmp_path / "garbage.vtu"
     garbage.write_text("not a mesh")
-    with pytest.raises(MeshError, match=r"garbage.vtu: cannot read as a vtu file"):
+    with pytest.raises(MeshError, match=r"garbage.vtu: cannot read as a VTK XML file"):
         meshes.load(garbage)
     with pytest.raises(MeshError, match="is a directory"):
         meshes.load(tmp_path)
+
+
+# file -> (content, the message: meshio's own words are matched loosely, softsim's exactly)
+UNREADABLE = {
+    "garbage.vtu": (
+        "not a mesh\n",
+        r"garbage\.vtu: cannot read as a VTK XML file: meshio's vtu reader gave up without saying why \(ReadError\); "
+        r"the file starts with 'not a mesh' where a VTK XML file starts with <\?xml or <VTKFile",
+    ),
+    "text.msh": (
+        "hello world\n",
+        r"text\.msh: cannot read as an ANSYS file: .+; the file starts with 'hello world' where an ANSYS file starts "
+        r"with \( \(a \.msh file is read as Gmsh when it starts with \$MeshFormat or \$NOD, else as ANSYS\)",
+    ),
+    "v3.msh": (
+        "$MeshFormat\n3.0 0 8\n$EndMeshFormat\n",
+        r"v3\.msh: cannot read as a Gmsh file: .*3\.0.*; the file starts with '\$MeshFormat'; Gmsh format 3\.0 is "
+        r"not read: save the mesh from Gmsh as version 4\.1 or 2\.2",
+    ),
+    "cut.msh": (
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n3\n1 0 0 0\n",
+        r"cut\.msh: cannot read as a Gmsh file: .+; a count in the file does not match the data that follows, or "
+        r"the file is cut short; the file starts with '\$MeshFormat'",
+    ),
+    "nodes.inp": (
+        "*NODE\n1, 0, 0, 0\n*ELEMENT, TYPE=C3D4\n1, 1, 2, 3, 4\n",
+        r"nodes\.inp: cannot read as an Abaqus file: meshio's abaqus reader looked up 2 and did not find it "
+        r"\(a node, element or section the file refers to but does not define\?\); the file starts with '\*NODE'",
+    ),
+    "binary.vtk": (
+        b"\x00\x01\x02 binary",
+        r"binary\.vtk: cannot read as a legacy VTK file: .+; the file starts with binary data",
+    ),
+    "empty.msh": ("", r"empty\.msh: the file is empty"),
+    "empty.vtu": ("", r"empty\.vtu: the file is empty"),
+    "cavity.stl": (
+        "solid x\nfacet normal 0 0\n",
+        r"cavity\.stl: cannot read as an STL file: .+; the file starts with 'solid x'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_unreadable_files_say_in_words_what_is_wrong(tmp_path, name):
+    content, expected = UNREADABLE[name]
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    read = meshes.load_surface if name.endswith(".stl") else meshes.load
+    with pytest.raises(MeshError, match=f"^{expected}") as caught:
+        read(path)
+    message = str(caught.value)
+    assert not re.search(r"(^|: )\w*(Error|Exception)$", message)  # never an exception's class name alone
 
 
 def test_file_without_tetrahedra_names_cell_types(tmp_path):
