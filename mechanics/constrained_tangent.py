@@ -36,6 +36,10 @@ class ConstrainedTangent:
         self._key: tuple | None = None
         self._solver = None
         self._solver_template = None
+        from mechanics.frame_step import ResponseCache  # the frame step imports this module
+
+        #: K^-1 J^T of the last equilibrium steps, per factorization (see ResponseCache)
+        self.responses = ResponseCache()
 
     def solver(self, template):
         """The linear solver of the constrained tangent, made like ``template`` (remade when it changes)."""
@@ -44,6 +48,11 @@ class ConstrainedTangent:
         return self._solver
 
     def matrix(self, K_free: sp.csr_matrix, terms: list) -> sp.csr_matrix:
+        if not terms:
+            return K_free
+        return self._sum(K_free, terms)
+
+    def _sum(self, K_free: sp.csr_matrix, terms: list) -> sp.csr_matrix:
         """``K_free`` (csr, sorted indices) plus the triplets ``terms`` [(rows, cols, values), ...] restricted to
         the free DOFs. The result's ``indptr``/``indices`` are the same arrays while K's pattern and the terms'
         index arrays are the same objects."""

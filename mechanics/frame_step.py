@@ -200,11 +200,43 @@ def _drop_fixed_columns(J: sp.csr_matrix, free_dofs: np.ndarray) -> sp.csr_matri
     return sp.csr_matrix((J.data[keep], columns[keep], indptr), shape=(J.shape[0], free_dofs.size))
 
 
-def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """W = J K^-1 J^T (m, m) and K^-1 J^T (n_free, m) from the current factorization, in one multi-RHS solve."""
+class ResponseCache:
+    """The last K^-1 J^T of one linear solver: a later call with the same factorization solves only for the
+    rows of J that changed (contact rows on planes keep theirs while a cavity row moves)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._Jt: np.ndarray | None = None
+        self._KinvJt: np.ndarray | None = None
+
+    def solve(self, linear_solver, Jt: np.ndarray) -> np.ndarray:
+        """K^-1 Jt (n_free, m) for the dense Jt (n_free, m)."""
+        key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
+        same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
+                and self._key[2] is key[2] and self._Jt.shape == Jt.shape)
+        if same:
+            changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0))
+            KinvJt = self._KinvJt.copy()
+            if changed.size:
+                KinvJt[:, changed] = np.asarray(linear_solver.solve(np.ascontiguousarray(Jt[:, changed]))
+                                                ).reshape(Jt.shape[0], changed.size)
+        else:
+            KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(Jt.shape)
+        self._key, self._Jt, self._KinvJt = key, Jt, KinvJt
+        return KinvJt
+
+
+def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix,
+                                   cache: ResponseCache | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """W = J K^-1 J^T (m, m) and K^-1 J^T (n_free, m) from the current factorization, in one multi-RHS solve
+    (only the changed rows' with a ``cache`` that saw the same factorization)."""
     if J_free.shape[0] == 0:
         return np.zeros((0, 0)), np.zeros((J_free.shape[1], 0))
-    KinvJt = np.asarray(linear_solver.solve(J_free.T.toarray())).reshape(J_free.shape[1], J_free.shape[0])
+    Jt = J_free.T.toarray()
+    if cache is None:
+        KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(J_free.shape[1], J_free.shape[0])
+    else:
+        KinvJt = cache.solve(linear_solver, Jt)
     W = np.asarray(J_free @ KinvJt)
     return 0.5 * (W + W.T), KinvJt
 
@@ -216,7 +248,8 @@ def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
         solver.factorize(problem.tangent(x))
 
 
-def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None):
+def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None,
+             cache: ResponseCache | None = None):
     """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report, W with
     the compliance on its diagonal (m, m)).
 
@@ -224,7 +257,7 @@ def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial
     """
     times = {} if times is None else times
     started = time.perf_counter()
-    W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free)
+    W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free, cache)
     W[np.diag_indices_from(W)] += system.compliance
     times["W"] = times.get("W", 0.0) + time.perf_counter() - started
     if initial_force is not None and initial_force.size != system.n_rows:
@@ -519,7 +552,8 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     last complementarity solve reached on its linearised laws (an iterative solver stops at its own
     tolerance, and no outer iteration can do better than that). A state that passes
     is the frame's answer. Otherwise, with R at x and a factorized tangent K: the free step is K^-1 R, the rows
-    are linearised to x + K^-1 R, the complementarity problem gives lambda and x <- x + K^-1 (R + J^T lambda).
+    are linearised to x + K^-1 R (from J and the violations at x, which the check built), the complementarity
+    problem gives lambda and x <- x + K^-1 (R + J^T lambda).
     A step that leads to an implausible state (:func:`check_state`: a runaway displacement or an inverted
     element) is halved, with the multipliers, up to :data:`MAX_STEP_HALVINGS` times (a full step from a far
     start can overshoot into a state the corotational tangent does not describe).
@@ -527,9 +561,11 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     K is factorized at x (with an exact material tangent, plus the stiffness of the constraint forces at the
     current lambda, :mod:`mechanics.constrained_tangent`, so that the steps converge quadratically; SOFA's
     corotational tangent is not the derivative of its forces, and adding the constraints' stiffness to it
-    made the 5 -> 10 mm finger pull diverge where the plain tangent converges linearly) on the
-    first step, on every step while the unbalanced force is above :data:`FAR_FROM_EQUILIBRIUM` of the force
-    scale, and nearer the equilibrium when a step did not at least halve the unbalanced force (with an exact
+    made the 5 -> 10 mm finger pull diverge where the plain tangent converges linearly) by a solver of its
+    own whose factorization outlives the frame (a new target starts from the last frame's equilibrium, where
+    that factorization was made): on every step while the unbalanced force is above
+    :data:`FAR_FROM_EQUILIBRIUM` of the force scale, and nearer the equilibrium when a step did not at least
+    halve the unbalanced force (with an exact
     tangent; with an approximate one, when it did not lower it by a tenth), unless the step before it was
     already taken with a new factorization; the other steps reuse the last factorization. With an
     approximate material tangent (SOFA's corotational one) the convergence is linear whatever is
@@ -543,7 +579,7 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
     body_size = _body_size(problem.elasticity.rest_positions)
     length_tolerance = max(newton.correction_tolerance_threshold, _CORRECTION_ROUND_OFF) * body_size
     factorizations, steps, last_unbalanced, refactorized_last = 0, 0, None, False
-    solver = newton.linear_solver
+    solver = tangent.solver(newton.linear_solver)
     exact = bool(getattr(problem.elasticity, "exact_tangent", False))
     state = _evaluate(problem, enforced, x_last, x_cur, force, W, residual_tolerance)
     reference_unbalanced = max(state.unbalanced, _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0))
@@ -562,9 +598,9 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
         # Far from the equilibrium every step gets a new tangent. Near it, a step that did not halve the
         # unbalanced force asks for one, unless the step before it had one: then the rate is the material
         # tangent's own (SOFA's corotational one), not the factorization's age.
-        refactorize = last_unbalanced is not None and (
-            state.relative > FAR_FROM_EQUILIBRIUM
-            or (state.unbalanced > (0.5 if exact else 0.9) * last_unbalanced and not refactorized_last))
+        refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or (
+            last_unbalanced is not None and state.unbalanced > (0.5 if exact else 0.9) * last_unbalanced
+            and not refactorized_last)
         if steps >= STEPS_PER_FACTORIZATION * newton.newton_iterations or (
                 refactorize and factorizations >= newton.newton_iterations):
             if state.unbalanced > 1e3 * reference_unbalanced:
@@ -573,21 +609,23 @@ def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, sy
             return finish(False, False, f"not converged after {steps} steps and {factorizations} factorizations "
                                         f"(unbalanced force {state.relative:.3g} of the force scale, constraint "
                                         f"residual {state.length:.3g})")
-        refactorized_last = refactorize or steps == 0
-        if refactorized_last:
+        refactorized_last = refactorize
+        if refactorize:
             K_free = problem.tangent(state.x)
             terms = _force_stiffness(state.check, state.x, state.force) if exact else []
-            solver = tangent.solver(newton.linear_solver) if terms else newton.linear_solver
-            solver.factorize(tangent.matrix(K_free, terms) if terms else K_free)
+            solver.factorize(tangent.matrix(K_free, terms))
             factorizations += 1
         last_unbalanced = state.unbalanced
         steps += 1
-        x_lin = state.x + problem.expand(solver.solve(state.residual))
-        candidate = build_constraint_system(enforced, x_last, x_lin, problem.free_dofs, linearize_at=state.x)
-        if candidate.n_rows != system.n_rows:
-            return finish(False, False, "the constraint rows changed during the iterations")
+        free_step = solver.solve(state.residual)
+        x_lin = state.x + problem.expand(free_step)
+        # the rows linearised at x: J(x) and d(x) + J(x) (x_lin - x), from the rows built to check x
+        check = state.check
+        candidate = ConstraintSystem(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
+                                     check.blocks, check.compliance, check.row_ranges)
         try:
-            correction_dx, candidate_report, W = _project(constraint_solver, solver, candidate, state.force)
+            correction_dx, candidate_report, W = _project(constraint_solver, solver, candidate, state.force,
+                                                          cache=tangent.responses)
         except ValueError as error:
             return finish(False, True, f"constraint projection failed: {error}")
         step_x = x_lin + problem.expand(correction_dx) - state.x
