@@ -128,6 +128,10 @@ def test_an_invalid_value_is_refused_with_the_key_and_range(docks, session):
     assert editor.findChild(QLineEdit).text() == "0.45"  # the accepted value is shown again
     assert session.spec.bodies[0].material.poissonRatio == 0.45
     assert changes == []
+    # One value followed by more TOML (a table) is refused, not read as its first value.
+    assert not editor.edit("0.3\n[x]\ny = 1")
+    assert "followed by more text" in editor.error_text
+    assert session.spec.bodies[0].material.poissonRatio == 0.45
     # A valid value afterwards clears the message.
     assert editor.edit("0.4")
     assert editor.error_text == "" and not editor.error_label.isVisibleTo(panel)
