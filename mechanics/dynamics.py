@@ -1,4 +1,4 @@
-"""Dynamic mode: Compliant-style implicit integration with soft and hard constraints (seed 003, section 3).
+"""Dynamic mode: Compliant-style implicit integration with soft and hard constraints (SOFA's Compliant plugin).
 
 Scheme (alpha = ``implicitVelocity``, beta = ``implicitPosition``, h = ``dt``)::
 
@@ -225,7 +225,7 @@ class _Rows:
 class DynamicSolver:
     """Implicit dynamics of a :class:`mechanics.multibody.MultiBodySystem` with Compliant constraints.
 
-    Parameters (SCENE-FORMAT ``[solver.dynamic]`` and ``[scene] dt``; validated by :meth:`set_parameters`):
+    Parameters (scene keys ``[solver.dynamic]`` and ``[scene] dt``; validated by :meth:`set_parameters`):
     implicitVelocity (alpha, (0, 1], default 1), implicitPosition (beta, (0, 1], default 1), rayleighMass and
     rayleighStiffness (>= 0, default 0), dt (> 0, default 0.01), newton_iterations (>= 1, default 1),
     newton_tolerance (>= 0, default 1e-10: relative velocity correction), kkt ("auto": direct KKT when
@@ -233,7 +233,7 @@ class DynamicSolver:
     from the second Newton iteration on, H includes ``-h^2 beta sum_i lambda_i d2phi_i/dx2`` of nonlinear
     Compliant constraints, the mapping's geometric stiffness weighted by the last multipliers; Compliant's
     ``neglecting_compliance_forces_in_geometric_stiffness = false``. Without it the Newton iterations of
-    large-rotation constraints converge slowly, seed 003 section 2.2).
+    large-rotation constraints converge slowly).
 
     system: object with ``n_nodes``, ``n_dofs``, ``free_dofs``, ``mass_matrix`` (csr ``(N, N)``) and
     ``forces_and_tangent(x) -> (f (n, 3), K csr (N, N))`` (total force, K = -df/dx);

@@ -1,4 +1,4 @@
-"""Several deformable bodies in one system, mappings and compliant constraints (seed 003, sections 2.2 and 4).
+"""Several deformable bodies in one system, mappings and compliant constraints (SOFA's Compliant plugin).
 
 Assembly. The independent DOFs of every body are concatenated (node-major inside each body, bodies one after
 the other). Body ``b`` owns nodes ``node_offsets[b] .. node_offsets[b+1]-1`` of the global vector; its
@@ -11,7 +11,7 @@ dphi/dp_b J_b``. Bodies interact only through constraints or interaction force f
 Constraints (Compliant). A :class:`CompliantConstraint` owns ``r`` scalar rows ``phi(x)`` given by a mapping,
 with compliance ``c`` (``0``: hard; ``> 0``: a spring of stiffness ``1/c``, i.e. ``lambda = -(phi + d
 phi_dot) / c``) and damping ratio ``d``. The same mapping can instead carry a :class:`SpringForceField`
-(a force with stiffness ``k``): the two formulations of seed 003 section 2.2.
+(a force with stiffness ``k``): the two formulations of the Compliant plugin.
 
 Mapping protocol (used by the constraints and force fields): ``n_rows``, ``value(x) -> (r,)``,
 ``jacobian(x) -> csr (r, N)`` and ``geometric_stiffness(x, weights) -> csr (N, N)`` (``sum_i w_i d2phi_i/dx2``,
@@ -352,7 +352,7 @@ class StrainMapping:
 
     Voigt order ``[e_xx, e_yy, e_zz, g_xy, g_yz, g_xz]`` with engineering shears ``g = 2 e``. Built from
     ``elasticity.shape_gradients (m, 4, 3)`` and ``tets`` (a TetElasticity of the body's mesh). Used to handle
-    linear elasticity as a compliance (seed 003 section 2.2): :func:`linear_elasticity_as_compliance`.
+    linear elasticity as a compliance: :func:`linear_elasticity_as_compliance`.
     """
 
     def __init__(self, system: MultiBodySystem, body, elasticity):

@@ -11,7 +11,7 @@ Each iteration ``k`` (Caribou's order of operations):
    * |R_0|`` -> converged; ``|R_{k+1}|`` or ``dx`` at the round-off floor -> converged; growing residual
    (option, from the second iteration on) -> diverged.
 
-Choices where Caribou's code and documentation disagree (reference/fem-newton.md 1.2-1.4), and why:
+Choices where Caribou's code and documentation disagree, and why:
 
 - ``R_ref = R_0``, the residual at ``x0`` before any correction (Caribou's documented intent, and SOFA's
   NewtonRaphsonSolver since v25.06). Caribou's code divides by the residual *after the first correction*,

@@ -1,4 +1,5 @@
-"""The scene file format (SCENE-FORMAT.md) as a validated data layer: TOML -> typed dataclasses -> TOML.
+"""The scene file format as a validated data layer: TOML -> typed dataclasses -> TOML (every key, its
+range and default: the table in mechanics/scene/schema.py).
 
 ``load_scene``/``parse_scene`` read and validate (every problem in one :class:`SceneError`);
 ``get_value``/``set_value``/``set_values``/``list_parameters`` address values by key path for live editing;

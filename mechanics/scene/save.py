@@ -23,7 +23,7 @@ __all__ = ["to_data", "dump_scene", "save_scene"]
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 #: Region keys whose small tables are written inline (``sphere = { center = [...], radius = 1.0 }``).
 _INLINE_KEYS = {"sphere", "halfspace"}
-_HEADER = "# softsim scene (format: SCENE-FORMAT.md)\n"
+_HEADER = "# softsim scene: every key, its range and default in softsim's mechanics/scene/schema.py\n"
 
 
 def _relative_path(text: str, resolved: Path, new_base: Path) -> str:

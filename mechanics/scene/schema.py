@@ -1,4 +1,4 @@
-"""The scene file as typed data: dataclasses whose fields are the TOML keys (SCENE-FORMAT.md).
+"""The scene file as typed data: dataclasses whose fields are the TOML keys (the table below).
 
 Every field that appears in the file carries its TOML key, its kind (range and type, see
 :mod:`mechanics.scene.kinds`) and its default in ``dataclasses.field`` metadata; the loader, the writer and

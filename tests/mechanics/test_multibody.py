@@ -1,4 +1,4 @@
-"""Multi-body assembly, mappings and Compliant constraints in dynamic mode (seed 003 sections 2.2 and 4)."""
+"""Multi-body assembly, mappings and Compliant constraints in dynamic mode."""
 
 import numpy as np
 import pytest

@@ -11,7 +11,7 @@ from mechanics.scene import SceneError, load_scene, parse_scene
 from mechanics.scene import schema as scene_schema
 from mechanics.scene.schema import schema_fields
 
-# The example of SCENE-FORMAT.md, verbatim but for one comment shortened to the line length.
+# The scene-format example (a finger with every table), one comment shortened to the line length.
 EXAMPLE = """\
 [scene]
 name = "Cable-driven finger"
@@ -105,7 +105,7 @@ poissonRatio = 0.45
 
 @pytest.fixture
 def example_path(tmp_path: Path) -> Path:
-    """The SCENE-FORMAT.md example in tmp/scenes/finger.toml with dummy meshes in tmp/meshes/."""
+    """The scene-format example in tmp/scenes/finger.toml with dummy meshes in tmp/meshes/."""
     (tmp_path / "scenes").mkdir()
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "finger.vtu").write_text("dummy")
