@@ -369,7 +369,6 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
                                          newton=newton_report, constraint=equilibrium.constraint, times=times,
                                          equilibrium=equilibrium)
             x_new, system, constraint_report = equilibrium.x, equilibrium.system, equilibrium.constraint
-            final_force = equilibrium.force
     problem_found = check_state(problem, x_new)
     if problem_found:
         return None, FrameReport(frame, False, problem_found, newton=newton_report, constraint=constraint_report,
@@ -377,9 +376,10 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     projection_forces = [] if projection_report is None else [
         (constraint, projection_report.force[rows].copy()) for constraint, rows in zip(system.constraints,
                                                                                       system.row_ranges)]
-    force = np.zeros(0) if constraint_report is None else constraint_report.force
-    if equilibrium is not None:
-        force = final_force
+    if equilibrium is not None:  # the accepted state's multipliers (the last solve's unless no step was taken)
+        force = equilibrium.force
+    else:
+        force = np.zeros(0) if constraint_report is None else constraint_report.force
     forces = []
     for constraint in constraints:
         rows = None if system is None else system.rows_of(constraint)
