@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
+	@# numba's on-disk caches name the modules they were compiled in: drop them when the package changes
+	find app mechanics meshes -name '*.nbi' -delete -o -name '*.nbc' -delete
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -79,7 +79,7 @@ def run_gui(argv: list[str]) -> int:
 
     Exit codes with --screenshot: 0 success, 1 a frame failed, 2 invalid input (scene, mesh or --set).
     """
-    from app.headless import MAX_FRAMES, UsageError, parse_override  # the --set parser of softsim run, too
+    from softsim.app.headless import MAX_FRAMES, UsageError, parse_override  # the --set parser of softsim run, too
 
     args = _gui_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
@@ -93,9 +93,8 @@ def run_gui(argv: list[str]) -> int:
         return 2
     import pyvista as pv
     from PyQt6.QtWidgets import QApplication
-
-    from app.main_window import MainWindow
-    from app.resources import default_scene
+    from softsim.app.main_window import MainWindow
+    from softsim.app.resources import default_scene
 
     pv.OFF_SCREEN = False
     batch = args.screenshot is not None
@@ -146,11 +145,11 @@ def _delete_window(window) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "info":
-        from meshes.info import main as info_main
+        from softsim.meshes.info import main as info_main
 
         return info_main(argv[1:])
     if argv and argv[0] in ("run", "check"):
-        from app.headless import main as headless_main  # never imports Qt or VTK
+        from softsim.app.headless import main as headless_main  # never imports Qt or VTK
 
         return headless_main(argv)
     return run_gui(argv)

@@ -19,8 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from mechanics.simulation import Frame
+from softsim.mechanics.simulation import Frame
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +88,7 @@ def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -
 
     fields : the DISPLAY_FIELDS to compute (default: all); the optional ones not named are left empty (0,).
     """
-    from mechanics.constraints import CableConstraint, SurfacePressureConstraint
+    from softsim.mechanics.constraints import CableConstraint, SurfacePressureConstraint
 
     wanted = _checked_fields(fields)
     simulation = scene.simulation

@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import TextIO
 
 import numpy as np
-
-from meshes.files import atomic_path, temporary_target, write_text_atomically
+from softsim.meshes.files import atomic_path, temporary_target, write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +208,7 @@ def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict
 def write_frame_vtu(path: Path, simulation) -> None:
     """The deformed mesh of the current state, atomically: points ``x`` (n, 3); point data ``displacement``
     (n, 3) ``x - X`` and ``displacement_magnitude`` (n,); cell data ``von_mises`` (m,)."""
-    import meshes  # imported here so that ``softsim check`` does not pay for meshio
+    from softsim import meshes  # imported here so that ``softsim check`` does not pay for meshio
 
     displacement = simulation.x - simulation.X
     meshes.write_vtu(path, simulation.x, simulation.tets,
@@ -377,8 +376,7 @@ class _Outputs:
             self.flush_pvd()
 
     def flush_pvd(self) -> None:
-        import meshes
-
+        from softsim import meshes
         meshes.write_pvd(self.out_dir / PVD_NAME, self.pvd_entries)
         self.last_flush = time.perf_counter()
         self.dirty = False
@@ -519,7 +517,7 @@ def load_scene_with_overrides(path: str | Path, overrides: Sequence[str]):
         UsageError: an override is not KEY=VALUE.
         SceneError, MeshError, ParameterError: the scene or an override is invalid.
     """
-    from mechanics.scene_runtime import Scene
+    from softsim.mechanics.scene_runtime import Scene
 
     pairs = [parse_override(text) for text in overrides]  # syntax errors before the (slower) load
     scene = Scene.load(path)
@@ -633,9 +631,10 @@ def summary(scene) -> str:
 
 
 def _invalid_input_errors() -> tuple[type[BaseException], ...]:
-    import meshes
-    from mechanics.errors import ParameterError
-    from mechanics.scene import SceneError
+    from softsim.mechanics.errors import ParameterError
+    from softsim.mechanics.scene import SceneError
+
+    from softsim import meshes
 
     return (UsageError, SceneError, meshes.MeshError, ParameterError)
 

@@ -25,10 +25,9 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from app.session import Session
-from app.settings import Settings
-from app.viewport import CAMERA_PRESETS, FIELDS, OVERLAYS, STYLES, Viewport
+from softsim.app.session import Session
+from softsim.app.settings import Settings
+from softsim.app.viewport import CAMERA_PRESETS, FIELDS, OVERLAYS, STYLES, Viewport
 
 logger = logging.getLogger(__name__)
 
@@ -247,7 +246,7 @@ class MainWindow(QMainWindow):
     def _build_docks(self) -> None:
         """The panels of app.panels (parameters, actuators, plots), when that package provides them."""
         try:
-            from app.panels import create_docks
+            from softsim.app.panels import create_docks
         except ImportError:
             create_docks = None
         if create_docks is None:

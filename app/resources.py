@@ -8,7 +8,7 @@ from pathlib import Path
 
 def resource_path(*parts: str) -> Path:
     """Absolute path of a shipped resource, e.g. ``resource_path("scenes", "finger.toml")``."""
-    return Path(str(files("resources").joinpath(*parts)))
+    return Path(str(files("softsim.resources").joinpath(*parts)))
 
 
 def default_scene() -> Path:

@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 from PyQt6.QtCore import QObject, QTimer, pyqtSignal
-
-from app.frames import DisplaySnapshot, complete_frame, has_field, make_display_frame
-from app.runner import SimulationRunner
-from mechanics.scene import SceneError, get_value, set_value
+from softsim.app.frames import DisplaySnapshot, complete_frame, has_field, make_display_frame
+from softsim.app.runner import SimulationRunner
+from softsim.mechanics.scene import SceneError, get_value, set_value
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +77,13 @@ class Session(QObject):
 
     def open_scene(self, path: str | Path) -> bool:
         """Load a scene file; on any error emit a message and keep the current scene running."""
-        from mechanics.scene_runtime import Scene
+        from softsim.mechanics.scene_runtime import Scene
 
         return self._open(path, "scene", lambda: Scene.load(path))
 
     def open_mesh(self, path: str | Path) -> bool:
         """Open a bare mesh with a default scene (fixed base, gravity, corotational material)."""
-        from mechanics.scene_runtime import Scene, default_scene_for_mesh
+        from softsim.mechanics.scene_runtime import Scene, default_scene_for_mesh
 
         return self._open(path, "mesh", lambda: Scene(default_scene_for_mesh(path)))
 
@@ -106,7 +105,7 @@ class Session(QObject):
         return False
 
     def _install(self, scene) -> None:
-        from mechanics.constraints import SurfacePressureConstraint
+        from softsim.mechanics.constraints import SurfacePressureConstraint
 
         self.close()
         self.scene = scene
@@ -361,8 +360,7 @@ class Session(QObject):
 def write_frame_vtu(path: Path, frame, rest_positions: np.ndarray, tets: np.ndarray) -> None:
     """Write a complete DisplayFrame (every field computed, see app.frames.complete_frame) as a .vtu: points
     ``frame.x`` (n, 3), ``tets`` (m, 4); the data listed in :meth:`Session.export_frame`."""
-    import meshes
-
+    from softsim import meshes
     point_data = {"displacement": frame.x - rest_positions,
                   "displacement_magnitude": frame.displacement,
                   "von_mises_nodal": frame.von_mises_nodal,

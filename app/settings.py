@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from meshes.files import read_input_bytes, write_text_atomically
+from softsim.meshes.files import read_input_bytes, write_text_atomically
 
 logger = logging.getLogger(__name__)
 

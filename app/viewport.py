@@ -14,9 +14,8 @@ import pyvista as pv
 import vtk
 from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
+from softsim.app.frames import has_field
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
-
-from app.frames import has_field
 
 logger = logging.getLogger(__name__)
 

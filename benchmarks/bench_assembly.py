@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mechanics.fem import TetElasticity  # noqa: E402
-from meshes.generate import hex_grid_tets
+from softsim.mechanics.fem import TetElasticity  # noqa: E402
+from softsim.meshes.generate import hex_grid_tets
 
 # (nx, ny, nz) cells, 6 Kuhn tetrahedra each
 GRIDS = {"1k": (4, 4, 10), "10k": (8, 8, 26), "36k": (10, 10, 60), "130k": (15, 15, 96)}

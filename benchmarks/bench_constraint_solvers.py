@@ -27,8 +27,8 @@ import scipy.sparse.linalg as spla
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
-from mechanics.resolutions import Blocks, complementarity_residual  # noqa: E402
+from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
+from softsim.mechanics.resolutions import Blocks, complementarity_residual  # noqa: E402
 
 logger = logging.getLogger("bench_constraint_solvers")
 

@@ -23,12 +23,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mechanics.fem import TetElasticity  # noqa: E402
-from mechanics.linear_solvers import DirectSolver  # noqa: E402
-from mechanics.loads import NodalForce  # noqa: E402
-from mechanics.newton import StaticNewtonSolver  # noqa: E402
-from mechanics.static_problem import StaticProblem  # noqa: E402
-from meshes.generate import hex_grid_tets
+from softsim.mechanics.fem import TetElasticity  # noqa: E402
+from softsim.mechanics.linear_solvers import DirectSolver  # noqa: E402
+from softsim.mechanics.loads import NodalForce  # noqa: E402
+from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
+from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
+from softsim.meshes.generate import hex_grid_tets
 
 logger = logging.getLogger("bench_newton")
 

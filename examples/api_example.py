@@ -7,8 +7,7 @@ Run it from anywhere with the project's Python:  python examples/api_example.py
 from pathlib import Path
 
 import numpy as np
-
-from mechanics import Scene
+from softsim.mechanics import Scene
 
 SCENE = Path(__file__).resolve().parents[1] / "resources" / "scenes" / "finger.toml"
 PULL = 8.0  # cable displacement to reach [mm] (the scene is in mm-kg-s: forces in mN)

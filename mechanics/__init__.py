@@ -1,22 +1,22 @@
 """softsim's mechanics: tetrahedral FEM, the static Newton solver, constraints and constraint solvers,
 the dynamic (Compliant) integrator and scenes. Never imports Qt, VTK or pyvista.
 
->>> from mechanics import Scene
+>>> from softsim.mechanics import Scene
 >>> scene = Scene.load("resources/scenes/finger.toml")      # doctest: +SKIP
 >>> scene.set("body.finger.cable.cable.value", 5.0)        # doctest: +SKIP
 >>> scene.step().ok                                        # doctest: +SKIP
 True
 """
 
-from mechanics.constraint_solvers import make_constraint_solver
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.frame_step import FrameReport, solve_frame
-from mechanics.newton import NewtonReport, StaticNewtonSolver
-from mechanics.scene import SceneError, SceneSpec, load_scene
-from mechanics.scene_runtime import Scene
-from mechanics.simulation import Frame, Simulation
-from mechanics.static_problem import StaticProblem
+from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.frame_step import FrameReport, solve_frame
+from softsim.mechanics.newton import NewtonReport, StaticNewtonSolver
+from softsim.mechanics.scene import SceneError, SceneSpec, load_scene
+from softsim.mechanics.scene_runtime import Scene
+from softsim.mechanics.simulation import Frame, Simulation
+from softsim.mechanics.static_problem import StaticProblem
 
 __all__ = [
     "Frame",

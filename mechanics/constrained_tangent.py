@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.linear_solvers import CGSolver, DirectSolver
+from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
 
 
 def solver_like(solver):
@@ -36,7 +35,7 @@ class ConstrainedTangent:
         self._key: tuple | None = None
         self._solver = None
         self._solver_template = None
-        from mechanics.frame_step import ResponseCache  # the frame step imports this module
+        from softsim.mechanics.frame_step import ResponseCache  # the frame step imports this module
 
         #: K^-1 J^T of the last equilibrium steps, per factorization (see ResponseCache)
         self.responses = ResponseCache()

@@ -64,10 +64,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-
-from mechanics.errors import ParameterError
-from mechanics.linear_solvers import DirectSolver, LinearSolverError
-from mechanics.resolutions import EQUALITY, Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
+from softsim.mechanics.resolutions import EQUALITY, Blocks
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +290,7 @@ class DynamicSolver:
 
     def _constraint_solver(self):
         if self.constraint_solver is None:
-            from mechanics.constraint_solvers import make_constraint_solver
+            from softsim.mechanics.constraint_solvers import make_constraint_solver
 
             self.constraint_solver = make_constraint_solver("BlockGaussSeidel", maxIterations=10_000, tolerance=1e-12)
         return self.constraint_solver

@@ -11,11 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics import _kernels
-from mechanics.errors import ParameterError
-from mechanics.kinematics import edge_frames, polar_frames, rest_shape
-from mechanics.materials import (
+from softsim.mechanics import _kernels
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import edge_frames, polar_frames, rest_shape
+from softsim.mechanics.materials import (
     check_corotational_tangent,
     check_model,
     element_parameters,

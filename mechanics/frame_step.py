@@ -41,11 +41,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constrained_tangent import ConstrainedTangent
-from mechanics.errors import ParameterError
-from mechanics.inversion import count_new_inversions
-from mechanics.resolutions import Blocks, row_residuals
+from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.inversion import count_new_inversions
+from softsim.mechanics.resolutions import Blocks, row_residuals
 
 logger = logging.getLogger(__name__)
 

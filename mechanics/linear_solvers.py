@@ -35,8 +35,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-
-from mechanics.errors import ParameterError
+from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,7 @@ deformation gradient, C = F^T F, J = det F, mu/lam the Lame parameters from E an
 """
 
 import numpy as np
-
-from mechanics.errors import ParameterError
+from softsim.mechanics.errors import ParameterError
 
 #: Material model names accepted by :class:`mechanics.fem.TetElasticity`.
 MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")

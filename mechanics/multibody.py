@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.mapping import BarycentricMapping
-from mechanics.mass import TetMass
-from mechanics.resolutions import Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.mapping import BarycentricMapping
+from softsim.mechanics.mass import TetMass
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

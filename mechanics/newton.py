@@ -80,9 +80,8 @@ import logging
 import time
 
 import numpy as np
-
-from mechanics.errors import ParameterError
-from mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
 
 logger = logging.getLogger(__name__)
 

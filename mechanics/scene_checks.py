@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constraints.contact import penetrations
-from mechanics.scene import SceneError
+from softsim.mechanics.constraints.contact import penetrations
+from softsim.mechanics.scene import SceneError
 
 __all__ = ["check_scene", "zero_rows"]
 

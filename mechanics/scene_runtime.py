@@ -1,7 +1,7 @@
 """A loaded scene: the validated spec (what a save writes), the running simulation built from it, and live
 parameter edits by the scene file's key paths (``softsim run --set``, the GUI panels, the Python API).
 
->>> from mechanics import Scene
+>>> from softsim.mechanics import Scene
 >>> scene = Scene.load("resources/scenes/finger.toml")            # doctest: +SKIP
 >>> scene.set("body.finger.cable.cable.value", 5.0)                  # doctest: +SKIP
 >>> report = scene.step()                                            # doctest: +SKIP
@@ -18,11 +18,9 @@ from pathlib import Path
 
 import numpy as np
 from scipy.spatial import cKDTree
-
-import meshes
-from mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
-from mechanics.constraint_solvers import make_constraint_solver
-from mechanics.constraints import (
+from softsim.mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
+from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.constraints import (
     BilateralAttachment,
     BoxObstacle,
     CableConstraint,
@@ -34,18 +32,20 @@ from mechanics.constraints import (
     SphereObstacle,
     SurfacePressureConstraint,
 )
-from mechanics.dynamics import DynamicSolver
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.linear_solvers import CGSolver, DirectSolver
-from mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
-from mechanics.mass import TetMass
-from mechanics.multibody import Body, MultiBodySystem
-from mechanics.newton import StaticNewtonSolver
-from mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
-from mechanics.scene_checks import check_scene
-from mechanics.simulation import Simulation
-from mechanics.static_problem import StaticProblem
+from softsim.mechanics.dynamics import DynamicSolver
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
+from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
+from softsim.mechanics.mass import TetMass
+from softsim.mechanics.multibody import Body, MultiBodySystem
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
+from softsim.mechanics.scene_checks import check_scene
+from softsim.mechanics.simulation import Simulation
+from softsim.mechanics.static_problem import StaticProblem
+
+from softsim import meshes
 
 logger = logging.getLogger(__name__)
 

@@ -12,12 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from mechanics.constrained_tangent import ConstrainedTangent
-from mechanics.errors import ParameterError
-from mechanics.fields import displacement_magnitude, nodal_average_operator
-from mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
-from mechanics.newton import NewtonReport
+from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
+from softsim.mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
+from softsim.mechanics.newton import NewtonReport
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +144,7 @@ class Simulation:
         return report
 
     def _dynamic_step(self) -> FrameReport:
-        from mechanics.dynamics import DynamicState
+        from softsim.mechanics.dynamics import DynamicState
 
         self.dynamic_solver.constraints = [c for c in self.constraints if c.enforced and c.active]
         result = self.dynamic_solver.step(DynamicState(self.x, self.v, self.time, self.frame))

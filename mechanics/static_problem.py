@@ -20,9 +20,8 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.inversion import count_new_inversions
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.inversion import count_new_inversions
 
 logger = logging.getLogger(__name__)
 

@@ -3,12 +3,12 @@
 Never imports Qt, VTK, pyvista or ``app``. See ARCHITECTURE.md for the contract.
 """
 
-from meshes import generate, info, quality, regions, surface, validate  # noqa: E402  (submodules as attributes)
-from meshes.errors import MeshError
-from meshes.io import SURFACE_EXTENSIONS, TET_EXTENSIONS, load, load_surface, write_mesh, write_pvd, write_vtu
-from meshes.regions import in_box, in_halfspace, in_sphere, select_nodes, tets_in_box
-from meshes.surface import boundary_triangles, enclosed_volume, is_closed
-from meshes.tetmesh import TetMesh, TriangleSurface
+from softsim.meshes import generate, info, quality, regions, surface, validate  # noqa: E402  (submodules as attributes)
+from softsim.meshes.errors import MeshError
+from softsim.meshes.io import SURFACE_EXTENSIONS, TET_EXTENSIONS, load, load_surface, write_mesh, write_pvd, write_vtu
+from softsim.meshes.regions import in_box, in_halfspace, in_sphere, select_nodes, tets_in_box
+from softsim.meshes.surface import boundary_triangles, enclosed_volume, is_closed
+from softsim.meshes.tetmesh import TetMesh, TriangleSurface
 
 __all__ = [
     "SURFACE_EXTENSIONS",

@@ -6,8 +6,8 @@ are conforming and *mirror-symmetric* about the body's planes of symmetry: the K
 upper half of each mirrored axis, and the prism split follows a vertex order that the disk's reflections
 preserve. A plain Kuhn split (same diagonal everywhere) couples bending to twisting: under gravity the old
 3 x 3-cell finger's tip moved sideways (z) by 0.196 times its bending deflection (y). Only numpy is needed to
-build them; ``python -m meshes.generate [OUT_DIR]`` rewrites the shipped files in
-``resources/meshes/``.
+build them; ``python -m softsim.meshes.generate resources/meshes`` rewrites the shipped files (it writes
+where it is told, never into an installed package).
 
 Cavity triangle sets (``cavity``) are oriented with their normals pointing *out of the cavity's enclosed
 volume* (into the surrounding material), so that their divergence-theorem volume is positive: the
@@ -23,9 +23,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-from meshes.errors import MeshError
-from meshes.tetmesh import TetMesh, tet_signed_volumes
+from softsim.meshes.errors import MeshError
+from softsim.meshes.tetmesh import TetMesh, tet_signed_volumes
 
 __all__ = [
     "FINGER_CABLE_POINTS",
@@ -140,7 +139,7 @@ def hex_grid_tets(xs, ys, zs, keep=None, mirror=()) -> tuple[np.ndarray, np.ndar
 
 
 def _finish(points, tets, *, point_sets=None, cell_sets=None, triangle_sets=None, name: str) -> TetMesh:
-    from meshes.validate import repair
+    from softsim.meshes.validate import repair
 
     mesh = repair(
         points,
@@ -368,7 +367,7 @@ def trunk_cable_points(cable: int) -> np.ndarray:
 def _cavity_triangles(points: np.ndarray, tets: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Boundary faces lying on the closed union of ``boxes`` (the carved cavity), reversed so that their
     normals point out of the cavity volume."""
-    from meshes.surface import boundary_triangles
+    from softsim.meshes.surface import boundary_triangles
 
     faces = boundary_triangles(tets, len(points))
     centroids = points[faces].mean(axis=1)
@@ -427,7 +426,7 @@ def pneunet(n_chambers: int = 5) -> TetMesh:
     keep[channel_lo:channel_hi, 3, 2:4] = False
     cavity_boxes.append([xs[channel_lo], ys[3], zs[2], xs[channel_hi], ys[4], zs[4]])
     points, tets = hex_grid_tets(xs, ys, zs, keep, mirror=(2,))
-    from meshes.regions import tets_in_box
+    from softsim.meshes.regions import tets_in_box
 
     return _finish(
         points,
@@ -466,8 +465,7 @@ def balloon(size: float = 30.0, n: int = 8, wall_cells: int = 2) -> TetMesh:
 
 def _write_surface_stl(path: Path, points: np.ndarray, triangles: np.ndarray) -> None:
     import meshio
-
-    from meshes.files import atomic_path
+    from softsim.meshes.files import atomic_path
 
     used, inverse = np.unique(triangles, return_inverse=True)
     surface = meshio.Mesh(points[used], [("triangle", inverse.reshape(-1, 3))])
@@ -475,15 +473,13 @@ def _write_surface_stl(path: Path, points: np.ndarray, triangles: np.ndarray) ->
         meshio.stl.write(temp_name, surface, binary=True)
 
 
-def write_resources(out_dir=None) -> dict[str, TetMesh]:
-    """Generate every shipped mesh into ``out_dir`` (default ``resources/meshes``), keyed by file name."""
-    from meshes.io import write_mesh
+def write_resources(out_dir) -> dict[str, TetMesh]:
+    """Generate every shipped mesh into the folder ``out_dir`` (created if missing), keyed by file name. The
+    repository's copies live in ``resources/meshes``; an installed package is never written to."""
+    from softsim.meshes.io import write_mesh
 
-    out = (
-        Path(out_dir)
-        if out_dir is not None
-        else Path(__file__).resolve().parent.parent / "resources" / "meshes"
-    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     meshes = {
         "finger.vtu": finger(),
         "trunk.vtu": trunk(),
@@ -502,9 +498,13 @@ def write_resources(out_dir=None) -> dict[str, TetMesh]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m meshes.generate [OUT_DIR]``: rewrite the shipped meshes; prints one line per file."""
+    """``python -m softsim.meshes.generate OUT_DIR``: write the shipped meshes into OUT_DIR (in the repository:
+    ``resources/meshes``); prints one line per file."""
     argv = sys.argv[1:] if argv is None else argv
-    meshes = write_resources(argv[0] if argv else None)
+    if len(argv) != 1:
+        sys.stderr.write("usage: python -m softsim.meshes.generate OUT_DIR (e.g. resources/meshes)\n")
+        return 2
+    meshes = write_resources(argv[0])
     for file_name, mesh in meshes.items():
         sys.stdout.write(
             f"{file_name}: {mesh.n_points} nodes, {mesh.n_tets} tets, volume {mesh.volume:.2f}\n"

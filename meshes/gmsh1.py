@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from meshes.errors import MeshError
-from meshes.files import MAX_MESH_FILE_BYTES, InputFileError, read_input_bytes
+from softsim.meshes.errors import MeshError
+from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, read_input_bytes
 
 __all__ = ["ELEMENT_TYPES", "Gmsh1Block", "Gmsh1Mesh", "is_gmsh1", "parse", "read"]
 

@@ -8,8 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from meshes.errors import MeshError
-from meshes.io import load
+from softsim.meshes.errors import MeshError
+from softsim.meshes.io import load
 
 __all__ = ["format_info", "main", "mesh_info"]
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--scale", type=float, default=1.0, help="coordinate scale factor (default 1)")
     args = parser.parse_args(argv)
-    mesh_logger = logging.getLogger("meshes")
+    mesh_logger = logging.getLogger("softsim.meshes")
     level = mesh_logger.level
     mesh_logger.setLevel(logging.ERROR)  # the loading warnings are printed once, as the problems below
     try:

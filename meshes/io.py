@@ -30,12 +30,11 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
-
-from meshes import gmsh1
-from meshes.errors import MeshError
-from meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file
-from meshes.tetmesh import TetMesh, TriangleSurface
-from meshes.validate import repair
+from softsim.meshes import gmsh1
+from softsim.meshes.errors import MeshError
+from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file
+from softsim.meshes.tetmesh import TetMesh, TriangleSurface
+from softsim.meshes.validate import repair
 
 __all__ = [
     "SURFACE_EXTENSIONS",

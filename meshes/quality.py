@@ -9,8 +9,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-from meshes.surface import TET_FACES_OUTWARD
+from softsim.meshes.surface import TET_FACES_OUTWARD
 
 __all__ = ["min_dihedral_angles", "quality_summary", "radius_ratios"]
 

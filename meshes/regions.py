@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-
-from meshes.errors import MeshError
-from meshes.tetmesh import TetMesh
+from softsim.meshes.errors import MeshError
+from softsim.meshes.tetmesh import TetMesh
 
 __all__ = ["in_box", "in_halfspace", "in_sphere", "select_nodes", "tets_in_box"]
 

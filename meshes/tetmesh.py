@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from meshes.surface import boundary_triangles, enclosed_volume, is_closed, triangle_areas
+from softsim.meshes.surface import boundary_triangles, enclosed_volume, is_closed, triangle_areas
 
 __all__ = ["TetMesh", "TriangleSurface", "tet_signed_volumes"]
 
@@ -79,7 +78,7 @@ class TetMesh:
         source: str = "<arrays>",
     ) -> TetMesh:
         """Validate and repair arrays exactly as :func:`meshes.load` does (raises :class:`MeshError`)."""
-        from meshes.validate import repair
+        from softsim.meshes.validate import repair
 
         return repair(
             points,

@@ -37,10 +37,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-
-from meshes.errors import MeshError
-from meshes.surface import edge_census, face_census, sorted_tet_columns
-from meshes.tetmesh import TetMesh
+from softsim.meshes.errors import MeshError
+from softsim.meshes.surface import edge_census, face_census, sorted_tet_columns
+from softsim.meshes.tetmesh import TetMesh
 
 __all__ = [
     "DEGENERATE_RELATIVE_VOLUME",

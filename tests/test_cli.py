@@ -18,10 +18,10 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
+from softsim.app import headless
+from softsim.app.cli import main as cli_main
 
-import meshes
-from app import headless
-from app.cli import main as cli_main
+from softsim import meshes
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "resources" / "scenes"
@@ -469,7 +469,7 @@ def test_console_script_runs_headless_without_gui_modules(tmp_path):
 def test_sigterm_stops_the_run_with_consistent_files(tmp_path):
     """A run killed with SIGTERM (as by a job scheduler) exits 130 leaving a complete CSV and no temp file."""
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "app", "run", str(FINGER), "--frames", "1000000",
+    process = subprocess.Popen([sys.executable, "-m", "softsim.app", "run", str(FINGER), "--frames", "1000000",
                                 "--out", str(out), "--no-vtu"], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
@@ -590,7 +590,7 @@ def test_the_window_uses_the_same_set_parser(capsys):
     (MemoryError(), "not enough memory to load the scene and its meshes"),
 ])
 def test_recursion_and_memory_errors_while_loading_are_invalid_input(tmp_path, capsys, monkeypatch, error, expected):
-    from mechanics import scene_runtime
+    from softsim.mechanics import scene_runtime
 
     def fail(path):
         raise error
@@ -677,7 +677,7 @@ def test_out_naming_a_file_is_refused(tmp_path, capsys):
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_a_run_killed_with_sigkill_leaves_whole_rows_and_the_next_run_cleans_up(tmp_path):
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "app", "run", str(FINGER), "--frames", "1000000", "--out",
+    process = subprocess.Popen([sys.executable, "-m", "softsim.app", "run", str(FINGER), "--frames", "1000000", "--out",
                                 str(out), "--no-vtu"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120.0

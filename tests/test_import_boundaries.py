@@ -7,17 +7,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = {"PyQt6", "PyQt5", "PySide6", "qtpy", "vtk", "vtkmodules", "pyvista", "pyvistaqt", "pyqtgraph", "app"}
-LIBRARY_PACKAGES = ("mechanics", "meshes")
+FORBIDDEN = {"PyQt6", "PyQt5", "PySide6", "qtpy", "vtk", "vtkmodules", "pyvista", "pyvistaqt", "pyqtgraph",
+             "softsim.app"}
+LIBRARY_PACKAGES = ("mechanics", "meshes")  # installed as softsim.mechanics, softsim.meshes
+
+
+def _top(name: str) -> str:
+    """The top-level module of ``name``; inside softsim, its subpackage (``softsim.app.cli`` -> ``softsim.app``)."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "softsim" and len(parts) > 1 else parts[0]
 
 
 def _imported_top_modules(source: str) -> set[str]:
     names = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(_top(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            names.add(_top(node.module))
+            if node.module == "softsim":  # from softsim import app
+                names.update(f"softsim.{alias.name}" for alias in node.names)
     return names
 
 
@@ -39,11 +48,12 @@ def test_importing_every_library_module_loads_no_gui_module():
             parts = file.relative_to(ROOT).with_suffix("").parts
             if parts[-1] == "__main__":
                 continue
-            modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+            modules.append("softsim." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {sorted(FORBIDDEN)!r}))\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {sorted(FORBIDDEN)!r}\n"
+        f"             or m.startswith('softsim.app')))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -53,3 +63,5 @@ def test_importing_every_library_module_loads_no_gui_module():
 def test_the_scan_detects_a_forbidden_import():
     assert _imported_top_modules("import numpy\nfrom PyQt6.QtCore import Qt\nimport vtk.util") == {
         "numpy", "PyQt6", "vtk"}
+    assert _imported_top_modules("from softsim.app.cli import main\nfrom softsim import app") == {
+        "softsim.app", "softsim"}

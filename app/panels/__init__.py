@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QDockWidget, QMainWindow, QWidget
-
-from app.panels.actuators import ActuatorsPanel
-from app.panels.parameters import ParametersPanel
-from app.panels.plots import PlotsPanel
+from softsim.app.panels.actuators import ActuatorsPanel
+from softsim.app.panels.parameters import ParametersPanel
+from softsim.app.panels.plots import PlotsPanel
 
 __all__ = ["create_docks", "ParametersPanel", "ActuatorsPanel", "PlotsPanel", "DOCK_NAMES"]
 

@@ -26,9 +26,8 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from app.panels.schema_info import format_real
-from mechanics.scene import get_value
+from softsim.app.panels.schema_info import format_real
+from softsim.mechanics.scene import get_value
 
 logger = logging.getLogger(__name__)
 

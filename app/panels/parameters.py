@@ -21,16 +21,15 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from app.panels.schema_info import (
+from softsim.app.panels.schema_info import (
     EXPANDED_SECTIONS,
     ParameterInfo,
     describe_parameters,
     is_relevant,
     section_order,
 )
-from app.panels.widgets import ParameterEditor, _same, make_editor
-from mechanics.scene.kinds import Name
+from softsim.app.panels.widgets import ParameterEditor, _same, make_editor
+from softsim.mechanics.scene.kinds import Name
 
 logger = logging.getLogger(__name__)
 

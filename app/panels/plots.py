@@ -25,8 +25,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
+from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
 
 logger = logging.getLogger(__name__)
 

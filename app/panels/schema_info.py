@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import mechanics.scene.schema as schema
-from mechanics.scene.kinds import Choice, Integer, Kind, Name, Real
-from mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
+import softsim.mechanics.scene.schema as schema
+from softsim.mechanics.scene.kinds import Choice, Integer, Kind, Name, Real
+from softsim.mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
 
 __all__ = [
     "ParameterInfo",

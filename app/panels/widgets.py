@@ -24,10 +24,9 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from app.panels.schema_info import ParameterInfo, format_real, tooltip_for
-from mechanics.scene.kinds import Choice, Flag, Integer, Real, Vector
-from mechanics.scene.schema import Table
+from softsim.app.panels.schema_info import ParameterInfo, format_real, tooltip_for
+from softsim.mechanics.scene.kinds import Choice, Flag, Integer, Real, Vector
+from softsim.mechanics.scene.schema import Table
 
 __all__ = ["ParameterEditor", "make_editor", "format_value", "ERROR_STYLE"]
 

@@ -8,12 +8,12 @@ returning a :class:`ConstraintReport` and ``set_parameters(**params)`` with SOFA
 
 from __future__ import annotations
 
-from mechanics.constraint_solvers.base import COMMON_PARAMETERS, ConstraintReport, ConstraintSolver
-from mechanics.constraint_solvers.exact import ExactSolver, lemke, solve_mixed_lcp
-from mechanics.constraint_solvers.gauss_seidel import NNCG, BlockGaussSeidel
-from mechanics.constraint_solvers.jacobi import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
-from mechanics.errors import ParameterError
-from mechanics.resolutions import complementarity_residual
+from softsim.mechanics.constraint_solvers.base import COMMON_PARAMETERS, ConstraintReport, ConstraintSolver
+from softsim.mechanics.constraint_solvers.exact import ExactSolver, lemke, solve_mixed_lcp
+from softsim.mechanics.constraint_solvers.gauss_seidel import NNCG, BlockGaussSeidel
+from softsim.mechanics.constraint_solvers.jacobi import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import complementarity_residual
 
 SOLVER_TYPES: dict[str, type[ConstraintSolver]] = {
     "BlockGaussSeidel": BlockGaussSeidel,

@@ -13,9 +13,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
-from mechanics.errors import ParameterError
-from mechanics.resolutions import Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

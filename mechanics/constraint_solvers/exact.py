@@ -23,10 +23,9 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-
-from mechanics.constraint_solvers.base import ConstraintSolver
-from mechanics.constraint_solvers.gauss_seidel import block_arrays, block_gauss_seidel
-from mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual
+from softsim.mechanics.constraint_solvers.base import ConstraintSolver
+from softsim.mechanics.constraint_solvers.gauss_seidel import block_arrays, block_gauss_seidel
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual
 
 logger = logging.getLogger(__name__)
 

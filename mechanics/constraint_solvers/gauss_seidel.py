@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-
-from mechanics.constraint_solvers.base import ConstraintSolver
-from mechanics.resolutions import resolve_block
+from softsim.mechanics.constraint_solvers.base import ConstraintSolver
+from softsim.mechanics.resolutions import resolve_block
 
 
 @numba.njit(cache=True)

@@ -21,9 +21,8 @@ import logging
 
 import numpy as np
 import scipy.sparse.linalg as spla
-
-from mechanics.constraint_solvers.base import ConstraintSolver, Param
-from mechanics.resolutions import project_all
+from softsim.mechanics.constraint_solvers.base import ConstraintSolver, Param
+from softsim.mechanics.resolutions import project_all
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """Constraint models: SoftRobots actuators, effectors, contacts, drag and attachments (see ``base.py``)."""
 
-from mechanics.constraints.attachment import BilateralAttachment
-from mechanics.constraints.base import Constraint, PointSet
-from mechanics.constraints.cable import CableConstraint, cable_length_and_gradient
-from mechanics.constraints.cavity import SurfacePressureConstraint, surface_volume, surface_volume_gradient
-from mechanics.constraints.contact import (
+from softsim.mechanics.constraints.attachment import BilateralAttachment
+from softsim.mechanics.constraints.base import Constraint, PointSet
+from softsim.mechanics.constraints.cable import CableConstraint, cable_length_and_gradient
+from softsim.mechanics.constraints.cavity import SurfacePressureConstraint, surface_volume, surface_volume_gradient
+from softsim.mechanics.constraints.contact import (
     BoxObstacle,
     CapsuleObstacle,
     ContactConstraint,
@@ -13,8 +13,8 @@ from mechanics.constraints.contact import (
     SphereObstacle,
     friction_frames,
 )
-from mechanics.constraints.drag import DragConstraint
-from mechanics.constraints.effector import PositionEffector
+from softsim.mechanics.constraints.drag import DragConstraint
+from softsim.mechanics.constraints.effector import PositionEffector
 
 __all__ = [
     "BilateralAttachment",

@@ -24,10 +24,9 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constraints.base import Constraint, real
-from mechanics.errors import ParameterError
-from mechanics.resolutions import Blocks
+from softsim.mechanics.constraints.base import Constraint, real
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

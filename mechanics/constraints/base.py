@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.mapping import BarycentricMapping
-from mechanics.resolutions import Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.mapping import BarycentricMapping
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

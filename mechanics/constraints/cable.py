@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-
-from mechanics.constraints.base import (
+from softsim.mechanics.constraints.base import (
     Constraint,
     PointSet,
     boolean,
@@ -37,8 +36,8 @@ from mechanics.constraints.base import (
     real,
     short_of,
 )
-from mechanics.errors import ParameterError
-from mechanics.resolutions import Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

@@ -33,8 +33,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constraints.base import (
+from softsim.mechanics.constraints.base import (
     Constraint,
     PointSet,
     boolean,
@@ -45,8 +44,8 @@ from mechanics.constraints.base import (
     real,
     short_of,
 )
-from mechanics.errors import ParameterError
-from mechanics.resolutions import Blocks
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

@@ -28,10 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constraints.base import Constraint, check_positions, real
-from mechanics.errors import ParameterError
-from mechanics.resolutions import BOUNDED, FRICTION, Blocks
+from softsim.mechanics.constraints.base import Constraint, check_positions, real
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks
 
 logger = logging.getLogger(__name__)
 

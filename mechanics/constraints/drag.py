@@ -13,10 +13,9 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-
-from mechanics.constraints.base import Constraint, check_positions, real
-from mechanics.errors import ParameterError
-from mechanics.resolutions import Blocks
+from softsim.mechanics.constraints.base import Constraint, check_positions, real
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 

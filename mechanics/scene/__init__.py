@@ -7,10 +7,10 @@ range and default: the table in mechanics/scene/schema.py).
 Turning a ``SceneSpec`` into bodies, constraints and solvers is not done here.
 """
 
-from mechanics.scene.edit import get_value, list_parameters, set_value, set_values, validate_spec
-from mechanics.scene.load import load_scene, parse_data, parse_scene
-from mechanics.scene.save import dump_scene, save_scene, to_data
-from mechanics.scene.schema import (
+from softsim.mechanics.scene.edit import get_value, list_parameters, set_value, set_values, validate_spec
+from softsim.mechanics.scene.load import load_scene, parse_data, parse_scene
+from softsim.mechanics.scene.save import dump_scene, save_scene, to_data
+from softsim.mechanics.scene.schema import (
     BodySpec,
     CableSpec,
     CavitySpec,

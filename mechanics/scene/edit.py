@@ -21,10 +21,10 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from mechanics.scene.kinds import Invalid, Kind, suggest
-from mechanics.scene.load import parse_data
-from mechanics.scene.save import to_data
-from mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
+from softsim.mechanics.scene.kinds import Invalid, Kind, suggest
+from softsim.mechanics.scene.load import parse_data
+from softsim.mechanics.scene.save import to_data
+from softsim.mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
 
 __all__ = ["get_value", "set_value", "set_values", "list_parameters", "validate_spec"]
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mechanics.scene.kinds import Invalid, Vector, show, suggest
-from mechanics.scene.schema import (
+from softsim.mechanics.scene.kinds import Invalid, Vector, show, suggest
+from softsim.mechanics.scene.schema import (
     EXCLUSIVE_KEYS,
     OBSTACLE_KEYS,
     REGION_KEYS,
@@ -38,7 +38,7 @@ from mechanics.scene.schema import (
     TableList,
     schema_fields,
 )
-from meshes.files import MAX_SCENE_FILE_BYTES, InputFileError, read_input_bytes
+from softsim.meshes.files import MAX_SCENE_FILE_BYTES, InputFileError, read_input_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from mechanics.scene.kinds import FilePath
-from mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
-from meshes.files import write_text_atomically
+from softsim.mechanics.scene.kinds import FilePath
+from softsim.mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
+from softsim.meshes.files import write_text_atomically
 
 __all__ = ["to_data", "dump_scene", "save_scene"]
 

@@ -144,8 +144,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mechanics.materials import YOUNG_MODULUS_RANGE
-from mechanics.scene.kinds import (
+from softsim.mechanics.materials import YOUNG_MODULUS_RANGE
+from softsim.mechanics.scene.kinds import (
     Box,
     Choice,
     FilePath,

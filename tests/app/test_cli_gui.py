@@ -7,15 +7,14 @@ import sys
 import numpy as np
 import pytest
 from PyQt6.QtGui import QImage
-
-from app.resources import default_scene
+from softsim.app.resources import default_scene
 
 pytestmark = pytest.mark.gui
 
 
 def _softsim(*args, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a crash of the app prints every thread's stack to stderr
-    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "softsim.app", *map(str, args)], capture_output=True, text=True,
                           timeout=180, env=env, cwd=cwd)
 
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from softsim.app.frames import DISPLAY_FIELDS, DisplaySnapshot, complete_frame, has_field, make_display_frame
+from softsim.app.resources import default_scene
+from softsim.mechanics.scene_runtime import Scene
 
-from app.frames import DISPLAY_FIELDS, DisplaySnapshot, complete_frame, has_field, make_display_frame
-from app.resources import default_scene
-from mechanics.scene_runtime import Scene
 from tests.call_counts import count_calls
 
 
@@ -35,7 +35,7 @@ def _expected_fields(scene, x):
 
 
 def test_the_viewport_fields_are_the_display_fields():
-    from app.viewport import FIELDS
+    from softsim.app.viewport import FIELDS
 
     assert tuple(FIELDS) == DISPLAY_FIELDS
 

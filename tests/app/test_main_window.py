@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import QPoint, Qt, QTimer
 from PyQt6.QtWidgets import QMessageBox, QPushButton
+from softsim.app.frames import has_field
+from softsim.app.resources import default_scene, resource_path
+from softsim.mechanics.fields import nodal_average_operator
+from softsim.mechanics.frame_step import FrameReport
+from softsim.mechanics.scene import load_scene
 
-from app.frames import has_field
-from app.resources import default_scene, resource_path
-from mechanics.fields import nodal_average_operator
-from mechanics.frame_step import FrameReport
-from mechanics.scene import load_scene
 from tests.app.conftest import grab_viewport_pixels, run_frames, share_of_non_background
 from tests.call_counts import count_calls
 

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
-
-from app.panels import DOCK_NAMES, create_docks
-from app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
-from app.panels.schema_info import describe_parameters, schema_table, tooltip_for
-from app.panels.widgets import RealEditor, VectorEditor
-from app.resources import resource_path
-from mechanics.scene import list_parameters, load_scene
+from softsim.app.panels import DOCK_NAMES, create_docks
+from softsim.app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
+from softsim.app.panels.schema_info import describe_parameters, schema_table, tooltip_for
+from softsim.app.panels.widgets import RealEditor, VectorEditor
+from softsim.app.resources import resource_path
+from softsim.mechanics.scene import list_parameters, load_scene
 
 pytestmark = pytest.mark.gui
 
@@ -26,7 +25,7 @@ NEWTON_KEYS = ("newton_iterations", "correction_tolerance_threshold", "residual_
 
 @pytest.fixture
 def session(qtbot):
-    from app.session import Session
+    from softsim.app.session import Session
 
     session = Session()
     yield session
@@ -206,7 +205,7 @@ def test_actuator_ranges_from_bounds_and_geometry():
 
 
 def test_cavity_ranges_from_bounds_and_defaults():
-    from mechanics.scene import CavitySpec
+    from softsim.mechanics.scene import CavitySpec
 
     points = np.array([[0.0, 0.0, 0.0], [50.0, 10.0, 20.0]])
     rest = {"bellow.initialCavityVolume": 1234.0}
@@ -325,7 +324,7 @@ def test_plot_history_is_a_rolling_window(docks, session, qtbot):
 
 
 def _fake_frame(index, outputs):
-    from mechanics.simulation import Frame
+    from softsim.mechanics.simulation import Frame
 
     empty = np.zeros(0)
     return Frame(index=index, x=np.zeros((0, 3)), displacement=empty, von_mises=empty, von_mises_nodal=empty,

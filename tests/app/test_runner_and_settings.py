@@ -8,9 +8,8 @@ import time
 from dataclasses import dataclass
 
 import pytest
-
-from app.runner import SimulationRunner
-from app.settings import MAX_RECENT_FILES, Settings, config_dir
+from softsim.app.runner import SimulationRunner
+from softsim.app.settings import MAX_RECENT_FILES, Settings, config_dir
 
 
 @dataclass

@@ -4,8 +4,7 @@ import os
 
 import numpy as np
 import pytest
-
-from app.resources import default_scene
+from softsim.app.resources import default_scene
 
 pytestmark = pytest.mark.gui
 FRAMES = 2000

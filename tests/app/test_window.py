@@ -5,8 +5,8 @@ import weakref
 
 import pytest
 from PyQt6.QtWidgets import QMessageBox
+from softsim.app.resources import resource_path
 
-from app.resources import resource_path
 from tests.app.conftest import grab_viewport_pixels, share_of_non_background
 
 pytestmark = pytest.mark.gui
@@ -26,7 +26,7 @@ def test_window_draws_the_shipped_finger_mesh(main_window):
 
 
 def test_closing_the_window_releases_the_render_window(qtbot):
-    from app.main_window import MainWindow
+    from softsim.app.main_window import MainWindow
 
     window = MainWindow()
     qtbot.addWidget(window)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from mechanics.constraints import (
+from softsim.mechanics.constraints import (
     CableConstraint,
     SurfacePressureConstraint,
     cable_length_and_gradient,
     surface_volume,
     surface_volume_gradient,
 )
-from mechanics.errors import ParameterError
-from mechanics.resolutions import BOUNDED, FORCE
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import BOUNDED, FORCE
+
 from tests.mechanics.test_mapping import box_mesh
 
 # SoftRobots examples/component/constraint/CableConstraint/Finger.py, in the file's order (reference 4.5).

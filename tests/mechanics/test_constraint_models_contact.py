@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from mechanics.constraints import (
+from softsim.mechanics.constraints import (
     BilateralAttachment,
     BoxObstacle,
     CapsuleObstacle,
@@ -16,8 +15,9 @@ from mechanics.constraints import (
     SphereObstacle,
     friction_frames,
 )
-from mechanics.errors import ParameterError
-from mechanics.resolutions import BOUNDED, EQUALITY, FRICTION
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FRICTION
+
 from tests.mechanics.test_mapping import box_mesh
 
 SQRT2 = np.sqrt(2.0)

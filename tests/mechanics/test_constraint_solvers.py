@@ -6,8 +6,7 @@ test_constraint_solvers_* files.
 
 import numpy as np
 import pytest
-
-from mechanics.constraint_solvers import (
+from softsim.mechanics.constraint_solvers import (
     NNCG,
     BlockGaussSeidel,
     ExactSolver,
@@ -15,8 +14,8 @@ from mechanics.constraint_solvers import (
     lemke,
     make_constraint_solver,
 )
-from mechanics.errors import ParameterError
-from mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual
 
 ITERATIVE = ("BlockGaussSeidel", "NNCG", "ImprovedJacobi")
 TIGHT = {"tolerance": 1e-11, "scaleTolerance": False, "maxIterations": 50_000}

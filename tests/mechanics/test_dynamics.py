@@ -3,14 +3,13 @@
 import numpy as np
 import pytest
 import scipy.linalg as sl
-
-from mechanics.dynamics import DynamicSolver, DynamicState
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.loads import Gravity
-from mechanics.mass import TetMass
-from mechanics.multibody import Body, MultiBodySystem
-from meshes.generate import beam
+from softsim.mechanics.dynamics import DynamicSolver, DynamicState
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.loads import Gravity
+from softsim.mechanics.mass import TetMass
+from softsim.mechanics.multibody import Body, MultiBodySystem
+from softsim.meshes.generate import beam
 
 STEPS = 1000
 DT = 1e-3
@@ -108,8 +107,8 @@ def test_stvk_newton_iterations_converge():
 
 
 def test_damped_dynamics_settles_to_static_newton_equilibrium():
-    from mechanics.newton import StaticNewtonSolver
-    from mechanics.static_problem import StaticProblem
+    from softsim.mechanics.newton import StaticNewtonSolver
+    from softsim.mechanics.static_problem import StaticProblem
 
     g = np.array([0.0, -9.81, 0.0])
     system = cantilever("stvk", gravity=g)

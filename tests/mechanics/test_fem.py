@@ -5,11 +5,10 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.kinematics import deformation_gradients, rest_shape
-from mechanics.materials import lame
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.kinematics import deformation_gradients, rest_shape
+from softsim.mechanics.materials import lame
 
 HYPERELASTIC = ["stvk", "neohookean", "stable_neohookean"]
 ROTATIONS = ["polarF", "svdF", "large", "polar", "svd"]
@@ -614,7 +613,7 @@ def test_exact_corotational_tangent_parameter_errors():
 
 # ------------------------------------------------------------------ exact tangent on the finger scene
 def finger_scene(tangent):
-    from mechanics.scene_runtime import Scene
+    from softsim.mechanics.scene_runtime import Scene
 
     scene = Scene.load("resources/scenes/finger.toml")
     scene.set("body.finger.material.rotation_method", "polarF")  # the scene's SOFA 'large' has no exact tangent
@@ -668,7 +667,7 @@ def test_finger_20mm_cable_pull_reaches_20_with_projected_exact_tangent():
 
 
 def test_scene_key_applies_live_and_rejects_large_rotation():
-    from mechanics.scene.schema import SceneError
+    from softsim.mechanics.scene.schema import SceneError
 
     scene = finger_scene("exact")
     elasticity = scene.simulation.problem.elasticity
@@ -684,7 +683,7 @@ def test_scene_key_applies_live_and_rejects_large_rotation():
 
 @pytest.mark.parametrize("model", ["corotational", "stvk"])
 def test_two_thread_assembly_equals_the_serial_one(model):
-    from meshes.generate import hex_grid_tets
+    from softsim.meshes.generate import hex_grid_tets
 
     X, tets = hex_grid_tets(np.linspace(0, 1, 13), np.linspace(0, 1, 13), np.linspace(0, 2, 13))
     assert len(tets) >= TetElasticity.PARALLEL_MIN_TETS
@@ -731,7 +730,7 @@ def test_free_dof_tangent_equals_the_restricted_full_tangent(model, options):
 
 
 def test_free_dof_tangent_in_two_threads_equals_the_serial_one():
-    from meshes.generate import hex_grid_tets
+    from softsim.meshes.generate import hex_grid_tets
 
     X, tets = hex_grid_tets(np.linspace(0, 1, 13), np.linspace(0, 1, 13), np.linspace(0, 2, 13))
     x = X + 0.05 * np.sin(3.0 * X[:, [1, 2, 0]])
@@ -749,7 +748,7 @@ def test_free_dof_tangent_in_two_threads_equals_the_serial_one():
 
 
 def test_newton_polar_factor_equals_the_eigen_decomposition_one():
-    from mechanics._kernels import polar_newton, rotation_from_f
+    from softsim.mechanics._kernels import polar_newton, rotation_from_f
 
     rng = np.random.default_rng(7)
     scratch = [np.empty((3, 3)), np.empty((3, 3)), np.empty(3), np.empty((3, 3)), np.empty((2, 3))]

@@ -1,6 +1,5 @@
 import numpy as np
-
-from mechanics.fields import displacement_magnitude, nodal_average_operator
+from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
 
 
 def test_nodal_average_is_volume_weighted():

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mechanics.scene_runtime import Scene
+from softsim.mechanics.scene_runtime import Scene
 
 from ..call_counts import count_calls
 

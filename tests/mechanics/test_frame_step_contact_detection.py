@@ -12,10 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from mechanics.constraints import ContactConstraint, DragConstraint, PlaneObstacle
-from mechanics.scene import parse_data
-from mechanics.scene_runtime import Scene
+from softsim.mechanics.constraints import ContactConstraint, DragConstraint, PlaneObstacle
+from softsim.mechanics.scene import parse_data
+from softsim.mechanics.scene_runtime import Scene
 
 MESHES = Path(__file__).resolve().parents[2] / "resources" / "meshes"
 FLOOR_Y = -1.0

@@ -3,16 +3,15 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.constraint_solvers import make_constraint_solver
-from mechanics.constraints import BilateralAttachment, CableConstraint
-from mechanics.fem import TetElasticity
-from mechanics.frame_step import build_constraint_system, compliance_in_constraint_space, solve_frame
-from mechanics.linear_solvers import DirectSolver
-from mechanics.loads import Gravity, lumped_masses
-from mechanics.newton import StaticNewtonSolver
-from mechanics.static_problem import StaticProblem
-from meshes.generate import beam
+from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.constraints import BilateralAttachment, CableConstraint
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.frame_step import build_constraint_system, compliance_in_constraint_space, solve_frame
+from softsim.mechanics.linear_solvers import DirectSolver
+from softsim.mechanics.loads import Gravity, lumped_masses
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.static_problem import StaticProblem
+from softsim.meshes.generate import beam
 
 
 def _beam_problem(model="linear", young=1e4, gravity=(0.0, -9.81, 0.0)):
@@ -79,7 +78,7 @@ def test_a_failed_newton_solve_fails_the_frame_and_returns_no_state():
 
 @pytest.fixture(scope="module")
 def pulled_finger():
-    from mechanics.scene_runtime import Scene
+    from softsim.mechanics.scene_runtime import Scene
 
     return Scene.load
 
@@ -111,7 +110,7 @@ def test_cable_rows_are_built_at_x_free_and_the_violation_is_exact_there():
 
 
 def test_dropping_fixed_columns_equals_column_slicing():
-    from mechanics.frame_step import _drop_fixed_columns
+    from softsim.mechanics.frame_step import _drop_fixed_columns
 
     J = sp.random(7, 30, density=0.3, random_state=2, format="csr")
     free = np.array([0, 2, 3, 7, 8, 9, 15, 21, 29])

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mechanics.constraints import BilateralAttachment
-from mechanics.scene import parse_data
-from mechanics.scene_runtime import Scene
+from softsim.mechanics.constraints import BilateralAttachment
+from softsim.mechanics.scene import parse_data
+from softsim.mechanics.scene_runtime import Scene
 
 MESHES = Path(__file__).resolve().parents[2] / "resources" / "meshes"
 SOLVER = {"newton": {"newton_iterations": 10, "correction_tolerance_threshold": 1e-10,

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.linear_solvers import (
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.linear_solvers import (
     CGSolver,
     DirectSolver,
     LinearSolverError,

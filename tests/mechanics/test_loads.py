@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-
-from mechanics.errors import ParameterError
-from mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 
 UNIT_TET = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
 

@@ -7,9 +7,8 @@ import logging
 
 import numpy as np
 import pytest
-
-from mechanics.errors import ParameterError
-from mechanics.mapping import BarycentricMapping, closest_point_on_triangles
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.mapping import BarycentricMapping, closest_point_on_triangles
 
 
 def box_mesh(shape=(2, 2, 2), size=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0)):
@@ -100,7 +99,7 @@ def test_outside_points_within_tolerance_are_clamped_to_nearest_tet():
 
 def test_outside_point_beyond_tolerance_warns(caplog):
     X, tets = box_mesh((2, 2, 2))
-    with caplog.at_level(logging.WARNING, logger="mechanics.mapping"):
+    with caplog.at_level(logging.WARNING, logger="softsim.mechanics.mapping"):
         mapping = BarycentricMapping(X, tets, [[0.5, 0.5, 1.01]], tolerance=1e-3, max_distance=0.1)
     assert mapping.distances[0] == pytest.approx(0.01, rel=1e-9)
     np.testing.assert_allclose(mapping.apply(X), [[0.5, 0.5, 1.0]], atol=1e-12)

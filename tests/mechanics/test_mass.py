@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.mass import TetMass, rayleigh_damping
-from meshes.generate import beam
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.mass import TetMass, rayleigh_damping
+from softsim.meshes.generate import beam
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-
-from mechanics.errors import ParameterError
-from mechanics.materials import (
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.materials import (
     check_model,
     element_parameters,
     lame,

@@ -3,14 +3,13 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.dynamics import DynamicSolver, DynamicState
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.loads import Gravity
-from mechanics.mapping import BarycentricMapping
-from mechanics.mass import TetMass
-from mechanics.multibody import (
+from softsim.mechanics.dynamics import DynamicSolver, DynamicState
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.loads import Gravity
+from softsim.mechanics.mapping import BarycentricMapping
+from softsim.mechanics.mass import TetMass
+from softsim.mechanics.multibody import (
     Body,
     CompliantConstraint,
     DifferenceMapping,
@@ -20,7 +19,7 @@ from mechanics.multibody import (
     StrainMapping,
     linear_elasticity_as_compliance,
 )
-from meshes.generate import beam, cube
+from softsim.meshes.generate import beam, cube
 
 G = np.array([0.0, -9.81, 0.0])
 
@@ -263,7 +262,7 @@ def test_fem_as_compliance_gives_the_fem_force_motion():
 
 # ---------------------------------------------------------------------- frame-step constraint models
 def test_frame_step_attachment_model_matches_compliant_attachment():
-    from mechanics.constraints import BilateralAttachment
+    from softsim.mechanics.constraints import BilateralAttachment
 
     system, tip_a, root_b = two_beams()
     n_a = system.bodies[0].n_nodes
@@ -279,7 +278,7 @@ def test_frame_step_attachment_model_matches_compliant_attachment():
 
 
 def test_unilateral_contact_model_stops_a_falling_cube():
-    from mechanics.constraints import ContactConstraint, PlaneObstacle
+    from softsim.mechanics.constraints import ContactConstraint, PlaneObstacle
 
     mesh = cube(size=0.1, n=2)
     body, _ = make_body("cube", mesh, young=1e4, offset=(0.0, 0.02, 0.0))

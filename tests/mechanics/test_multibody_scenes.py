@@ -5,10 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from app.cli import main as cli_main
-from mechanics.scene import SceneError, parse_data
-from mechanics.scene_runtime import Scene
+from softsim.app.cli import main as cli_main
+from softsim.mechanics.scene import SceneError, parse_data
+from softsim.mechanics.scene_runtime import Scene
 
 SCENES = Path(__file__).resolve().parents[2] / "resources" / "scenes"
 

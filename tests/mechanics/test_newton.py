@@ -5,12 +5,11 @@ import logging
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from mechanics.errors import ParameterError
-from mechanics.linear_solvers import CGSolver, DirectSolver, ReusedFactorizationSolver
-from mechanics.loads import NodalForce
-from mechanics.newton import StaticNewtonSolver
-from mechanics.static_problem import StaticProblem
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.linear_solvers import CGSolver, DirectSolver, ReusedFactorizationSolver
+from softsim.mechanics.loads import NodalForce
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.static_problem import StaticProblem
 
 
 class SpringNetwork:
@@ -360,7 +359,7 @@ def test_cg_warm_start_uses_previous_increment():
 
 def test_print_log_lines(caplog):
     network, problem = cantilever((0.0, 0.0, -10.0))
-    with caplog.at_level(logging.INFO, logger="mechanics.newton"):
+    with caplog.at_level(logging.INFO, logger="softsim.mechanics.newton"):
         StaticNewtonSolver(printLog=False).solve(problem, network.X)
         assert not caplog.records
         report = StaticNewtonSolver(printLog=True).solve(problem, network.X)

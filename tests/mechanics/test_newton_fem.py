@@ -4,13 +4,12 @@ and a large-deformation neo-Hookean beam against an independent scikit-fem compu
 
 import numpy as np
 import pytest
-
-from mechanics.fem import TetElasticity
-from mechanics.linear_solvers import DirectSolver
-from mechanics.loads import Gravity, NodalForce, lumped_masses
-from mechanics.newton import StaticNewtonSolver
-from mechanics.static_problem import StaticProblem
-from meshes.generate import hex_grid_tets
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.linear_solvers import DirectSolver
+from softsim.mechanics.loads import Gravity, NodalForce, lumped_masses
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.static_problem import StaticProblem
+from softsim.meshes.generate import hex_grid_tets
 
 
 def box_mesh(cells, size):

@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-
-from mechanics.constraint_solvers.gauss_seidel import block_arrays, gauss_seidel_sweep
-from mechanics.errors import ParameterError
-from mechanics.resolutions import (
+from softsim.mechanics.constraint_solvers.gauss_seidel import block_arrays, gauss_seidel_sweep
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import (
     BOUNDED,
     EQUALITY,
     FORCE,

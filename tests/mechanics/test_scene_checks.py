@@ -7,9 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mechanics.scene import SceneError, parse_data
-from mechanics.scene_runtime import Scene
+from softsim.mechanics.scene import SceneError, parse_data
+from softsim.mechanics.scene_runtime import Scene
 
 SCENES = Path(__file__).resolve().parents[2] / "resources" / "scenes"
 

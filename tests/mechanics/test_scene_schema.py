@@ -6,10 +6,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
-from mechanics.scene import SceneError, load_scene, parse_scene
-from mechanics.scene import schema as scene_schema
-from mechanics.scene.schema import schema_fields
+from softsim.mechanics.scene import SceneError, load_scene, parse_scene
+from softsim.mechanics.scene import schema as scene_schema
+from softsim.mechanics.scene.schema import schema_fields
 
 # The scene-format example (a finger with every table), one comment shortened to the line length.
 EXAMPLE = """\

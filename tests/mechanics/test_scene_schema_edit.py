@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mechanics.scene import (
+from softsim.mechanics.scene import (
     SceneError,
     SphereSpec,
     dump_scene,
@@ -332,8 +331,8 @@ def test_any_wrong_value_anywhere_is_a_scene_error(example) -> None:
 
 def test_constraint_solver_ranges_in_the_scene_file_match_the_solvers():
     """A value the scene file accepts must be one the solver accepts (the GUI validates with the file's rules)."""
-    from mechanics.constraint_solvers import make_constraint_solver
-    from mechanics.scene import SceneError, parse_scene, set_value
+    from softsim.mechanics.constraint_solvers import make_constraint_solver
+    from softsim.mechanics.scene import SceneError, parse_scene, set_value
 
     spec = parse_scene("[solver.constraint]\ntype = 'ImprovedJacobi'\n", check_files=False)
     for key, too_big, largest in (("spectralCorrectionFactor", 10.5, 10.0),

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from mechanics.errors import ParameterError
-from mechanics.materials import lame
-from mechanics.scene import SceneError, load_scene, parse_scene, set_value
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.materials import lame
+from softsim.mechanics.scene import SceneError, load_scene, parse_scene, set_value
 
 from .test_scene_schema import MINIMAL_BODY, errors_of
 

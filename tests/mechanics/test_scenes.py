@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from mechanics.constraints import ContactConstraint
-from mechanics.scene_runtime import Scene
+from softsim.mechanics.constraints import ContactConstraint
+from softsim.mechanics.scene_runtime import Scene
 
 SCENES = Path(__file__).resolve().parents[2] / "resources" / "scenes"
 
@@ -128,7 +127,7 @@ def test_pneunet_pressure_bends_toward_the_stiff_layer():
 
 
 def test_pneunet_stiff_layer_is_three_times_stiffer():
-    from mechanics.scene_runtime import element_materials
+    from softsim.mechanics.scene_runtime import element_materials
 
     scene = load("pneunet")
     _, young, poisson = element_materials(scene.spec, scene.body_spec, scene.mesh)

@@ -2,19 +2,18 @@
 
 import numpy as np
 import pytest
-
-from mechanics.constraint_solvers import make_constraint_solver
-from mechanics.dynamics import DynamicSolver
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.linear_solvers import DirectSolver
-from mechanics.loads import Gravity
-from mechanics.mass import TetMass
-from mechanics.multibody import Body, MultiBodySystem
-from mechanics.newton import StaticNewtonSolver
-from mechanics.simulation import Simulation
-from mechanics.static_problem import StaticProblem
-from meshes.generate import beam
+from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.dynamics import DynamicSolver
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.linear_solvers import DirectSolver
+from softsim.mechanics.loads import Gravity
+from softsim.mechanics.mass import TetMass
+from softsim.mechanics.multibody import Body, MultiBodySystem
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.simulation import Simulation
+from softsim.mechanics.static_problem import StaticProblem
+from softsim.meshes.generate import beam
 
 
 def _simulation(mode):
@@ -63,7 +62,7 @@ def test_switching_mode_resets_velocities_and_static_mode_needs_no_dynamic_solve
 
 
 def test_the_finger_scene_in_dynamic_mode_settles_where_the_static_frame_puts_it():
-    from mechanics import Scene
+    from softsim.mechanics import Scene
 
     static = Scene.load("resources/scenes/finger.toml")
     static.set("body.finger.cable.cable.value", 4.0)
@@ -84,7 +83,7 @@ def test_the_finger_scene_in_dynamic_mode_settles_where_the_static_frame_puts_it
 
 
 def test_effector_outputs_follow_the_body_in_dynamic_mode():
-    from mechanics import Scene
+    from softsim.mechanics import Scene
 
     scene = Scene.load("resources/scenes/finger.toml")
     scene.set("scene.mode", "dynamic")

@@ -2,17 +2,17 @@
 
 import numpy as np
 import pytest
+from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.fields import nodal_average_operator
+from softsim.mechanics.linear_solvers import DirectSolver
+from softsim.mechanics.loads import Gravity, lumped_masses
+from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.simulation import SNAPSHOT_FIELDS, Simulation
+from softsim.mechanics.static_problem import StaticProblem
+from softsim.meshes.generate import beam
 
-from mechanics.constraint_solvers import make_constraint_solver
-from mechanics.errors import ParameterError
-from mechanics.fem import TetElasticity
-from mechanics.fields import nodal_average_operator
-from mechanics.linear_solvers import DirectSolver
-from mechanics.loads import Gravity, lumped_masses
-from mechanics.newton import StaticNewtonSolver
-from mechanics.simulation import SNAPSHOT_FIELDS, Simulation
-from mechanics.static_problem import StaticProblem
-from meshes.generate import beam
 from tests.call_counts import count_calls
 
 

@@ -11,8 +11,8 @@ import itertools
 
 import numpy as np
 import pytest
+from softsim.mechanics.fem import TetElasticity
 
-from mechanics.fem import TetElasticity
 from tests.mechanics.sofa_tetrahedron_fem_reference import SofaTetrahedron
 
 SOFA_METHODS = ["large", "polar", "svd"]
@@ -93,7 +93,7 @@ def test_sofa_method_matches_the_transcription(method, label, X, x, young, poiss
 def test_sofa_methods_assemble_per_element_frames_on_a_mesh():
     """A perturbed 2x2x2 grid (48 tets, each with its own rest frame): the assembled forces and K dx equal
     the sum of the transcribed elements (measured 8e-15 relative for the forces, 9e-16 for K dx)."""
-    from meshes.generate import hex_grid_tets
+    from softsim.meshes.generate import hex_grid_tets
 
     rng = np.random.default_rng(11)
     X, tets = hex_grid_tets(*(np.linspace(0.0, 1.0, 3),) * 3)
@@ -183,7 +183,7 @@ def test_issue_tet_stretched_10_percent():
 def test_rigid_motions_give_zero_force(method):
     """Every method gives zero force and energy under large rigid rotations of a perturbed grid (measured
     below 2e-15 times the force scale E h^2, energy below 1e-27)."""
-    from meshes.generate import hex_grid_tets
+    from softsim.meshes.generate import hex_grid_tets
 
     rng = np.random.default_rng(12)
     X, tets = hex_grid_tets(*(np.linspace(0.0, 1.0, 3),) * 3)

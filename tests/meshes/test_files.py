@@ -11,10 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-import meshes
-from meshes.errors import MeshError
-from meshes.files import (
+from softsim.meshes.errors import MeshError
+from softsim.meshes.files import (
     MAX_MESH_FILE_BYTES,
     InputFileError,
     atomic_path,
@@ -23,6 +21,8 @@ from meshes.files import (
     temporary_target,
     write_text_atomically,
 )
+
+from softsim import meshes
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file types and modes")
 

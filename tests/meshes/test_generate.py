@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from softsim.meshes import generate
+from softsim.meshes.quality import quality_summary
 
-import meshes
-from meshes import generate
-from meshes.quality import quality_summary
+from softsim import meshes
 from tests.meshes.helpers import points_in_mesh
 
 SOFTROBOTS_FINGER_BASE_BOX = [-15.0, 0.0, 0.0, 5.0, 10.0, 15.0]
@@ -243,10 +243,10 @@ def test_mirror_input_errors():
 
 
 def _finger_gravity_displacement(mesh):
-    from mechanics.fem import TetElasticity
-    from mechanics.loads import Gravity, lumped_masses
-    from mechanics.newton import StaticNewtonSolver
-    from mechanics.static_problem import StaticProblem
+    from softsim.mechanics.fem import TetElasticity
+    from softsim.mechanics.loads import Gravity, lumped_masses
+    from softsim.mechanics.newton import StaticNewtonSolver
+    from softsim.mechanics.static_problem import StaticProblem
 
     elasticity = TetElasticity(mesh.points, mesh.tets, model="linear", young=600.0, poisson=0.45)
     masses = lumped_masses(mesh.points, mesh.tets, total_mass=0.075)

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import meshio
 import numpy as np
 import pytest
+from softsim.meshes import TET_EXTENSIONS, MeshError
 
-import meshes
-from meshes import TET_EXTENSIONS, MeshError
+from softsim import meshes
 from tests.meshes.helpers import TWO_TETS, TWO_TETS_POINTS
 
 # extension -> meshio writer format name
@@ -238,7 +238,7 @@ def test_quadratic_tetrahedra_use_corners_with_warning(tmp_path, caplog):
     raw = meshio.Mesh(np.vstack([corners, mids]), [("tetra10", np.arange(10)[None, :])])
     path = tmp_path / "quadratic.vtu"
     meshio.write(path, raw)
-    with caplog.at_level(logging.WARNING, logger="meshes"):
+    with caplog.at_level(logging.WARNING, logger="softsim.meshes"):
         mesh = meshes.load(path)
     assert (mesh.n_points, mesh.n_tets) == (4, 1)
     assert mesh.problems[0] == (

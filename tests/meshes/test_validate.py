@@ -7,10 +7,10 @@ import logging
 import meshio
 import numpy as np
 import pytest
+from softsim.meshes import MeshError, TetMesh, boundary_triangles, load
+from softsim.meshes.generate import cube
+from softsim.meshes.validate import unfixed_parts
 
-from meshes import MeshError, TetMesh, boundary_triangles, load
-from meshes.generate import cube
-from meshes.validate import unfixed_parts
 from tests.meshes.helpers import TWO_TETS, TWO_TETS_POINTS
 
 
@@ -72,7 +72,7 @@ def test_no_tetrahedra():
 def test_inverted_tetrahedra_are_reoriented(caplog):
     tets = TWO_TETS.copy()
     tets[1] = tets[1][[1, 0, 2, 3]]
-    with caplog.at_level(logging.WARNING, logger="meshes.validate"):
+    with caplog.at_level(logging.WARNING, logger="softsim.meshes.validate"):
         mesh = TetMesh.from_arrays(TWO_TETS_POINTS, tets, source="body.vtu")
     assert mesh.problems == ["1 inverted tetrahedra reoriented (nodes 1 and 2 swapped), first ids [1]"]
     assert np.all(mesh.volumes() > 0)
@@ -111,7 +111,7 @@ def test_duplicate_nodes_merged_and_sets_remapped(caplog):
     # two tets that should share the face (1, 2, 3) but use copies 5, 6, 7 of its nodes
     points = np.vstack([TWO_TETS_POINTS, TWO_TETS_POINTS[1:4]])
     tets = np.array([[0, 1, 2, 3], [5, 4, 6, 7]])
-    with caplog.at_level(logging.WARNING, logger="meshes.validate"):
+    with caplog.at_level(logging.WARNING, logger="softsim.meshes.validate"):
         mesh = TetMesh.from_arrays(
             points, tets, source="cut.vtu", point_sets={"face": [1, 5, 2, 6, 7]}, triangle_sets={"t": [[5, 6, 7]]}
         )
