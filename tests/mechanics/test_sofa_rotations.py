@@ -14,6 +14,7 @@ import pytest
 from softsim.mechanics.fem import TetElasticity
 
 from tests.mechanics.sofa_tetrahedron_fem_reference import SofaTetrahedron
+from tests.mechanics.test_fem import random_rotation
 
 SOFA_METHODS = ["large", "polar", "svd"]
 ALL_METHODS = ["polarF", "svdF", *SOFA_METHODS]
@@ -26,14 +27,6 @@ NODE_ORDER_CHANGE = {"polar": 0.02553, "large": 0.07700}
 
 def rel_err(a, b):
     return np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(b)
-
-
-def random_rotation(rng):
-    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
-    q *= np.sign(np.diag(r))
-    if np.linalg.det(q) < 0:
-        q[:, 0] *= -1
-    return q
 
 
 def element(X, method, young=1000.0, poisson=0.3):
