@@ -24,6 +24,32 @@ def solver_like(solver):
     return DirectSolver(backend=getattr(solver, "requested_backend", "auto"))
 
 
+class ResponseCache:
+    """The last K^-1 J^T of one linear solver: a later call with the same factorization solves only for the
+    rows of J that changed (contact rows on planes keep theirs while a cavity row moves)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._Jt: np.ndarray | None = None
+        self._KinvJt: np.ndarray | None = None
+
+    def solve(self, linear_solver, Jt: np.ndarray) -> np.ndarray:
+        """K^-1 Jt (n_free, m) for the dense Jt (n_free, m)."""
+        key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
+        same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
+                and self._key[2] is key[2] and self._Jt.shape == Jt.shape)
+        if same:
+            changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0))
+            KinvJt = self._KinvJt.copy()
+            if changed.size:
+                KinvJt[:, changed] = np.asarray(linear_solver.solve(np.ascontiguousarray(Jt[:, changed]))
+                                                ).reshape(Jt.shape[0], changed.size)
+        else:
+            KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(Jt.shape)
+        self._key, self._Jt, self._KinvJt = key, Jt, KinvJt
+        return KinvJt
+
+
 class ConstrainedTangent:
     """``K_free + S_free`` on a fixed pattern, and a linear solver for it.
 
@@ -35,8 +61,6 @@ class ConstrainedTangent:
         self._key: tuple | None = None
         self._solver = None
         self._solver_template = None
-        from softsim.mechanics.frame_step import ResponseCache  # the frame step imports this module
-
         #: K^-1 J^T of the last equilibrium steps, per factorization (see ResponseCache)
         self.responses = ResponseCache()
 

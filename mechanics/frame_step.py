@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.constrained_tangent import ConstrainedTangent, ResponseCache
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.inversion import count_new_inversions
 from softsim.mechanics.resolutions import Blocks, row_residuals
@@ -197,32 +197,6 @@ def _drop_fixed_columns(J: sp.csr_matrix, free_dofs: np.ndarray) -> sp.csr_matri
     indptr = np.zeros(J.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows[keep], minlength=J.shape[0]), out=indptr[1:])
     return sp.csr_matrix((J.data[keep], columns[keep], indptr), shape=(J.shape[0], free_dofs.size))
-
-
-class ResponseCache:
-    """The last K^-1 J^T of one linear solver: a later call with the same factorization solves only for the
-    rows of J that changed (contact rows on planes keep theirs while a cavity row moves)."""
-
-    def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._Jt: np.ndarray | None = None
-        self._KinvJt: np.ndarray | None = None
-
-    def solve(self, linear_solver, Jt: np.ndarray) -> np.ndarray:
-        """K^-1 Jt (n_free, m) for the dense Jt (n_free, m)."""
-        key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
-        same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
-                and self._key[2] is key[2] and self._Jt.shape == Jt.shape)
-        if same:
-            changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0))
-            KinvJt = self._KinvJt.copy()
-            if changed.size:
-                KinvJt[:, changed] = np.asarray(linear_solver.solve(np.ascontiguousarray(Jt[:, changed]))
-                                                ).reshape(Jt.shape[0], changed.size)
-        else:
-            KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(Jt.shape)
-        self._key, self._Jt, self._KinvJt = key, Jt, KinvJt
-        return KinvJt
 
 
 def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix,
