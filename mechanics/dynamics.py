@@ -57,16 +57,15 @@ positions ``x_n + h v_n``, ``J`` at ``x_n``, ``phi(x) = violation(x_n, x, J)``, 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import EQUALITY, Blocks
+from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
 
@@ -118,67 +117,6 @@ class DynamicReport:
         return sum(self.times.values())
 
 
-def _unit_interval(name, value):
-    number = _real(name, value)
-    if not 0.0 < number <= 1.0:
-        raise ParameterError(f"{name}={value!r} is outside the allowed range (0, 1]")
-    return number
-
-
-def _real(name, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ParameterError(f"{name} must be a real number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ParameterError(f"{name} must be finite, got {value!r}")
-    return number
-
-
-def _nonnegative(name, value):
-    number = _real(name, value)
-    if number < 0.0:
-        raise ParameterError(f"{name}={value!r} is outside the allowed range [0, inf)")
-    return number
-
-
-def _positive(name, value):
-    number = _real(name, value)
-    if number <= 0.0:
-        raise ParameterError(f"{name}={value!r} is outside the allowed range (0, inf)")
-    return number
-
-
-def _iterations(name, value):
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _flag(name, value):
-    if not isinstance(value, bool | np.bool_):
-        raise ParameterError(f"{name} must be a boolean (true/false), got {value!r}")
-    return bool(value)
-
-
-def _kkt(name, value):
-    if value not in ("auto", "schur", "direct"):
-        raise ParameterError(f"{name}={value!r} is not one of auto, schur, direct")
-    return value
-
-
-_VALIDATORS = {
-    "implicitVelocity": _unit_interval,
-    "implicitPosition": _unit_interval,
-    "rayleighMass": _nonnegative,
-    "rayleighStiffness": _nonnegative,
-    "dt": _positive,
-    "newton_iterations": _iterations,
-    "newton_tolerance": _nonnegative,
-    "kkt": _kkt,
-    "constraint_geometric_stiffness": _flag,
-}
-
-
 class _Rows:
     """One constraint's rows during a step (uniform view over Compliant constraints and frame-step models)."""
 
@@ -224,15 +162,13 @@ class _Rows:
 class DynamicSolver:
     """Implicit dynamics of a :class:`mechanics.multibody.MultiBodySystem` with Compliant constraints.
 
-    Parameters (scene keys ``[solver.dynamic]`` and ``[scene] dt``; validated by :meth:`set_parameters`):
-    implicitVelocity (alpha, (0, 1], default 1), implicitPosition (beta, (0, 1], default 1), rayleighMass and
-    rayleighStiffness (>= 0, default 0), dt (> 0, default 0.01), newton_iterations (>= 1, default 1),
-    newton_tolerance (>= 0, default 1e-10: relative velocity correction), kkt ("auto": direct KKT when
-    every block is EQUALITY, else Schur; "schur"; "direct"), constraint_geometric_stiffness (default True:
-    from the second Newton iteration on, H includes ``-h^2 beta sum_i lambda_i d2phi_i/dx2`` of nonlinear
-    Compliant constraints, the mapping's geometric stiffness weighted by the last multipliers; Compliant's
-    ``neglecting_compliance_forces_in_geometric_stiffness = false``. Without it the Newton iterations of
-    large-rotation constraints converge slowly).
+    Parameters: the keys of ``[solver.dynamic]`` (:class:`mechanics.scene.schema.DynamicSpec`, with their
+    ranges and defaults) and ``dt`` of ``[scene]``, validated by :meth:`set_parameters`.
+    ``constraint_geometric_stiffness`` adds, from the second Newton iteration on,
+    ``-h^2 beta sum_i lambda_i d2phi_i/dx2`` of nonlinear Compliant constraints to H (the mapping's geometric
+    stiffness weighted by the last multipliers; Compliant's
+    ``neglecting_compliance_forces_in_geometric_stiffness = false``); without it the Newton iterations of
+    large-rotation constraints converge slowly.
 
     system: object with ``n_nodes``, ``n_dofs``, ``free_dofs``, ``mass_matrix`` (csr ``(N, N)``) and
     ``forces_and_tangent(x) -> (f (n, 3), K csr (N, N))`` (total force, K = -df/dx);
@@ -248,43 +184,26 @@ class DynamicSolver:
         constraints=(),
         constraint_solver=None,
         linear_solver=None,
-        implicitVelocity: float = 1.0,
-        implicitPosition: float = 1.0,  # noqa: N803
-        rayleighMass: float = 0.0,
-        rayleighStiffness: float = 0.0,
-        dt: float = 0.01,  # noqa: N803
-        newton_iterations: int = 1,
-        newton_tolerance: float = 1e-10,
-        kkt: str = "auto",
-        constraint_geometric_stiffness: bool = True,
+        **parameters,
     ):
         self.system = system
         self.constraints = list(constraints)
         self.constraint_solver = constraint_solver
         self.linear_solver = DirectSolver() if linear_solver is None else linear_solver
-        self.set_parameters(
-            implicitVelocity=implicitVelocity,
-            implicitPosition=implicitPosition,
-            rayleighMass=rayleighMass,
-            rayleighStiffness=rayleighStiffness,
-            dt=dt,
-            newton_iterations=newton_iterations,
-            newton_tolerance=newton_tolerance,
-            kkt=kkt,
-            constraint_geometric_stiffness=constraint_geometric_stiffness,
-        )
+        for name, value in {**defaults(DynamicSpec), **defaults(SceneSettings, {"dt"})}.items():
+            setattr(self, name, value)
+        self.set_parameters(**parameters)
         self._last_force: np.ndarray | None = None
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
-        return tuple(_VALIDATORS)
+        return (*(d.key for d in declarations(DynamicSpec)), "dt")
 
     def set_parameters(self, **parameters) -> None:
-        """Validate every value (ParameterError naming the key and its range), then apply them all."""
-        unknown = sorted(set(parameters) - set(_VALIDATORS))
-        if unknown:
-            raise ParameterError(f"unknown DynamicSolver parameter(s) {unknown}; allowed: {sorted(_VALIDATORS)}")
-        validated = {name: _VALIDATORS[name](name, value) for name, value in parameters.items()}
+        """Validate every value (ParameterError with the scene loader's message), then apply them all."""
+        dt = {"dt": parameters.pop("dt")} if "dt" in parameters else {}
+        validated = check_parameters(DynamicSpec, "DynamicSolver", parameters)
+        validated.update(check_parameters(SceneSettings, "DynamicSolver", dt, allowed={"dt"}))
         for name, value in validated.items():
             setattr(self, name, value)
 

@@ -82,11 +82,13 @@ import time
 import numpy as np
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
+from softsim.mechanics.scene.schema import NewtonSpec, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["NewtonReport", "StaticNewtonSolver"]
 
+_UNSET = object()
 _ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
 _CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
 
@@ -136,140 +138,41 @@ class NewtonReport:
         return self.residual_norms / np.sqrt(self.squared_initial_residual)
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ParameterError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _threshold(name: str, value) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError) as error:
-        raise ParameterError(
-            f"{name} must be a number (<= 0 disables the criterion), got {value!r}"
-        ) from error
-    if np.isnan(value):
-        raise ParameterError(f"{name} must be a number (<= 0 disables the criterion), got NaN")
-    return value
-
-
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool | np.bool_ | int) or value not in (0, 1):
-        raise ParameterError(f"{name} must be a boolean, got {value!r}")
-    return bool(value)
-
-
-def _coefficient(name: str, value) -> float:
-    value = float(value)
-    if not 0.0 < value < 1.0:
-        raise ParameterError(f"{name} must lie in (0, 1), got {value}")
-    return value
-
-
-def _linear_solver(name: str, value):
+def _linear_solver(value):
     if value is None:
         return DirectSolver()
     if not (callable(getattr(value, "factorize", None)) and callable(getattr(value, "solve", None))):
-        raise ParameterError(f"{name} must have factorize(A) and solve(b) methods, got {value!r}")
+        raise ParameterError(f"linear_solver must have factorize(A) and solve(b) methods, got {value!r}")
     return value
 
 
-_VALIDATORS = {
-    "newton_iterations": _positive_int,
-    "correction_tolerance_threshold": _threshold,
-    "residual_tolerance_threshold": _threshold,
-    "absolute_residual_tolerance_threshold": _threshold,
-    "shoud_diverge_when_residual_is_growing": _flag,
-    "should_diverge_when_residual_is_growing": _flag,
-    "warm_start": _flag,
-    "printLog": _flag,
-    "line_search": _flag,
-    "backtrack_invalid_steps": _flag,
-    "maximum_line_search_iterations": _positive_int,
-    "line_search_coefficient": _coefficient,
-    "load_steps": _positive_int,
-    "linear_solver": _linear_solver,
-}
+#: the ``[solver.newton]`` keys this solver reads (``correction`` belongs to the frame step)
+NEWTON_KEYS = frozenset(d.key for d in declarations(NewtonSpec)) - {"correction"}
 
 
 class StaticNewtonSolver:
     """Newton-Raphson on a :class:`mechanics.static_problem.StaticProblem` (see the module docstring).
 
-    Parameters (Caribou's names; validated by :meth:`set_parameters`)
-    ----------
-    newton_iterations: int >= 1, max iterations per load step (default 10).
-    correction_tolerance_threshold: stop when ``|dx| / |U| <`` this (<= 0 disables), default 1e-8.
-    residual_tolerance_threshold: stop when ``|R_k| / |R_0| <`` this (<= 0 disables), default 1e-8.
-    absolute_residual_tolerance_threshold: converged when ``|R| <=`` this (<= 0 disables), default 1e-15.
-    shoud_diverge_when_residual_is_growing / should_diverge_when_residual_is_growing (alias, wins when
-        given): diverge when ``|R_k| > |R_{k-1}|`` from the second iteration on.
-    warm_start: iterative linear solvers start from the previous increment.
-    printLog: log one line per iteration at INFO level (else at DEBUG).
-    line_search, maximum_line_search_iterations (10), line_search_coefficient (0.5): backtracking.
-    backtrack_invalid_steps: the step safeguard (default True): a step that inverts an element or gives a
-        non-finite residual switches the line search on for the rest of the load step; False is Caribou's
-        plain Newton.
-    load_steps: int >= 1, load increments per solve.
-    linear_solver: an object with ``factorize``/``solve``; a :class:`DirectSolver` by default.
+    Parameters: the keys of ``[solver.newton]`` (:class:`mechanics.scene.schema.NewtonSpec`: Caribou's names,
+    ranges and defaults) except ``correction``, validated by :meth:`set_parameters`; ``linear_solver``: an object
+    with ``factorize``/``solve``, a :class:`DirectSolver` by default.
     """
 
-    def __init__(
-        self,
-        *,
-        newton_iterations: int = 10,
-        correction_tolerance_threshold: float = 1e-8,
-        residual_tolerance_threshold: float = 1e-8,
-        absolute_residual_tolerance_threshold: float = 1e-15,
-        shoud_diverge_when_residual_is_growing: bool = False,
-        should_diverge_when_residual_is_growing: bool | None = None,
-        warm_start: bool = True,
-        printLog: bool = False,  # noqa: N803 - SOFA's data name
-        line_search: bool = False,
-        backtrack_invalid_steps: bool = True,
-        maximum_line_search_iterations: int = 10,
-        line_search_coefficient: float = 0.5,
-        load_steps: int = 1,
-        linear_solver=None,
-    ):
+    def __init__(self, *, linear_solver=None, **parameters):
         self.linear_solver = None
         self.last_tangent = None
         self.last_report: NewtonReport | None = None
-        parameters = dict(
-            newton_iterations=newton_iterations,
-            correction_tolerance_threshold=correction_tolerance_threshold,
-            residual_tolerance_threshold=residual_tolerance_threshold,
-            absolute_residual_tolerance_threshold=absolute_residual_tolerance_threshold,
-            shoud_diverge_when_residual_is_growing=shoud_diverge_when_residual_is_growing,
-            warm_start=warm_start,
-            printLog=printLog,
-            line_search=line_search,
-            backtrack_invalid_steps=backtrack_invalid_steps,
-            maximum_line_search_iterations=maximum_line_search_iterations,
-            line_search_coefficient=line_search_coefficient,
-            load_steps=load_steps,
-            linear_solver=linear_solver,
-        )
-        if should_diverge_when_residual_is_growing is not None:
-            parameters["should_diverge_when_residual_is_growing"] = should_diverge_when_residual_is_growing
-        self.set_parameters(**parameters)
-
-    @property
-    def parameter_names(self) -> tuple[str, ...]:
-        return tuple(_VALIDATORS)
+        for name, value in defaults(NewtonSpec, NEWTON_KEYS).items():
+            setattr(self, name, value)
+        self.set_parameters(linear_solver=linear_solver, **parameters)
 
     def set_parameters(self, **parameters) -> None:
-        """Validate and set parameters by name; they take effect at the next :meth:`solve`."""
-        unknown = sorted(set(parameters) - set(_VALIDATORS))
-        if unknown:
-            raise ParameterError(
-                f"unknown StaticNewtonSolver parameter(s) {unknown}; allowed: {sorted(_VALIDATORS)}"
-            )
-        validated = {name: _VALIDATORS[name](name, value) for name, value in parameters.items()}
-        for alias in ("shoud_diverge_when_residual_is_growing", "should_diverge_when_residual_is_growing"):
-            if alias in validated:
-                value = validated.pop(alias)
-                self.shoud_diverge_when_residual_is_growing = value
+        """Validate and set parameters by name; they take effect at the next :meth:`solve`. Nothing changes when
+        one is invalid (ParameterError with the scene loader's message)."""
+        linear = parameters.pop("linear_solver", _UNSET)
+        validated = check_parameters(NewtonSpec, "StaticNewtonSolver", parameters, allowed=NEWTON_KEYS)
+        if linear is not _UNSET:
+            validated["linear_solver"] = _linear_solver(linear)
         for name, value in validated.items():
             setattr(self, name, value)
 

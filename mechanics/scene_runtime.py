@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import cKDTree
 from softsim.mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
-from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_keys
 from softsim.mechanics.constraints import (
     BilateralAttachment,
     BoxObstacle,
@@ -39,8 +39,9 @@ from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 from softsim.mechanics.mass import TetMass
 from softsim.mechanics.multibody import Body, MultiBodySystem
-from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
+from softsim.mechanics.scene.schema import declared_values
 from softsim.mechanics.scene_checks import check_scene
 from softsim.mechanics.simulation import Simulation
 from softsim.mechanics.static_problem import StaticProblem
@@ -124,24 +125,15 @@ def make_linear_solver(linear):
 
 
 def _newton_parameters(newton) -> dict:
-    return {key: getattr(newton, key) for key in (
-        "newton_iterations", "correction_tolerance_threshold", "residual_tolerance_threshold",
-        "shoud_diverge_when_residual_is_growing", "warm_start", "printLog", "line_search", "backtrack_invalid_steps",
-        "load_steps")}
+    return declared_values(newton, NEWTON_KEYS)
 
 
 def _constraint_parameters(constraint) -> dict:
-    keys = ["maxIterations", "tolerance", "sor", "scaleTolerance", "allVerified", "regularizationTerm",
-            "computeConstraintForces"]
-    if constraint.type == "ImprovedJacobi":
-        keys += ["useSpectralCorrection", "spectralCorrectionFactor", "useConjugateResidue",
-                 "conjugateResidueSpeedFactor", "sofaSpectralRadius"]
-    return {key: getattr(constraint, key) for key in keys}
+    return declared_values(constraint, solver_keys(constraint.type))
 
 
 def _dynamic_parameters(dynamic) -> dict:
-    return {key: getattr(dynamic, key) for key in (
-        "implicitVelocity", "implicitPosition", "rayleighMass", "rayleighStiffness")}
+    return declared_values(dynamic)
 
 
 def make_constraint_solver_from(constraint):
@@ -149,9 +141,7 @@ def make_constraint_solver_from(constraint):
 
 
 def _cable_kwargs(cable) -> dict:
-    kwargs = {key: getattr(cable, key) for key in (
-        "hasPullPoint", "cableInitialLength", "valueType", "value", "minForce", "maxForce", "maxPositiveDisp",
-        "maxNegativeDisp", "maxDispVariation")}
+    kwargs = declared_values(cable, CableConstraint.PARAMETERS - {"pullPoint"} | {"hasPullPoint"})
     if cable.points is not None:
         kwargs["points"] = np.asarray(cable.points, dtype=np.float64)
     else:
@@ -161,12 +151,8 @@ def _cable_kwargs(cable) -> dict:
     return kwargs
 
 
-_CAVITY_KEYS = ("flipNormal", "valueType", "value", "minPressure", "maxPressure", "minVolumeGrowth",
-                "maxVolumeGrowth", "maxPressureVariation", "maxVolumeGrowthVariation")
-
-
 def _make_cavity(spec, body, cavity, mesh):
-    kwargs = {key: getattr(cavity, key) for key in _CAVITY_KEYS}
+    kwargs = declared_values(cavity, SurfacePressureConstraint.PARAMETERS | {"flipNormal"})
     path = f"body.{body.name}.cavity.{cavity.name}"
     if cavity.set is not None:
         if cavity.set not in mesh.triangle_sets:

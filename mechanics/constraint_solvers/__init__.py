@@ -8,7 +8,7 @@ returning a :class:`ConstraintReport` and ``set_parameters(**params)`` with SOFA
 
 from __future__ import annotations
 
-from softsim.mechanics.constraint_solvers.base import COMMON_PARAMETERS, ConstraintReport, ConstraintSolver
+from softsim.mechanics.constraint_solvers.base import ConstraintReport, ConstraintSolver, solver_keys
 from softsim.mechanics.constraint_solvers.exact import ExactSolver, lemke, solve_mixed_lcp
 from softsim.mechanics.constraint_solvers.gauss_seidel import NNCG, BlockGaussSeidel
 from softsim.mechanics.constraint_solvers.jacobi import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
@@ -43,7 +43,6 @@ def make_constraint_solver(type: str, **params) -> ConstraintSolver:  # noqa: A0
 
 
 __all__ = [
-    "COMMON_PARAMETERS",
     "NNCG",
     "SOLVER_TYPES",
     "BlockGaussSeidel",
@@ -57,4 +56,5 @@ __all__ = [
     "scaled_spectral_radius",
     "sofa_spectral_radius",
     "solve_mixed_lcp",
+    "solver_keys",
 ]

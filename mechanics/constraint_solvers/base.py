@@ -8,13 +8,13 @@ space (SOFA's built W), ``dfree`` (m,) the violation at the free configuration.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import ConstraintSpec, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
 
@@ -44,77 +44,29 @@ class ConstraintReport:
     solver: str = ""
 
 
-@dataclass(frozen=True)
-class Param:
-    """Declaration of one parameter: type ('int', 'float' or 'bool'), default and allowed range."""
-
-    kind: str
-    default: object
-    lo: float = -math.inf
-    hi: float = math.inf
-    open_lo: bool = False
-    open_hi: bool = False
-
-    def check(self, name: str, value):
-        if self.kind == "bool":
-            if not isinstance(value, bool | np.bool_):
-                raise ParameterError(f"{name} must be a boolean (true/false), got {value!r}")
-            return bool(value)
-        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-            raise ParameterError(f"{name} must be a number, got {value!r}")
-        if self.kind == "int":
-            if float(value) != int(value):
-                raise ParameterError(f"{name} must be an integer, got {value!r}")
-            value = int(value)
-        else:
-            value = float(value)
-        if not math.isfinite(value):
-            raise ParameterError(f"{name} must be finite, got {value!r}")
-        too_low = value <= self.lo if self.open_lo else value < self.lo
-        too_high = value >= self.hi if self.open_hi else value > self.hi
-        if too_low or too_high:
-            left = "(" if self.open_lo else "["
-            right = ")" if self.open_hi else "]"
-            raise ParameterError(f"{name} must be in {left}{self.lo:g}, {self.hi:g}{right}, got {value!r}")
-        return value
-
-
-COMMON_PARAMETERS: dict[str, Param] = {
-    "maxIterations": Param("int", 1000, 1, 10_000_000),
-    "tolerance": Param("float", 1e-3, 0.0, math.inf, open_lo=True),
-    "sor": Param("float", 1.0, 0.0, 2.0, open_lo=True, open_hi=True),
-    "regularizationTerm": Param("float", 0.0, 0.0, math.inf),
-    "scaleTolerance": Param("bool", True),
-    "allVerified": Param("bool", False),
-    "computeConstraintForces": Param("bool", False),
-}
-ALIASES = {"maxIt": "maxIterations"}
+def solver_keys(type_name: str) -> set[str]:
+    """The ``[solver.constraint]`` keys a solver type uses (declared in :class:`ConstraintSpec`)."""
+    return {d.key for d in declarations(ConstraintSpec)
+            if d.key != "type" and (d.when is None or type_name in d.when.values)}
 
 
 class ConstraintSolver:
     """Base class: parameters (SOFA names, validated), input checks, regularization and the report."""
 
     type_name = "ConstraintSolver"
-    extra_parameters: dict[str, Param] = {}
 
     def __init__(self, **params) -> None:
-        self._specs = {**COMMON_PARAMETERS, **self.extra_parameters}
-        self._values = {name: spec.default for name, spec in self._specs.items()}
+        self._keys = solver_keys(self.type_name)
+        self._values = defaults(ConstraintSpec, self._keys)
         self.set_parameters(**params)
 
     # ------------------------------------------------------------------ parameters
     def set_parameters(self, **params) -> None:
-        """Validate and set parameters (SOFA names; alias maxIt); they take effect on the next solve.
+        """Validate and set parameters (the ``[solver.constraint]`` keys of this type, declared in
+        :class:`mechanics.scene.schema.ConstraintSpec`); they take effect on the next solve.
 
         Raises ParameterError naming the key and its range; nothing is changed if any value is invalid."""
-        checked = {}
-        for key, value in params.items():
-            name = ALIASES.get(key, key)
-            if name not in self._specs:
-                raise ParameterError(
-                    f"{self.type_name}: unknown parameter {key!r}; allowed: " + ", ".join(sorted(self._specs))
-                )
-            checked[name] = self._specs[name].check(name, value)
+        checked = check_parameters(ConstraintSpec, self.type_name, params, allowed=self._keys)
         self._values.update(checked)
 
     @property

@@ -21,7 +21,7 @@ import logging
 
 import numpy as np
 import scipy.sparse.linalg as spla
-from softsim.mechanics.constraint_solvers.base import ConstraintSolver, Param
+from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.resolutions import project_all
 
 logger = logging.getLogger(__name__)
@@ -70,13 +70,6 @@ class ImprovedJacobi(ConstraintSolver):
     """
 
     type_name = "ImprovedJacobi"
-    extra_parameters = {
-        "useSpectralCorrection": Param("bool", False),
-        "spectralCorrectionFactor": Param("float", 1.0, 0.0, 10.0, open_lo=True),
-        "useConjugateResidue": Param("bool", False),
-        "conjugateResidueSpeedFactor": Param("float", 10.0, 0.0, 1000.0, open_lo=True),
-        "sofaSpectralRadius": Param("bool", False),
-    }
 
     def __init__(self, **params) -> None:
         super().__init__(**params)

@@ -24,9 +24,10 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.constraints.base import Constraint, real
+from softsim.mechanics.constraints.base import Constraint
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import AttachmentSpec, check_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class BilateralAttachment(Constraint):
         self.n_dofs = None if n_dofs is None else _offset(name, "n_dofs", n_dofs)
         if self.n_dofs is not None:
             self._check_dofs(self.n_dofs)
-        self.compliance_value = real(0.0)(name, "compliance", compliance)
+        self.compliance_value = check_parameters(AttachmentSpec, name, {"compliance": compliance})["compliance"]
         self.pair_forces = np.zeros((p, 3))
         self.max_violation = 0.0
 
@@ -112,7 +113,7 @@ class BilateralAttachment(Constraint):
         """``compliance`` (>= 0) and ``rest_vector`` ((3,) or (p, 3))."""
         for key, value in parameters.items():
             if key == "compliance":
-                self.compliance_value = real(0.0)(self.name, key, value)
+                self.compliance_value = check_parameters(AttachmentSpec, self.name, {key: value})[key]
             elif key == "rest_vector":
                 self.rest_vector = self._points(value, key)
             else:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import abc
 import logging
 import math
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ import scipy.sparse as sp
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.mapping import BarycentricMapping
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import check_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -174,8 +174,10 @@ class Constraint(abc.ABC):
         active: inactive constraints have no rows (``n_rows == 0``).
     """
 
-    #: Parameters accepted by :meth:`set_parameters`: SoftRobots name -> validator(name, key, value) -> value.
-    PARAMETERS: Mapping[str, Callable[[str, str, Any], Any]] = {}
+    #: The scene table declaring this constraint's keys (e.g. CableSpec), and the keys :meth:`set_parameters`
+    #: accepts: values are checked by those declarations, with the scene loader's messages.
+    SPEC: type | None = None
+    PARAMETERS: frozenset[str] = frozenset()
 
     #: True when some rows measure motion since the last frame (frictional contacts): the frame step then
     #: passes the last frame's positions as ``x`` to :meth:`violation`, otherwise ``x_free`` itself.
@@ -233,13 +235,8 @@ class Constraint(abc.ABC):
     # ------------------------------------------------------------------ parameters
     def set_parameters(self, **parameters: Any) -> None:
         """Change parameters by their SoftRobots names; every value is validated before any is applied."""
-        validated = {}
-        for key, value in parameters.items():
-            validator = self.PARAMETERS.get(key)
-            if validator is None:
-                allowed = ", ".join(sorted(self.PARAMETERS))
-                raise ParameterError(f"{self.name}: unknown parameter {key!r}; allowed: {allowed}")
-            validated[key] = validator(self.name, key, value)
+        validated = {key: np.asarray(value, dtype=np.float64) if isinstance(value, tuple) else value
+                     for key, value in self.check(parameters).items()}
         missing = object()
         previous = {key: getattr(self, key, missing) for key in validated}
         for key, value in validated.items():
@@ -255,6 +252,10 @@ class Constraint(abc.ABC):
             raise
         logger.debug("%s: parameters set %s", self.name, validated)
 
+    def check(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """``parameters`` validated by the declarations of :attr:`SPEC` (ParameterError naming the key)."""
+        return check_parameters(self.SPEC, self.name, parameters, allowed=self.PARAMETERS)
+
     def _check_consistency(self) -> None:  # noqa: B027 - optional hook
         """Cross-parameter checks (e.g. min <= max), raising ParameterError. Default: none."""
 
@@ -263,46 +264,6 @@ class Constraint(abc.ABC):
 
 
 # ---------------------------------------------------------------------- validators
-def real(lo: float = -math.inf, hi: float = math.inf, *, optional: bool = False, open_lo: bool = False):
-    """Validator of a finite real in ``[lo, hi]`` (``(lo, hi]`` if ``open_lo``); None allowed if
-    ``optional``."""
-
-    def validate(owner: str, key: str, value: Any) -> float | None:
-        if value is None and optional:
-            return None
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise ParameterError(f"{owner}: {key} must be a real number, got {value!r}") from None
-        below = number <= lo if open_lo else number < lo
-        if not math.isfinite(number) or below or number > hi:
-            bracket = "(" if open_lo else "["
-            raise ParameterError(
-                f"{owner}: {key}={value!r} is outside the allowed range {bracket}{lo}, {hi}]"
-            )
-        return number
-
-    return validate
-
-
-def boolean(owner: str, key: str, value: Any) -> bool:
-    """Validator of a boolean (also 0/1 as in SOFA scene files)."""
-    if isinstance(value, (bool, np.bool_)) or value in (0, 1):
-        return bool(value)
-    raise ParameterError(f"{owner}: {key} must be a boolean (true/false or 0/1), got {value!r}")
-
-
-def choice(*options: str):
-    """Validator of a string among ``options``."""
-
-    def validate(owner: str, key: str, value: Any) -> str:
-        if value not in options:
-            raise ParameterError(f"{owner}: {key}={value!r} is not one of {', '.join(options)}")
-        return value
-
-    return validate
-
-
 def check_order(owner: str, lo_key: str, lo: float | None, hi_key: str, hi: float | None) -> None:
     """ParameterError if both bounds are set and ``lo > hi``."""
     if lo is not None and hi is not None and lo > hi:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,16 +27,14 @@ from numba import njit
 from softsim.mechanics.constraints.base import (
     Constraint,
     PointSet,
-    boolean,
     check_order,
     check_positions,
-    choice,
     or_inf,
-    real,
     short_of,
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import CableSpec, check_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -95,13 +92,6 @@ def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None)
 _NO_PULL_POINT = np.zeros(3)
 
 
-def _validate_point(owner: str, key: str, value: Any) -> np.ndarray:
-    point = np.asarray(value, dtype=np.float64).reshape(-1)
-    if point.shape != (3,) or not np.all(np.isfinite(point)):
-        raise ParameterError(f"{owner}: {key} must be 3 finite coordinates, got {value!r}")
-    return point
-
-
 class CableConstraint(Constraint):
     """One-row cable actuator with SoftRobots parameters.
 
@@ -123,17 +113,9 @@ class CableConstraint(Constraint):
         mapping_tolerance: ``tolerance`` of the barycentric mapping of ``points``.
     """
 
-    PARAMETERS = {
-        "value": real(),
-        "valueType": choice("displacement", "force"),
-        "minForce": real(optional=True),
-        "maxForce": real(optional=True),
-        "maxPositiveDisp": real(optional=True),
-        "maxNegativeDisp": real(optional=True),
-        "maxDispVariation": real(0.0, optional=True),
-        "cableInitialLength": real(0.0),
-        "pullPoint": _validate_point,
-    }
+    SPEC = CableSpec
+    PARAMETERS = frozenset({"value", "valueType", "minForce", "maxForce", "maxPositiveDisp", "maxNegativeDisp",
+                            "maxDispVariation", "cableInitialLength", "pullPoint"})
 
     def __init__(
         self,
@@ -158,11 +140,11 @@ class CableConstraint(Constraint):
         super().__init__(name)
         self.point_set = PointSet(name, X, tets, points=points, indices=indices, tolerance=mapping_tolerance)
         self.n_nodes = self.point_set.n_nodes
-        self.hasPullPoint = boolean(name, "hasPullPoint", hasPullPoint)
+        self.hasPullPoint = check_parameters(CableSpec, name, {"hasPullPoint": hasPullPoint})["hasPullPoint"]
         if self.hasPullPoint:
             if pullPoint is None:
                 raise ParameterError(f"{name}: pullPoint is required when hasPullPoint is true")
-            self.pullPoint = _validate_point(name, "pullPoint", pullPoint)
+            self.pullPoint = np.asarray(self.check({"pullPoint": pullPoint})["pullPoint"])
         else:
             if self.point_set.n_points < 2:
                 raise ParameterError(

@@ -36,16 +36,14 @@ import scipy.sparse as sp
 from softsim.mechanics.constraints.base import (
     Constraint,
     PointSet,
-    boolean,
     check_order,
     check_positions,
-    choice,
     or_inf,
-    real,
     short_of,
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import CavitySpec, check_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -96,16 +94,9 @@ class SurfacePressureConstraint(Constraint):
         maxPressureVariation, maxVolumeGrowthVariation: largest change of the imposed value per step (>= 0).
     """
 
-    PARAMETERS = {
-        "value": real(),
-        "valueType": choice("pressure", "volumeGrowth"),
-        "minPressure": real(optional=True),
-        "maxPressure": real(optional=True),
-        "minVolumeGrowth": real(optional=True),
-        "maxVolumeGrowth": real(optional=True),
-        "maxPressureVariation": real(0.0, optional=True),
-        "maxVolumeGrowthVariation": real(0.0, optional=True),
-    }
+    SPEC = CavitySpec
+    PARAMETERS = frozenset({"value", "valueType", "minPressure", "maxPressure", "minVolumeGrowth",
+                            "maxVolumeGrowth", "maxPressureVariation", "maxVolumeGrowthVariation"})
 
     def __init__(
         self,
@@ -159,7 +150,7 @@ class SurfacePressureConstraint(Constraint):
             self.triangles = surface.astype(np.int64)
         self.n_nodes = self.point_set.n_nodes
         self._check_closed()
-        self.flipNormal = boolean(name, "flipNormal", flipNormal)
+        self.flipNormal = check_parameters(CavitySpec, name, {"flipNormal": flipNormal})["flipNormal"]
         rest_volume = surface_volume(self.point_set.positions(self.point_set.X), self.triangles)
         if rest_volume == 0.0:
             raise ParameterError(f"{name}: the cavity surface encloses zero volume at rest")

@@ -28,9 +28,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.constraints.base import Constraint, check_positions, real
+from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks
+from softsim.mechanics.scene.schema import ObstacleSpec, check_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class SphereObstacle(Obstacle):
 
     def __init__(self, center, radius: float) -> None:
         self.center = _vector("sphere", "center", center)
-        self.radius = real(0.0, open_lo=True)("sphere", "radius", radius)
+        self.radius = check_parameters(ObstacleSpec, "sphere", {"radius": radius})["radius"]
 
     def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
@@ -142,7 +143,7 @@ class CapsuleObstacle(Obstacle):
     def __init__(self, a, b, radius: float) -> None:
         self.a = _vector("capsule", "a", a)
         self.b = _vector("capsule", "b", b)
-        self.radius = real(0.0, open_lo=True)("capsule", "radius", radius)
+        self.radius = check_parameters(ObstacleSpec, "capsule", {"radius": radius})["radius"]
 
     def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)

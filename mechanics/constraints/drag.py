@@ -13,9 +13,10 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.constraints.base import Constraint, check_positions, real
+from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import DragSpec
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +35,12 @@ class DragConstraint(Constraint):
     Outputs (after :meth:`store`): ``force`` (magnitude of the force on the node), ``distance`` (node-target).
     """
 
-    PARAMETERS = {"compliance": real(0.0, open_lo=True)}
+    SPEC = DragSpec
+    PARAMETERS = frozenset({"compliance"})
 
     def set_parameters(self, **parameters) -> None:
         """``compliance`` (> 0). Stored as ``compliance_value`` (``compliance()`` is the protocol method)."""
-        for key, value in parameters.items():
-            if key not in self.PARAMETERS:
-                raise ParameterError(f"{self.name}: unknown parameter {key!r}; allowed: compliance")
-            self.compliance_value = self.PARAMETERS[key](self.name, key, value)
+        self.compliance_value = self.check(parameters).get("compliance", getattr(self, "compliance_value", None))
 
     def __init__(self, node: int, target, *, compliance: float, name: str = "drag") -> None:
         super().__init__(name)

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from softsim.mechanics.constraints.base import Constraint, PointSet, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.scene.schema import EffectorSpec
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class PositionEffector(Constraint):
         indices: effector points as node ids ``(p,)``.
         effectorGoal: goal ``(3,)`` for every point or ``(p, 3)``.
         useDirections: three 0/1 flags selecting the x, y, z rows.
-        weight: one weight for every direction, or three (one per direction), > 0.
+        weight: the weight of every row, > 0.
         name: identifier.
 
     Outputs: the current position of each point (``x``, ``y``, ``z`` for a single point; ``x0``, ``y0``,
@@ -72,38 +73,22 @@ class PositionEffector(Constraint):
         self.current_positions = rest.copy()
 
     # ------------------------------------------------------------------ parameters
+    SPEC = EffectorSpec
+    PARAMETERS = frozenset({"effectorGoal", "useDirections", "weight"})
+
     def set_parameters(self, **parameters) -> None:
-        """``effectorGoal`` ((3,) or (p, 3)), ``useDirections`` (3 flags), ``weight`` (1 or 3 values > 0)."""
+        """``effectorGoal`` ((3,) for every point, or (p, 3)), ``useDirections`` (3 flags), ``weight`` (> 0)."""
         p = self.point_set.n_points
-        new = {}
-        for key, value in parameters.items():
-            if key == "effectorGoal":
-                goal = np.asarray(value, dtype=np.float64)
-                if goal.size == 3:
-                    goal = np.broadcast_to(goal.reshape(1, 3), (p, 3))
-                if goal.shape != (p, 3) or not np.all(np.isfinite(goal)):
-                    raise ParameterError(
-                        f"{self.name}: effectorGoal must be (3,) or ({p}, 3) finite, got {value!r}"
-                    )
-                new[key] = np.array(goal)
-            elif key == "useDirections":
-                flags = np.asarray(value).reshape(-1)
-                if flags.size != 3 or not np.all(np.isin(flags, (0, 1))):
-                    raise ParameterError(f"{self.name}: useDirections must be three 0/1 flags, got {value!r}")
-                new[key] = flags.astype(bool)
-            elif key == "weight":
-                weight = np.asarray(value, dtype=np.float64).reshape(-1)
-                if weight.size == 1:
-                    weight = np.repeat(weight, 3)
-                if weight.size != 3 or not np.all(np.isfinite(weight)) or np.any(weight <= 0.0):
-                    raise ParameterError(
-                        f"{self.name}: weight must be 1 or 3 values in (0, inf), got {value!r}"
-                    )
-                new[key] = weight
-            else:
-                raise ParameterError(
-                    f"{self.name}: unknown parameter {key!r}; allowed: effectorGoal, useDirections, weight"
-                )
+        new = self.check(parameters)
+        if "effectorGoal" in new:
+            goal = np.asarray(new["effectorGoal"], dtype=np.float64).reshape(-1, 3)
+            if goal.shape[0] not in (1, p):
+                raise ParameterError(f"{self.name}: effectorGoal: expected 1 or {p} goals, got {goal.shape[0]}")
+            new["effectorGoal"] = np.array(np.broadcast_to(goal, (p, 3)))
+        if "useDirections" in new:
+            new["useDirections"] = np.asarray(new["useDirections"], dtype=bool)
+        if "weight" in new:
+            new["weight"] = np.full(3, new["weight"])
         for key, value in new.items():
             setattr(self, key, value)
 

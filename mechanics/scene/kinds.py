@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "Invalid",
     "Kind",
@@ -43,6 +45,8 @@ class Invalid(Exception):
 
 def show(value: Any) -> str:
     """Render a value the way it would be written in a TOML file, for error messages."""
+    if isinstance(value, np.generic | np.ndarray):
+        value = value.tolist()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -84,7 +88,7 @@ def _bound(value: float) -> str:
 
 
 def _number(raw: Any, *, allow_inf: bool = False) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
+    if isinstance(raw, bool | np.bool_) or not isinstance(raw, int | float | np.integer | np.floating):
         raise Invalid(f"expected a number, got {show(raw)}")
     value = float(raw)
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
@@ -101,6 +105,11 @@ class Kind:
 
     def convert(self, raw: Any) -> Any:
         raise NotImplementedError
+
+    @property
+    def allowed(self) -> str:
+        """The allowed values as the error messages and the documentation write them."""
+        return self.description
 
     def to_toml(self, value: Any) -> Any:
         return value
@@ -130,6 +139,8 @@ class Real(Kind):
         hi = "inf" if self.hi is None else _bound(self.hi)
         return f"{left}{lo}, {hi}{right}"
 
+    allowed = interval
+
     def check_range(self, value: float, shown: str) -> None:
         too_low = self.lo is not None and (value < self.lo or (self.lo_open and value == self.lo))
         too_high = self.hi is not None and (value > self.hi or (self.hi_open and value == self.hi))
@@ -150,13 +161,17 @@ class Integer(Kind):
     def __init__(self, lo: int | None = None, hi: int | None = None) -> None:
         self.lo, self.hi = lo, hi
 
+    @property
+    def allowed(self) -> str:
+        lo = "(-inf" if self.lo is None else f"[{self.lo}"
+        hi = "inf)" if self.hi is None else f"{self.hi}]"
+        return f"an integer in {lo}, {hi}"
+
     def convert(self, raw: Any) -> int:
-        if isinstance(raw, bool) or not isinstance(raw, int):
+        if isinstance(raw, bool | np.bool_) or not isinstance(raw, int | np.integer):
             raise Invalid(f"expected an integer, got {show(raw)}")
         if (self.lo is not None and raw < self.lo) or (self.hi is not None and raw > self.hi):
-            lo = "(-inf" if self.lo is None else f"[{self.lo}"
-            hi = "inf)" if self.hi is None else f"{self.hi}]"
-            raise Invalid(f"{raw} is outside {lo}, {hi}")
+            raise Invalid(f"{raw} is outside {self.allowed.removeprefix('an integer in ')}")
         return int(raw)
 
 
@@ -166,9 +181,9 @@ class Flag(Kind):
     description = "true or false"
 
     def convert(self, raw: Any) -> bool:
-        if not isinstance(raw, bool):
+        if not isinstance(raw, bool | np.bool_):
             raise Invalid(f"expected true or false, got {show(raw)}")
-        return raw
+        return bool(raw)
 
 
 class Text(Kind):
@@ -210,6 +225,10 @@ class Choice(Kind):
         self.options = options
         self.description = "one of " + ", ".join(options)
 
+    @property
+    def allowed(self) -> str:
+        return " | ".join(self.options)
+
     def convert(self, raw: Any) -> str:
         if not isinstance(raw, str):
             raise Invalid(f"expected one of {', '.join(self.options)}, got {show(raw)}")
@@ -219,6 +238,8 @@ class Choice(Kind):
 
 
 def _numbers(raw: Any, count: int, what: str, *, allow_inf: bool = False) -> tuple[float, ...]:
+    if isinstance(raw, np.ndarray):
+        raw = raw.tolist()
     if not isinstance(raw, list | tuple):
         raise Invalid(f"expected {what}, got {show(raw)}")
     if len(raw) != count:
@@ -276,6 +297,8 @@ class VectorList(Kind):
     description = "a 3-vector or a list of 3-vectors"
 
     def convert(self, raw: Any) -> tuple[tuple[float, ...], ...]:
+        if isinstance(raw, np.ndarray):
+            raw = raw.tolist()
         if isinstance(raw, list | tuple) and raw and not isinstance(raw[0], list | tuple):
             return (_numbers(raw, 3, "a list of 3 numbers"),)
         if not isinstance(raw, list | tuple) or not raw:
@@ -298,10 +321,12 @@ class IndexList(Kind):
     description = "a list of integers >= 0"
 
     def convert(self, raw: Any) -> tuple[int, ...]:
+        if isinstance(raw, np.ndarray):
+            raw = raw.tolist()
         if not isinstance(raw, list | tuple) or not raw:
             raise Invalid(f"expected a non-empty list of integers >= 0, got {show(raw)}")
         for i, item in enumerate(raw):
-            if isinstance(item, bool) or not isinstance(item, int):
+            if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer):
                 raise Invalid(f"item {i}: expected an integer >= 0, got {show(item)}")
             if item < 0:
                 raise Invalid(f"item {i}: {item} is outside [0, inf)")
@@ -319,6 +344,8 @@ class Flags(Kind):
         self.description = f"a list of {n} integers, each 0 or 1"
 
     def convert(self, raw: Any) -> tuple[int, ...]:
+        if isinstance(raw, np.ndarray):
+            raw = raw.tolist()
         if not isinstance(raw, list | tuple) or len(raw) != self.n:
             got = f"{len(raw)} values" if isinstance(raw, list | tuple) else show(raw)
             raise Invalid(f"expected {self.description}, got {got}")

@@ -1,149 +1,23 @@
-"""The scene file as typed data: dataclasses whose fields are the TOML keys (the table below).
+"""The scene file as typed data: dataclasses whose fields are the TOML keys, each declared once.
 
-Every field that appears in the file carries its TOML key, its kind (range and type, see
-:mod:`mechanics.scene.kinds`) and its default in ``dataclasses.field`` metadata; the loader, the writer and
-the live editor all read the same metadata, so a key has exactly one definition. Parameter names follow
-SOFA's, SoftRobots' and Caribou's data fields verbatim (``youngModulus``, ``newton_iterations``,
-``maxDispVariation``).
-Lists keep the file's singular table name as their key (``[[body.cable]]``) and a plural attribute name
-(``BodySpec.cables``).
-
-Keys, ranges and defaults ("req." = required; "opt." = optional, ``None`` when absent; * = added by softsim)
-
-=========================================== ======================================= ==========================
-key                                         allowed                                 default
-=========================================== ======================================= ==========================
-scene.name                                  string                                  file name stem
-scene.units                                 "SI" | "mm-kg-s"                        "SI"
-scene.mode                                  "static" | "dynamic"                    "static"
-scene.dt                                    (0, inf) s                              0.01
-scene.gravity                               3 numbers                               SI [0, -9.81, 0];
-                                                                                    mm-kg-s [0, -9810, 0]
-body.name                                   name, unique among bodies               "body<i>"
-body.mesh                                   file path (relative to the scene file)  req.
-body.scale / translation / rotation         (0, inf) / 3 numbers / 3 numbers (deg)  1 / [0,0,0] / [0,0,0]
-body.material.model                         linear | corotational | stvk |          "corotational"
-                                            neohookean | stable_neohookean
-body.material.youngModulus                  [1e-30, 1e30] (beyond: float under- or  req.
-                                            overflow)
-body.material.poissonRatio                  (-1, 0.5)                               req.
-body.material.totalMass | massDensity       (0, inf); at most one of the two        opt.
-body.material.rotation_method *             polarF | svdF (softsim's, of F) |        "polarF"
-                                            large | polar | svd (SOFA's formulas)
-                                            (corotational)
-body.material.corotationalTangent *         sofa | exact | exact_spd (corotational; "sofa"
-                                            exact: polarF/svdF only; exact_spd: its
-                                            negative eigenvalues clamped to 0)
-body.material.region[].box                  6 numbers, min <= max                   req.
-body.material.region[].youngModulus,        as in body.material                     opt. (inherit)
-  poissonRatio, model
-body.fixed[]: box | sphere | set |          exactly one; sphere = {center, radius   -
-  indices | halfspace *                     > 0}; halfspace = {point, normal != 0}
-                                            selects (x - point).normal >= 0
-body.force[]: region + totalForce           region keys as body.fixed; totalForce   -
-  | set + pressure                          3 numbers; pressure on a triangle set
-body.cable[].name                           name, unique among actuators/effectors  "cable<i>"
-body.cable[].points | indices               3-vectors (mapped) | node ids; one      req.
-body.cable[].pullPoint                      3 numbers; req. when hasPullPoint       opt.
-body.cable[].hasPullPoint                   bool (false needs >= 2 points)          true
-body.cable[].cableInitialLength             (0, inf)                                opt. (rest length)
-body.cable[].valueType / value              displacement | force / number           displacement / 0
-body.cable[].minForce, maxForce             [-inf, inf], min <= max                 opt.
-body.cable[].maxPositiveDisp,               [0, inf)                                opt.
-  maxNegativeDisp
-body.cable[].maxDispVariation               (0, inf)                                opt.
-body.cavity[].name                          name                                    "cavity<i>"
-body.cavity[].surface | set                 file path | triangle set name; one      req.
-body.cavity[].valueType / value             pressure | volumeGrowth / number        pressure / 0
-body.cavity[].minPressure, maxPressure,     [-inf, inf], min <= max                 opt.
-  minVolumeGrowth, maxVolumeGrowth
-body.cavity[].maxPressureVariation,         (0, inf)                                opt.
-  maxVolumeGrowthVariation
-body.cavity[].flipNormal                    bool                                    false
-body.effector[].name                        name                                    "effector<i>"
-body.effector[].position | indices          3-vector or list of them | node ids     req.
-body.effector[].effectorGoal                3-vector or list, one per point         opt. (no target)
-body.effector[].useDirections               3 integers in {0, 1}                    [1, 1, 1]
-body.effector[].weight                      (0, inf)                                1
-obstacle.name *                             name, unique among obstacles            "obstacle<i>"
-obstacle.type                               plane | sphere | box | capsule          req.
-obstacle (plane) point, normal              3 numbers; normal != 0, points to the   req.
-                                            free side
-obstacle (sphere) center, radius            3 numbers; (0, inf)                     req.
-obstacle (box) center, halfExtents          3 numbers; each in (0, inf). Or min, max req.
-                                            (read as center = (min+max)/2,
-                                            halfExtents = (max-min)/2, saved so)
-obstacle (capsule) a, b, radius             3 numbers; 3 numbers; (0, inf)          req.
-obstacle.friction                           [0, inf) (Coulomb mu)                   0
-obstacle.contactDistance                    [0, inf)                                0
-solver.newton.newton_iterations             integer in [1, 1000]                    10
-solver.newton.                              number; <= 0 disables the test          1e-8
-  correction_tolerance_threshold
-solver.newton.residual_tolerance_threshold  number; <= 0 disables the test          1e-8
-solver.newton.                              bool (alias should_diverge_..., both    false
-  shoud_diverge_when_residual_is_growing    given must agree)
-solver.newton.warm_start / printLog         bool                                    true / false
-solver.newton.line_search *                 bool                                    false
-solver.newton.backtrack_invalid_steps *     bool (true: a step that inverts an          true
-                                            element or gives a NaN residual turns
-                                            the line search on; false: Caribou's
-                                            plain Newton, NaN ends the solve)
-solver.newton.load_steps *                  integer in [1, 1000]                    1
-solver.newton.correction *                  equilibrium | linear                    "equilibrium"
-                                            (equilibrium: constrained Newton until
-                                            the Newton tolerances; linear: SOFA's
-                                            single correction)
-solver.linear.type                          direct | cg                             "direct"
-solver.linear.backend * (direct)            auto | pardiso | scipy                  "auto"
-solver.linear.maximum_number_of_iterations  integer in [1, 100000] (cg)             1000
-solver.linear.residual_tolerance_threshold  (0, inf) (cg, relative to ||b||)        1e-8
-solver.linear.preconditioning_method (cg)   None | Identity | Diagonal |            "Diagonal"
-                                            IncompleteCholesky | LastFactorization
-solver.constraint.type                      BlockGaussSeidel | ImprovedJacobi |     "BlockGaussSeidel"
-                                            NNCG | exact
-solver.constraint.maxIterations             integer in [1, 1e7]                     1000
-solver.constraint.tolerance                 (0, inf)                                1e-6
-solver.constraint.sor                       (0, 2)                                  1.0
-solver.constraint.scaleTolerance,           bool                                    true, false
-  allVerified
-solver.constraint.regularizationTerm        [0, inf)                                0
-solver.constraint.computeConstraintForces   bool                                    false
-solver.constraint.useSpectralCorrection     bool                                    false
-solver.constraint.spectralCorrectionFactor  (0, 10]                                 1.0
-solver.constraint.useConjugateResidue       bool                                    false
-solver.constraint.                          (0, 1000]                               10.0
-  conjugateResidueSpeedFactor
-solver.constraint.sofaSpectralRadius *      bool (SOFA's unit-dependent rho)        false
-solver.dynamic.implicitVelocity (alpha)     (0, 1]                                  1.0
-solver.dynamic.implicitPosition (beta)      (0, 1]                                  1.0
-solver.dynamic.rayleighMass,                [0, inf)                                0, 0
-  rayleighStiffness
-drag.compliance *                           (0, inf) length/force                   1e-3
-attachment.name *                           name, unique among actuators/effectors/ "attachment<i>"
-                                            attachments
-attachment.bodyA, bodyB *                   names of two different bodies           req.
-attachment.indicesA + indicesB *            node ids of bodyA / bodyB, same length  one of the two
-  | box *                                   6 numbers: the nodes of bodyA in the box
-                                            glued to the nearest nodes of bodyB
-attachment.compliance *                     [0, inf) length/force (0: hard)         0
-=========================================== ======================================= ==========================
-
-Why these defaults: they are chosen for an interactive simulator, not copied from SOFA. SOFA's
-GenericConstraintSolver uses ``tolerance = 1e-3`` scaled by the number of constraints (``scaleTolerance``);
-1e-6 keeps actuated scenes visibly exact. Caribou's ``newton_iterations = 1`` and tolerances 1e-5 are a single
-linearised step; 10 iterations at 1e-8 let a nonlinear model converge (Newton stops as soon as it has).
-Caribou's CG defaults (25 iterations, Identity preconditioner) stall on meshes of a few thousand nodes, hence
-1000 and Diagonal. ``drag.compliance = 1e-3`` is a 1000 N/m spring in SI and the same 1000 mN/mm in mm-kg-s
-(mm/mN = m/N): the grabbed point follows the mouse closely without making W singular. ``gravity`` follows
-``units`` because a scene that switches to millimetres would otherwise fall 1000 times too slowly.
+Every key is declared by one ``_key(...)`` call: its kind (type and range, :mod:`mechanics.scene.kinds`), its
+default, its unit (a quantity of :mod:`mechanics.units`, shown in the scene's unit system), its help text and,
+when it is used only with some settings, a :class:`When` condition. The loader, the writer, the live editor,
+the solvers' parameter checks (:func:`check_parameters`), the GUI's widgets and tooltips and the key table of
+``docs/scene-format.md`` (:mod:`mechanics.scene.reference`) all read these declarations. Parameter names
+follow SOFA's, SoftRobots' and Caribou's data fields verbatim (``youngModulus``, ``newton_iterations``,
+``maxDispVariation``). Lists keep the file's singular table name as their key (``[[body.cable]]``) and a
+plural attribute name (``BodySpec.cables``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.materials import YOUNG_MODULUS_RANGE
 from softsim.mechanics.scene.kinds import (
     Box,
@@ -153,12 +27,14 @@ from softsim.mechanics.scene.kinds import (
     Flags,
     IndexList,
     Integer,
+    Invalid,
     Kind,
     Name,
     Real,
     Text,
     Vector,
     VectorList,
+    suggest,
 )
 
 __all__ = [
@@ -188,6 +64,14 @@ __all__ = [
     "MODELS",
     "EXCLUSIVE_KEYS",
     "schema_fields",
+    "Declaration",
+    "When",
+    "ByValue",
+    "declarations",
+    "check_parameters",
+    "defaults",
+    "declared_values",
+    "OBSTACLE_TYPES",
 ]
 
 
@@ -216,25 +100,121 @@ class TableList(Kind):
         self.description = "an array of tables"
 
 
-def _key(kind: Kind, default: Any = MISSING, *, factory: Any = MISSING, toml: str | None = None,
-         alias: str | None = None, compare: bool = True) -> Any:
-    """A dataclass field read from the TOML key ``toml`` (default: the attribute name)."""
-    metadata = {"kind": kind, "toml": toml, "alias": alias}
+@dataclass(frozen=True)
+class When:
+    """A key used only while the key ``key`` has one of ``values``: a sibling key of the same table, or a full
+    path from the scene's root when it contains a dot (``scene.mode``)."""
+
+    key: str
+    values: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.key} = {' | '.join(self.values)}"
+
+
+def when(key: str, *values: str) -> When:
+    return When(key, values)
+
+
+@dataclass(frozen=True)
+class ByValue:
+    """A unit that depends on another key of the same table: ``ByValue("valueType", {"force": "force", ...})``."""
+
+    key: str
+    quantities: dict[str, str]
+
+    def quantity(self, table: Any) -> str:
+        return self.quantities[getattr(table, self.key)]
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One scene key: TOML ``key`` (and ``alias``), dataclass ``attribute``, ``kind``, ``default`` (MISSING when
+    required), ``unit`` (a quantity name of :mod:`mechanics.units`, a :class:`ByValue` or None), ``help`` and
+    ``when`` (None: always used)."""
+
+    key: str
+    attribute: str
+    kind: Kind
+    default: Any
+    required: bool
+    help: str
+    unit: str | ByValue | None
+    when: When | None
+    alias: str | None
+
+    def unit_of(self, table: Any) -> str | None:
+        """The quantity of this key's value in ``table`` (resolving a :class:`ByValue`)."""
+        return self.unit.quantity(table) if isinstance(self.unit, ByValue) else self.unit
+
+
+def _key(kind: Kind, default: Any = MISSING, *, help: str = "", unit: str | ByValue | None = None,  # noqa: A002
+         when: When | None = None, factory: Any = MISSING, toml: str | None = None, alias: str | None = None,
+         compare: bool = True) -> Any:
+    """The declaration of a key read from TOML key ``toml`` (default: the attribute name)."""
+    metadata = {"kind": kind, "toml": toml, "alias": alias, "help": help, "unit": unit, "when": when}
     if factory is not MISSING:
         return field(default_factory=factory, metadata=metadata, compare=compare)
     return field(default=default, metadata=metadata, compare=compare)
 
 
-def schema_fields(cls: type) -> list[tuple[str, str, Kind, str | None, bool]]:
-    """``(toml_key, attribute, kind, alias, required)`` for every file key of the dataclass ``cls``."""
+def declarations(cls: type) -> list[Declaration]:
+    """The declared keys of the dataclass ``cls``, in file order."""
     result = []
     for f in fields(cls):
-        kind = f.metadata.get("kind")
-        if kind is None:
+        meta = f.metadata
+        if "kind" not in meta:
             continue
         required = f.default is MISSING and f.default_factory is MISSING
-        result.append((f.metadata["toml"] or f.name, f.name, kind, f.metadata["alias"], required))
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        result.append(Declaration(meta["toml"] or f.name, f.name, meta["kind"], default, required, meta["help"],
+                                  meta["unit"], meta["when"], meta["alias"]))
     return result
+
+
+def schema_fields(cls: type) -> list[tuple[str, str, Kind, str | None, bool]]:
+    """``(toml_key, attribute, kind, alias, required)`` for every file key of the dataclass ``cls``."""
+    return [(d.key, d.attribute, d.kind, d.alias, d.required) for d in declarations(cls)]
+
+
+def check_parameters(cls: type, owner: str, values: dict[str, Any], *, allowed: set[str] | None = None
+                     ) -> dict[str, Any]:
+    """``values`` (TOML key or alias -> value) checked against the declarations of ``cls``, as the loader checks
+    them: returns the converted values by attribute name, or raises ParameterError ``owner: key: message`` with
+    the loader's message. ``allowed`` restricts the keys (e.g. to one solver type's); None (an optional key's
+    unset value) is accepted for keys whose default is None."""
+    by_key = {}
+    for declaration in declarations(cls):
+        if allowed is None or declaration.key in allowed:
+            by_key[declaration.key] = declaration
+            if declaration.alias:
+                by_key[declaration.alias] = declaration
+    converted = {}
+    for key, value in values.items():
+        declaration = by_key.get(key)
+        if declaration is None:
+            hint = suggest(key, list(by_key)) or "; allowed: " + ", ".join(sorted(by_key))
+            raise ParameterError(f"{owner}: unknown parameter {key!r}{hint}")
+        if value is None and declaration.default is None:
+            converted[declaration.attribute] = None
+            continue
+        try:
+            converted[declaration.attribute] = declaration.kind.convert(value)
+        except Invalid as error:
+            raise ParameterError(f"{owner}: {key}: {error}") from None
+    return converted
+
+
+def declared_values(table: Any, keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """The values of the declared keys of the spec object ``table`` (only ``keys`` when given), by TOML key."""
+    keys = None if keys is None else set(keys)
+    return {d.key: getattr(table, d.attribute) for d in declarations(type(table)) if keys is None or d.key in keys}
+
+
+def defaults(cls: type, keys: set[str] | None = None) -> dict[str, Any]:
+    """The declared defaults of ``cls`` by attribute (only ``keys`` when given)."""
+    return {d.attribute: d.default for d in declarations(cls) if not d.required and (keys is None or d.key in keys)}
 
 
 MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")
@@ -252,33 +232,40 @@ _VEC3 = Vector(3)
 
 @dataclass(kw_only=True)
 class SceneSettings:
-    """``[scene]``: name, unit system, static or dynamic mode, time step [s], gravity [length/s^2] (3,)."""
+    """``[scene]``: name, unit system, static or dynamic mode, time step, gravity."""
 
-    name: str = _key(Text(), "untitled")
-    units: str = _key(Choice("SI", "mm-kg-s"), "SI")
-    mode: str = _key(Choice("static", "dynamic"), "static")
-    dt: float = _key(_POSITIVE, 0.01)
-    gravity: tuple[float, float, float] = _key(_VEC3, (0.0, -9.81, 0.0))
+    name: str = _key(Text(), "untitled", help="Shown in the window title and in outputs; default: the file name.")
+    units: str = _key(Choice("SI", "mm-kg-s"), "SI",
+                      help="Unit system of every number in the file (mm-kg-s: SoftRobots' mm, mN, kPa).")
+    mode: str = _key(Choice("static", "dynamic"), "static",
+                     help="static: each frame is an equilibrium; dynamic: each frame is one implicit time step.")
+    dt: float = _key(_POSITIVE, 0.01, unit="time", when=when("scene.mode", "dynamic"),
+                     help="Time step of dynamic mode.")
+    gravity: tuple[float, float, float] = _key(
+        _VEC3, (0.0, -9.81, 0.0), unit="acceleration",
+        help="Gravity vector; default [0, -9.81, 0] in SI and [0, -9810, 0] in mm-kg-s.")
 
 
 @dataclass(kw_only=True)
 class SphereSpec:
     """``sphere = {center = [x, y, z], radius = r}``."""
 
-    center: tuple[float, float, float] = _key(_VEC3)
-    radius: float = _key(_POSITIVE)
+    center: tuple[float, float, float] = _key(_VEC3, unit="length", help="Centre of the sphere.")
+    radius: float = _key(_POSITIVE, unit="length", help="Radius of the sphere.")
 
 
 @dataclass(kw_only=True)
 class HalfspaceSpec:
     """``halfspace = {point = [..], normal = [..]}``: the nodes with ``(x - point) . normal >= 0``."""
 
-    point: tuple[float, float, float] = _key(_VEC3)
-    normal: tuple[float, float, float] = _key(Vector(3, nonzero=True))
+    point: tuple[float, float, float] = _key(_VEC3, unit="length", help="A point on the bounding plane.")
+    normal: tuple[float, float, float] = _key(Vector(3, nonzero=True),
+                                              help="Normal of the plane, pointing into the selected side.")
 
 
 #: The region selector keys; a region sets exactly one of them.
 REGION_KEYS = ("box", "sphere", "set", "indices", "halfspace")
+_ONE_SELECTOR = " Exactly one of box, sphere, set, indices, halfspace."
 
 
 @dataclass(kw_only=True)
@@ -286,11 +273,12 @@ class RegionSpec:
     """A node selection (``[[body.fixed]]``): exactly one of ``box``, ``sphere``, ``set``, ``indices``,
     ``halfspace``. ``box`` is inclusive (SOFA BoxROI); ``set`` names a point set of the mesh."""
 
-    box: tuple[float, ...] | None = _key(Box(), None)
-    sphere: SphereSpec | None = _key(Table(SphereSpec), None)
-    set: str | None = _key(Text(), None)
-    indices: tuple[int, ...] | None = _key(IndexList(), None)
-    halfspace: HalfspaceSpec | None = _key(Table(HalfspaceSpec), None)
+    box: tuple[float, ...] | None = _key(
+        Box(), None, unit="length", help="The nodes inside the box, bounds included (SOFA BoxROI)." + _ONE_SELECTOR)
+    sphere: SphereSpec | None = _key(Table(SphereSpec), None, help="The nodes inside a sphere.")
+    set: str | None = _key(Text(), None, help="A point set of the mesh file, by name.")
+    indices: tuple[int, ...] | None = _key(IndexList(), None, help="Node ids (0-based, file order).")
+    halfspace: HalfspaceSpec | None = _key(Table(HalfspaceSpec), None, help="The nodes on one side of a plane.")
 
     @property
     def selector(self) -> str:
@@ -308,42 +296,51 @@ class RegionSpec:
 
 @dataclass(kw_only=True)
 class ForceSpec(RegionSpec):
-    """``[[body.force]]``: ``totalForce`` [force] (3,) spread equally over a region's nodes, or a follower
-    ``pressure`` [force/length^2] on the triangle set ``set``."""
+    """``[[body.force]]``: ``totalForce`` spread equally over a region's nodes, or a follower ``pressure`` on the
+    triangle set ``set``."""
 
-    totalForce: tuple[float, float, float] | None = _key(_VEC3, None)
-    pressure: float | None = _key(Real(), None)
+    totalForce: tuple[float, float, float] | None = _key(
+        _VEC3, None, unit="force", help="Force shared equally by the selected nodes (with a region selector).")
+    pressure: float | None = _key(Real(), None, unit="pressure",
+                                  help="Follower pressure on the triangle set named by set (instead of totalForce).")
 
 
 @dataclass(kw_only=True)
 class MaterialRegionSpec:
     """``[[body.material.region]]``: overrides for the tets with centroid in ``box`` (``None``: inherit)."""
 
-    box: tuple[float, ...] = _key(Box())
-    model: str | None = _key(Choice(*MODELS), None)
-    youngModulus: float | None = _key(_YOUNG, None)
-    poissonRatio: float | None = _key(_POISSON, None)
+    box: tuple[float, ...] = _key(Box(), unit="length", help="The tetrahedra whose centroid lies in the box.")
+    model: str | None = _key(Choice(*MODELS), None, help="Must equal the body's model (kept for SOFA scenes).")
+    youngModulus: float | None = _key(_YOUNG, None, unit="pressure", help="Young's modulus in the region.")
+    poissonRatio: float | None = _key(_POISSON, None, help="Poisson's ratio in the region.")
 
 
 @dataclass(kw_only=True)
 class MaterialSpec:
-    """``[body.material]``: constitutive model, Young's modulus [pressure], Poisson ratio, mass, the
-    corotational rotation method and tangent. ``rotation_method``: SOFA TetrahedronFEMForceField's
-    ``large``, ``polar``, ``svd`` compute SOFA's rotations (a frame of the current edges composed with the
-    same frame at rest); softsim's ``polarF`` (default) and ``svdF`` take the rotation of F, independent of
-    node order and rest orientation, their force the gradient of the corotated energy (see
-    :class:`mechanics.fem.TetElasticity`). Tangent: ``"sofa"``: R K0 R^T; ``"exact"``: the corotated
-    energy's Hessian, ``polarF``/``svdF`` only, quadratic Newton but indefinite under compression;
-    ``"exact_spd"``: the same with its negative eigenvalues clamped to 0, positive semi-definite)."""
+    """``[body.material]``: constitutive model, Young's modulus, Poisson ratio, mass, and the corotational
+    rotation method and tangent (:class:`mechanics.fem.TetElasticity`)."""
 
-    model: str = _key(Choice(*MODELS), "corotational")
-    youngModulus: float = _key(_YOUNG)
-    poissonRatio: float = _key(_POISSON)
-    totalMass: float | None = _key(_POSITIVE, None)
-    massDensity: float | None = _key(_POSITIVE, None)
-    rotation_method: str = _key(Choice("polarF", "svdF", "large", "polar", "svd"), "polarF")
-    corotationalTangent: str = _key(Choice("sofa", "exact", "exact_spd"), "sofa")
-    regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region")
+    model: str = _key(Choice(*MODELS), "corotational", help="Constitutive model of the elements.")
+    youngModulus: float = _key(_YOUNG, unit="pressure", help="Young's modulus.")
+    poissonRatio: float = _key(_POISSON, help="Poisson's ratio (0.5 would be incompressible).")
+    totalMass: float | None = _key(
+        _POSITIVE, None, unit="mass", help="Mass lumped at the nodes (at most one of totalMass, massDensity).")
+    massDensity: float | None = _key(_POSITIVE, None, unit="density", help="Mass per volume.")
+    rotation_method: str = _key(
+        Choice("polarF", "svdF", "large", "polar", "svd"), "polarF", when=when("model", "corotational"),
+        help="Element rotations: polarF/svdF take the rotation of F (frame-invariant); large/polar/svd are "
+             "SOFA TetrahedronFEMForceField's formulas.")
+    corotationalTangent: str = _key(
+        Choice("sofa", "exact", "exact_spd"), "sofa", when=when("model", "corotational"),
+        help="sofa: R K0 R^T; exact: the corotated energy's Hessian (polarF/svdF only; quadratic Newton); "
+             "exact_spd: the exact tangent with negative eigenvalues clamped to 0.")
+    regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region",
+                                             help="Regions with other youngModulus or poissonRatio.")
+
+
+_VALUE_UNIT = ByValue("valueType", {"displacement": "length", "force": "force", "pressure": "pressure",
+                                    "volumeGrowth": "volume"})
+_OPTIONAL = " Unset: no bound."
 
 
 @dataclass(kw_only=True)
@@ -351,19 +348,26 @@ class CableSpec:
     """``[[body.cable]]``: SoftRobots CableConstraint. ``points`` (k, 3) are mapped into the body; ``indices``
     are node ids. Optional bounds are ``None`` when unset (SoftRobots: used only when set)."""
 
-    name: str = _key(Name())
-    points: tuple[tuple[float, float, float], ...] | None = _key(VectorList(), None)
-    indices: tuple[int, ...] | None = _key(IndexList(), None)
-    pullPoint: tuple[float, float, float] | None = _key(_VEC3, None)
-    hasPullPoint: bool = _key(Flag(), True)
-    cableInitialLength: float | None = _key(_POSITIVE, None)
-    valueType: str = _key(Choice("displacement", "force"), "displacement")
-    value: float = _key(Real(), 0.0)
-    minForce: float | None = _key(_BOUND, None)
-    maxForce: float | None = _key(_BOUND, None)
-    maxPositiveDisp: float | None = _key(_NON_NEGATIVE, None)
-    maxNegativeDisp: float | None = _key(_NON_NEGATIVE, None)
-    maxDispVariation: float | None = _key(_POSITIVE, None)
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default cable<i>.")
+    points: tuple[tuple[float, float, float], ...] | None = _key(
+        VectorList(), None, unit="length", help="Cable path points, embedded in the tetrahedra (or indices).")
+    indices: tuple[int, ...] | None = _key(IndexList(), None, help="Cable path as node ids (or points).")
+    pullPoint: tuple[float, float, float] | None = _key(_VEC3, None, unit="length",
+                                                        help="Fixed point the cable is pulled from.")
+    hasPullPoint: bool = _key(Flag(), True, help="false: the first point is the pull point (needs >= 2 points).")
+    cableInitialLength: float | None = _key(_POSITIVE, None, unit="length",
+                                            help="Rest length; unset: the length at rest.")
+    valueType: str = _key(Choice("displacement", "force"), "displacement",
+                          help="What value imposes: the cable shortening or its tension.")
+    value: float = _key(Real(), 0.0, unit=_VALUE_UNIT, help="Imposed displacement (shortening) or force.")
+    minForce: float | None = _key(_BOUND, None, unit="force", help="Lower bound of the tension." + _OPTIONAL)
+    maxForce: float | None = _key(_BOUND, None, unit="force", help="Upper bound of the tension." + _OPTIONAL)
+    maxPositiveDisp: float | None = _key(_NON_NEGATIVE, None, unit="length",
+                                         help="Largest shortening." + _OPTIONAL)
+    maxNegativeDisp: float | None = _key(_NON_NEGATIVE, None, unit="length",
+                                         help="Largest lengthening." + _OPTIONAL)
+    maxDispVariation: float | None = _key(_POSITIVE, None, unit="length",
+                                          help="Largest change of displacement per frame." + _OPTIONAL)
 
     @property
     def n_points(self) -> int:
@@ -375,18 +379,22 @@ class CavitySpec:
     """``[[body.cavity]]``: SoftRobots SurfacePressureConstraint on a surface file or a triangle set.
     ``surface`` is the path as written; ``surface_path`` the resolved absolute path."""
 
-    name: str = _key(Name())
-    surface: str | None = _key(FilePath(), None, compare=False)
-    set: str | None = _key(Text(), None)
-    valueType: str = _key(Choice("pressure", "volumeGrowth"), "pressure")
-    value: float = _key(Real(), 0.0)
-    minPressure: float | None = _key(_BOUND, None)
-    maxPressure: float | None = _key(_BOUND, None)
-    minVolumeGrowth: float | None = _key(_BOUND, None)
-    maxVolumeGrowth: float | None = _key(_BOUND, None)
-    maxPressureVariation: float | None = _key(_POSITIVE, None)
-    maxVolumeGrowthVariation: float | None = _key(_POSITIVE, None)
-    flipNormal: bool = _key(Flag(), False)
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default cavity<i>.")
+    surface: str | None = _key(FilePath(), None, compare=False,
+                               help="Closed surface mesh of the cavity (relative to the scene file), or set.")
+    set: str | None = _key(Text(), None, help="Triangle set of the body's mesh bounding the cavity, or surface.")
+    valueType: str = _key(Choice("pressure", "volumeGrowth"), "pressure",
+                          help="What value imposes: the pressure or the growth of the enclosed volume.")
+    value: float = _key(Real(), 0.0, unit=_VALUE_UNIT, help="Imposed pressure or volume growth.")
+    minPressure: float | None = _key(_BOUND, None, unit="pressure", help="Lower pressure bound." + _OPTIONAL)
+    maxPressure: float | None = _key(_BOUND, None, unit="pressure", help="Upper pressure bound." + _OPTIONAL)
+    minVolumeGrowth: float | None = _key(_BOUND, None, unit="volume", help="Lower volume bound." + _OPTIONAL)
+    maxVolumeGrowth: float | None = _key(_BOUND, None, unit="volume", help="Upper volume bound." + _OPTIONAL)
+    maxPressureVariation: float | None = _key(_POSITIVE, None, unit="pressure",
+                                              help="Largest pressure change per frame." + _OPTIONAL)
+    maxVolumeGrowthVariation: float | None = _key(_POSITIVE, None, unit="volume",
+                                                  help="Largest volume change per frame." + _OPTIONAL)
+    flipNormal: bool = _key(Flag(), False, help="Reverse the surface orientation (pressure pushes inward).")
     surface_path: Path | None = None
 
 
@@ -395,12 +403,14 @@ class EffectorSpec:
     """``[[body.effector]]``: SoftRobots PositionEffector. ``position`` (k, 3) mapped points or ``indices``;
     ``effectorGoal`` one target per point (``None``: no target)."""
 
-    name: str = _key(Name())
-    position: tuple[tuple[float, float, float], ...] | None = _key(VectorList(), None)
-    indices: tuple[int, ...] | None = _key(IndexList(), None)
-    effectorGoal: tuple[tuple[float, float, float], ...] | None = _key(VectorList(), None)
-    useDirections: tuple[int, int, int] = _key(Flags(3), (1, 1, 1))
-    weight: float = _key(_POSITIVE, 1.0)
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default effector<i>.")
+    position: tuple[tuple[float, float, float], ...] | None = _key(
+        VectorList(), None, unit="length", help="Tracked points, embedded in the tetrahedra (or indices).")
+    indices: tuple[int, ...] | None = _key(IndexList(), None, help="Tracked node ids (or position).")
+    effectorGoal: tuple[tuple[float, float, float], ...] | None = _key(
+        VectorList(), None, unit="length", help="One goal per tracked point; unset: no goal.")
+    useDirections: tuple[int, int, int] = _key(Flags(3), (1, 1, 1), help="Which axes count (1) or not (0).")
+    weight: float = _key(_POSITIVE, 1.0, help="Weight of this effector's rows.")
 
     @property
     def n_points(self) -> int:
@@ -413,17 +423,22 @@ class BodySpec:
     ``mesh`` is the path as written in the file; ``mesh_path`` the resolved absolute path. The placement is
     ``x = R(rotation) (scale X) + translation`` with ``rotation`` in degrees."""
 
-    name: str = _key(Name())
-    mesh: str = _key(FilePath(), compare=False)
-    scale: float = _key(_POSITIVE, 1.0)
-    translation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0))
-    rotation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0))
-    material: MaterialSpec = _key(Table(MaterialSpec))
-    fixed: list[RegionSpec] = _key(TableList(RegionSpec), factory=list)
-    forces: list[ForceSpec] = _key(TableList(ForceSpec), factory=list, toml="force")
-    cables: list[CableSpec] = _key(TableList(CableSpec), factory=list, toml="cable")
-    cavities: list[CavitySpec] = _key(TableList(CavitySpec), factory=list, toml="cavity")
-    effectors: list[EffectorSpec] = _key(TableList(EffectorSpec), factory=list, toml="effector")
+    name: str = _key(Name(), help="Unique among bodies; default body<i>.")
+    mesh: str = _key(FilePath(), compare=False,
+                     help="Tetrahedral mesh file, relative to the scene file (any format meshio reads, or Gmsh v1).")
+    scale: float = _key(_POSITIVE, 1.0, help="Factor applied to the mesh coordinates.")
+    translation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="length",
+                                                   help="Applied after scale and rotation.")
+    rotation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="angle",
+                                                help="Rotation about x, then y, then z (fixed axes).")
+    material: MaterialSpec = _key(Table(MaterialSpec), help="The body's material.")
+    fixed: list[RegionSpec] = _key(TableList(RegionSpec), factory=list, help="Regions of fixed nodes.")
+    forces: list[ForceSpec] = _key(TableList(ForceSpec), factory=list, toml="force", help="Applied loads.")
+    cables: list[CableSpec] = _key(TableList(CableSpec), factory=list, toml="cable", help="Cable actuators.")
+    cavities: list[CavitySpec] = _key(TableList(CavitySpec), factory=list, toml="cavity",
+                                      help="Pressure cavities.")
+    effectors: list[EffectorSpec] = _key(TableList(EffectorSpec), factory=list, toml="effector",
+                                         help="Tracked points.")
     mesh_path: Path | None = None
 
 
@@ -437,48 +452,69 @@ EXCLUSIVE_KEYS: dict[type, tuple[tuple[str, ...], ...]] = {
     EffectorSpec: (("position", "indices"),),
 }
 
-#: The keys each obstacle type uses besides name, type, friction and contactDistance.
-OBSTACLE_KEYS = {
-    "plane": ("point", "normal"),
-    "sphere": ("center", "radius"),
-    "box": ("center", "halfExtents"),
-    "capsule": ("a", "b", "radius"),
-}
+OBSTACLE_TYPES = ("plane", "sphere", "box", "capsule")
 
 
 @dataclass(kw_only=True)
 class ObstacleSpec:
     """``[[obstacle]]``: a static rigid shape; only the keys of its ``type`` are set (``OBSTACLE_KEYS``)."""
 
-    name: str = _key(Name())
-    type: str = _key(Choice(*OBSTACLE_KEYS))
-    point: tuple[float, float, float] | None = _key(_VEC3, None)
-    normal: tuple[float, float, float] | None = _key(Vector(3, nonzero=True), None)
-    center: tuple[float, float, float] | None = _key(_VEC3, None)
-    radius: float | None = _key(_POSITIVE, None)
-    halfExtents: tuple[float, float, float] | None = _key(Vector(3, positive=True), None)
-    a: tuple[float, float, float] | None = _key(_VEC3, None)
-    b: tuple[float, float, float] | None = _key(_VEC3, None)
-    friction: float = _key(_NON_NEGATIVE, 0.0)
-    contactDistance: float = _key(_NON_NEGATIVE, 0.0)
+    name: str = _key(Name(), help="Unique among obstacles; default obstacle<i>.")
+    type: str = _key(Choice(*OBSTACLE_TYPES), help="Shape of the obstacle.")
+    point: tuple[float, float, float] | None = _key(_VEC3, None, unit="length", when=when("type", "plane"),
+                                                    help="A point of the plane.")
+    normal: tuple[float, float, float] | None = _key(Vector(3, nonzero=True), None, when=when("type", "plane"),
+                                                     help="Plane normal, pointing to the free side.")
+    center: tuple[float, float, float] | None = _key(_VEC3, None, unit="length", when=when("type", "sphere", "box"),
+                                                     help="Centre (a box may give min and max corners instead).")
+    radius: float | None = _key(_POSITIVE, None, unit="length", when=when("type", "sphere", "capsule"),
+                                help="Radius.")
+    halfExtents: tuple[float, float, float] | None = _key(Vector(3, positive=True), None, unit="length",
+                                                          when=when("type", "box"), help="Half sizes along x, y, z.")
+    a: tuple[float, float, float] | None = _key(_VEC3, None, unit="length", when=when("type", "capsule"),
+                                                help="One end of the capsule's axis.")
+    b: tuple[float, float, float] | None = _key(_VEC3, None, unit="length", when=when("type", "capsule"),
+                                                help="The other end of the capsule's axis.")
+    friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu.")
+    contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap the contact keeps.")
+
+
+#: The keys each obstacle type uses besides name, type, friction and contactDistance.
+OBSTACLE_KEYS = {kind: tuple(d.key for d in declarations(ObstacleSpec) if d.when and kind in d.when.values)
+                 for kind in OBSTACLE_TYPES}
+_DISABLE = " <= 0 disables the test."
 
 
 @dataclass(kw_only=True)
 class NewtonSpec:
     """``[solver.newton]``: Caribou LegacyStaticODESolver parameters plus softsim's additions."""
 
-    newton_iterations: int = _key(Integer(1, MAX_NEWTON_ITERATIONS), 10)
-    correction_tolerance_threshold: float = _key(Real(), 1e-8)
-    residual_tolerance_threshold: float = _key(Real(), 1e-8)
+    newton_iterations: int = _key(Integer(1, MAX_NEWTON_ITERATIONS), 10,
+                                  help="Most Newton iterations per load step (and factorizations per frame).")
+    correction_tolerance_threshold: float = _key(Real(), 1e-8,
+                                                 help="Converged when |dx| < threshold |u|." + _DISABLE)
+    residual_tolerance_threshold: float = _key(Real(), 1e-8,
+                                               help="Converged when |R| < threshold |R0|." + _DISABLE)
+    absolute_residual_tolerance_threshold: float = _key(Real(), 1e-15, unit="force",
+                                                        help="Converged when |R| <= threshold." + _DISABLE)
     shoud_diverge_when_residual_is_growing: bool = _key(
-        Flag(), False, alias="should_diverge_when_residual_is_growing"
-    )
-    warm_start: bool = _key(Flag(), True)
-    printLog: bool = _key(Flag(), False)
-    line_search: bool = _key(Flag(), False)
-    backtrack_invalid_steps: bool = _key(Flag(), True)
-    load_steps: int = _key(Integer(1, MAX_LOAD_STEPS), 1)
-    correction: str = _key(Choice("equilibrium", "linear"), "equilibrium")
+        Flag(), False, alias="should_diverge_when_residual_is_growing",
+        help="Stop as diverged when the residual grows between two iterations (Caribou's spelling; the "
+             "corrected spelling is an alias).")
+    warm_start: bool = _key(Flag(), True, help="An iterative linear solver starts from the previous increment.")
+    printLog: bool = _key(Flag(), False, help="Log every Newton iteration at INFO level.")
+    line_search: bool = _key(Flag(), False, help="Backtracking line search on every Newton step.")
+    maximum_line_search_iterations: int = _key(Integer(1, 100), 10, help="Most halvings of one step.")
+    line_search_coefficient: float = _key(Real(0.0, 1.0, lo_open=True, hi_open=True), 0.5,
+                                          help="Factor of each halving.")
+    backtrack_invalid_steps: bool = _key(
+        Flag(), True, help="A step that inverts an element or gives a NaN residual turns the line search on "
+                           "(false: Caribou's plain Newton).")
+    load_steps: int = _key(Integer(1, MAX_LOAD_STEPS), 1, help="Equal increments of the external load per frame.")
+    correction: str = _key(
+        Choice("equilibrium", "linear"), "equilibrium",
+        help="equilibrium: every static frame ends at the constrained equilibrium within the Newton tolerances; "
+             "linear: SOFA's single linear correction.")
 
 
 @dataclass(kw_only=True)
@@ -486,60 +522,87 @@ class LinearSpec:
     """``[solver.linear]``: the linear solver of each Newton iteration (the cg keys are kept when
     ``type = "direct"`` and the reverse, so that switching type live keeps the settings)."""
 
-    type: str = _key(Choice("direct", "cg"), "direct")
-    backend: str = _key(Choice("auto", "pardiso", "scipy"), "auto")
-    maximum_number_of_iterations: int = _key(Integer(1, MAX_CG_ITERATIONS), 1000)
-    residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8)
+    type: str = _key(Choice("direct", "cg"), "direct", help="Sparse direct factorization or conjugate gradient.")
+    backend: str = _key(Choice("auto", "pardiso", "scipy"), "auto", when=when("type", "direct"),
+                        help="auto: MKL Pardiso when installed, else SciPy.")
+    maximum_number_of_iterations: int = _key(Integer(1, MAX_CG_ITERATIONS), 1000, when=when("type", "cg"),
+                                              help="Most CG iterations per solve.")
+    residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8, when=when("type", "cg"),
+                                               help="CG stops when |r| < threshold |b|.")
     preconditioning_method: str = _key(
-        Choice("None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"), "Diagonal"
-    )
+        Choice("None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"), "Diagonal",
+        when=when("type", "cg"), help="Preconditioner of CG.")
+
+
+_JACOBI = when("type", "ImprovedJacobi")
 
 
 @dataclass(kw_only=True)
 class ConstraintSpec:
     """``[solver.constraint]``: GenericConstraintSolver / ImprovedJacobi data fields (SOFA names)."""
 
-    type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "exact"), "BlockGaussSeidel")
-    maxIterations: int = _key(Integer(1, 10_000_000), 1000)
-    tolerance: float = _key(_POSITIVE, 1e-6)
-    sor: float = _key(Real(0.0, 2.0, lo_open=True, hi_open=True), 1.0)
-    scaleTolerance: bool = _key(Flag(), True)
-    allVerified: bool = _key(Flag(), False)
-    regularizationTerm: float = _key(_NON_NEGATIVE, 0.0)
-    computeConstraintForces: bool = _key(Flag(), False)
-    useSpectralCorrection: bool = _key(Flag(), False)
-    spectralCorrectionFactor: float = _key(Real(0.0, 10.0, lo_open=True), 1.0)
-    useConjugateResidue: bool = _key(Flag(), False)
-    conjugateResidueSpeedFactor: float = _key(Real(0.0, 1000.0, lo_open=True), 10.0)
-    sofaSpectralRadius: bool = _key(Flag(), False)
+    type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "exact"), "BlockGaussSeidel",
+                     help="Complementarity solver in constraint space (exact: a pivoting LCP solve).")
+    maxIterations: int = _key(Integer(1, 10_000_000), 1000, alias="maxIt", help="Most iterations per solve.")
+    tolerance: float = _key(_POSITIVE, 1e-6, unit="length", help="Convergence tolerance on the solver's error.")
+    sor: float = _key(Real(0.0, 2.0, lo_open=True, hi_open=True), 1.0, help="Over-relaxation factor.")
+    scaleTolerance: bool = _key(Flag(), True, help="Multiply the tolerance by the number of rows (SOFA).")
+    allVerified: bool = _key(Flag(), False, help="Converged only when every block is within the tolerance.")
+    regularizationTerm: float = _key(_NON_NEGATIVE, 0.0, unit="compliance", help="Added to W's diagonal.")
+    computeConstraintForces: bool = _key(Flag(), False, help="Keep a copy of the multipliers in the report.")
+    useSpectralCorrection: bool = _key(Flag(), False, when=_JACOBI,
+                                       help="Scale each step by rho = factor min(1, 1.8 / spr(D^-1 W)).")
+    spectralCorrectionFactor: float = _key(Real(0.0, 10.0, lo_open=True), 1.0, when=_JACOBI,
+                                           help="The factor of the spectral correction.")
+    useConjugateResidue: bool = _key(Flag(), False, when=_JACOBI,
+                                     help="Add the momentum beta deltaF of the previous iteration.")
+    conjugateResidueSpeedFactor: float = _key(Real(0.0, 1000.0, lo_open=True), 10.0, when=_JACOBI,
+                                              help="beta = min(1, (i / maxIterations)^factor).")
+    sofaSpectralRadius: bool = _key(Flag(), False, when=_JACOBI,
+                                    help="SOFA's spectral radius of W itself (depends on the units).")
+
+
+_DYNAMIC = when("scene.mode", "dynamic")
 
 
 @dataclass(kw_only=True)
 class DynamicSpec:
     """``[solver.dynamic]``: Compliant-style implicit integration (alpha, beta), Rayleigh damping and the
-    compliance factor of the constraint correction."""
+    nonlinear iterations of one time step."""
 
-    implicitVelocity: float = _key(Real(0.0, 1.0, lo_open=True), 1.0)
-    implicitPosition: float = _key(Real(0.0, 1.0, lo_open=True), 1.0)
-    rayleighMass: float = _key(_NON_NEGATIVE, 0.0)
-    rayleighStiffness: float = _key(_NON_NEGATIVE, 0.0)
+    implicitVelocity: float = _key(Real(0.0, 1.0, lo_open=True), 1.0, when=_DYNAMIC, help="alpha: 1 is backward Euler.")
+    implicitPosition: float = _key(Real(0.0, 1.0, lo_open=True), 1.0, when=_DYNAMIC, help="beta: 1 is backward Euler.")
+    rayleighMass: float = _key(_NON_NEGATIVE, 0.0, unit="frequency", when=_DYNAMIC,
+                               help="Damping proportional to the mass.")
+    rayleighStiffness: float = _key(_NON_NEGATIVE, 0.0, unit="time", when=_DYNAMIC,
+                                    help="Damping proportional to the stiffness.")
+    newton_iterations: int = _key(Integer(1, MAX_NEWTON_ITERATIONS), 1, when=_DYNAMIC,
+                                  help="Newton iterations per time step.")
+    newton_tolerance: float = _key(_NON_NEGATIVE, 1e-10, when=_DYNAMIC,
+                                   help="Relative velocity correction that ends them.")
+    kkt: str = _key(Choice("auto", "schur", "direct"), "auto", when=_DYNAMIC,
+                    help="auto: a direct KKT solve when every constraint is an equality, else the Schur "
+                         "complement with the constraint solver.")
+    constraint_geometric_stiffness: bool = _key(
+        Flag(), True, when=_DYNAMIC, help="Include the constraints' geometric stiffness from the second iteration on.")
 
 
 @dataclass(kw_only=True)
 class SolverSpec:
     """``[solver]``: the four solver tables."""
 
-    newton: NewtonSpec = _key(Table(NewtonSpec), factory=NewtonSpec)
-    linear: LinearSpec = _key(Table(LinearSpec), factory=LinearSpec)
-    constraint: ConstraintSpec = _key(Table(ConstraintSpec), factory=ConstraintSpec)
-    dynamic: DynamicSpec = _key(Table(DynamicSpec), factory=DynamicSpec)
+    newton: NewtonSpec = _key(Table(NewtonSpec), factory=NewtonSpec, help="Static Newton solver.")
+    linear: LinearSpec = _key(Table(LinearSpec), factory=LinearSpec, help="Linear solver.")
+    constraint: ConstraintSpec = _key(Table(ConstraintSpec), factory=ConstraintSpec, help="Constraint solver.")
+    dynamic: DynamicSpec = _key(Table(DynamicSpec), factory=DynamicSpec, help="Dynamic mode.")
 
 
 @dataclass(kw_only=True)
 class DragSpec:
-    """``[drag]``: the mouse drag constraint; ``compliance`` [length/force] is added to W's diagonal."""
+    """``[drag]``: the mouse drag constraint."""
 
-    compliance: float = _key(_POSITIVE, 1e-3)
+    compliance: float = _key(_POSITIVE, 1e-3, unit="compliance",
+                             help="Softness of the mouse spring (1e-3 = 1000 N/m in SI, 1000 mN/mm in mm-kg-s).")
 
 
 @dataclass(kw_only=True)
@@ -549,13 +612,14 @@ class AttachmentSpec:
     ``bodyA`` in the box, each paired with the nearest node of ``bodyB``). The rest offset between the two
     nodes of a pair is kept; ``compliance`` > 0 makes the glue a spring of stiffness 1/compliance."""
 
-    name: str = _key(Name())
-    bodyA: str = _key(Name())
-    bodyB: str = _key(Name())
-    indicesA: tuple[int, ...] | None = _key(IndexList(), None)
-    indicesB: tuple[int, ...] | None = _key(IndexList(), None)
-    box: tuple[float, float, float, float, float, float] | None = _key(Box(), None)
-    compliance: float = _key(_NON_NEGATIVE, 0.0)
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default attachment<i>.")
+    bodyA: str = _key(Name(), help="Name of the first body.")
+    bodyB: str = _key(Name(), help="Name of the second body.")
+    indicesA: tuple[int, ...] | None = _key(IndexList(), None, help="Node ids of bodyA, paired with indicesB.")
+    indicesB: tuple[int, ...] | None = _key(IndexList(), None, help="Node ids of bodyB.")
+    box: tuple[float, float, float, float, float, float] | None = _key(
+        Box(), None, unit="length", help="The nodes of bodyA in the box, each glued to the nearest node of bodyB.")
+    compliance: float = _key(_NON_NEGATIVE, 0.0, unit="compliance", help="0: rigid glue; > 0: a spring.")
 
 
 @dataclass(kw_only=True)
@@ -564,12 +628,14 @@ class SceneSpec:
     the directory relative paths were resolved against, ``warnings`` what is allowed but probably unintended,
     ``files_checked`` whether referenced files were checked to exist (``set_value`` does the same)."""
 
-    scene: SceneSettings = _key(Table(SceneSettings), factory=SceneSettings)
-    bodies: list[BodySpec] = _key(TableList(BodySpec), factory=list, toml="body")
-    obstacles: list[ObstacleSpec] = _key(TableList(ObstacleSpec), factory=list, toml="obstacle")
-    attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment")
-    solver: SolverSpec = _key(Table(SolverSpec), factory=SolverSpec)
-    drag: DragSpec = _key(Table(DragSpec), factory=DragSpec)
+    scene: SceneSettings = _key(Table(SceneSettings), factory=SceneSettings, help="Scene settings.")
+    bodies: list[BodySpec] = _key(TableList(BodySpec), factory=list, toml="body", help="Deformable bodies.")
+    obstacles: list[ObstacleSpec] = _key(TableList(ObstacleSpec), factory=list, toml="obstacle",
+                                         help="Static rigid obstacles.")
+    attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment",
+                                             help="Glue between bodies.")
+    solver: SolverSpec = _key(Table(SolverSpec), factory=SolverSpec, help="Solver settings.")
+    drag: DragSpec = _key(Table(DragSpec), factory=DragSpec, help="Mouse drag.")
     source: str = field(default="<string>", compare=False)
     base_dir: Path = field(default_factory=Path.cwd, compare=False)
     warnings: list[str] = field(default_factory=list, compare=False)

@@ -10,7 +10,7 @@ from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 from softsim.app.panels import DOCK_NAMES, create_docks
 from softsim.app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
-from softsim.app.panels.schema_info import describe_parameters, schema_table, tooltip_for
+from softsim.app.panels.schema_info import describe_parameters, tooltip_for
 from softsim.app.panels.widgets import RealEditor, VectorEditor
 from softsim.app.resources import resource_path
 from softsim.mechanics.scene import list_parameters, load_scene
@@ -82,19 +82,17 @@ def test_widgets_follow_the_kind_of_each_key(docks):
     assert panel.editor("solver.linear.backend").isEnabled()
 
 
-def test_tooltips_give_meaning_range_and_default():
+def test_tooltips_give_meaning_range_unit_and_default():
     spec = load_scene(FINGER)
     infos = {info.path: info for info in describe_parameters(spec)}
     poisson = tooltip_for(infos["body.finger.material.poissonRatio"])
     assert "(-1, 0.5)" in poisson and "Poisson" in poisson
+    young = tooltip_for(infos["body.finger.material.youngModulus"])
+    assert "allowed: [1e-30, 1e+30] [kPa]" in young  # the finger is in mm-kg-s
     factor = tooltip_for(infos["solver.constraint.spectralCorrectionFactor"])
-    assert "(0, 10]" in factor and "default: 1.0" in factor and "ImprovedJacobi" in factor
-    # Rows of the schema table that describe two keys at once are split per key.
-    table = schema_table()
-    assert table["solver.newton.warm_start"] == ("bool", "true")
-    assert table["solver.newton.printLog"] == ("bool", "false")
-    assert table["body.cable.maxPositiveDisp"] == ("[0, inf)", "opt.")
-    assert all(info.generic in table for info in infos.values())
+    assert "(0, 10]" in factor and "default: 1.0" in factor and "used when type = ImprovedJacobi" in factor
+    cable = tooltip_for(infos["body.finger.cable.cable.value"])
+    assert "[mm]" in cable and "default: 0.0" in cable  # a displacement cable: a length
 
 
 def test_spectral_correction_factor_from_the_panel_reaches_the_solver(docks, session, qtbot):
@@ -176,6 +174,7 @@ def test_filter_shows_only_matching_keys(docks):
     shown = [path for path, editor in panel.editors.items() if editor.isVisibleTo(panel)]
     assert set(shown) == {"solver.newton.correction_tolerance_threshold",
                           "solver.newton.residual_tolerance_threshold",
+                          "solver.newton.absolute_residual_tolerance_threshold", "solver.dynamic.newton_tolerance",
                           "solver.linear.residual_tolerance_threshold", "solver.constraint.tolerance",
                           "solver.constraint.scaleTolerance"}
     assert not panel.sections["Material: finger"].isVisibleTo(panel)
