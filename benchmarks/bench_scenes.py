@@ -66,7 +66,7 @@ def settle(step, max_frames: int = 80) -> int:
     quiet = 0
     for frame in range(1, max_frames + 1):
         report = step()
-        quiet = quiet + 1 if (report.ok and report.newton is not None and report.newton.iterations == 0) else 0
+        quiet = quiet + 1 if (report.ok and report.iterations == 0) else 0
         if quiet >= 2:
             return frame
     return max_frames
@@ -91,7 +91,7 @@ def time_frames(step, simulation, frames: int) -> dict:
         for phase in PHASES:
             phases[phase].append(report.times.get(phase, 0.0))
         rows = report.n_constraint_rows
-        iterations.append(report.newton.iterations if report.newton is not None else 0)
+        iterations.append(report.iterations)
         equilibrium = report.equilibrium
         factorizations.append(0 if equilibrium is None or report.unchanged else equilibrium.iterations)
         steps.append(0 if equilibrium is None or report.unchanged else equilibrium.steps)

@@ -1,10 +1,9 @@
-"""Several deformable bodies seen as one: concatenated DOFs for the static frame step and the Simulation.
+"""One body's objects seen on the concatenated DOFs of several bodies (used by :class:`mechanics.model.Model`).
 
-Bodies are coupled only through constraints. ``CompositeElasticity`` stacks the bodies' elasticities (node
-offsets, block-diagonal tangent); ``OffsetConstraint`` and ``OffsetLoad`` let a one-body constraint model or
-load act on the concatenated positions. The frame step (mechanics.frame_step) and the Simulation then see one
-big body and need no change. Node ``i`` of body ``b`` is node ``node_offsets[b] + i`` of the composite, the
-same numbering as :class:`mechanics.multibody.MultiBodySystem` (the dynamic mode).
+``CompositeElasticity`` stacks the bodies' elasticities (node offsets, block-diagonal tangent);
+``OffsetConstraint`` and ``OffsetLoad`` let a one-body constraint model or load act on the concatenated
+positions, so that the frame step, the dynamic solver and the Simulation see one big body. Node ``i`` of body
+``b`` is node ``node_offsets[b] + i``.
 """
 
 from __future__ import annotations

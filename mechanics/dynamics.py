@@ -48,10 +48,9 @@ With ``delta = H^-1 (r + h J^T lambda)`` this is solved either
 
 Fixed nodes are eliminated (the projection P: their rows and columns are dropped, their velocity is zero).
 
-Constraints may be :class:`mechanics.multibody.CompliantConstraint` objects (their Jacobian and value are
-re-evaluated at every Newton iterate) or the frame step's constraint models (:mod:`mechanics.constraints`):
-those are linearised at the step start exactly as in the static frame step (``update`` at the predicted
-positions ``x_n + h v_n``, ``J`` at ``x_n``, ``phi(x) = violation(x_n, x, J)``, damping ratio 0).
+Constraints are the frame step's constraint models (:mod:`mechanics.constraints`), linearised at the step start
+exactly as in the static frame step (``update`` at the predicted positions ``x_n + h v_n``, ``J`` at ``x_n``,
+``phi(x) = violation(x_n, x, J)``, damping ratio 0).
 """
 
 from __future__ import annotations
@@ -118,61 +117,38 @@ class DynamicReport:
 
 
 class _Rows:
-    """One constraint's rows during a step (uniform view over Compliant constraints and frame-step models)."""
+    """One constraint model's rows during a step, linearised at the step start."""
 
     def __init__(self, constraint, x_start: np.ndarray, x_pred: np.ndarray):
         self.constraint = constraint
-        self.is_model = not hasattr(constraint, "compliance_matrix")
-        if self.is_model:
-            constraint.update(x_pred.reshape(-1, 3))
-            self.x_start = x_start.reshape(-1, 3)
-            self.J_start = sp.csr_matrix(constraint.jacobian(self.x_start))
-            self.damping = 0.0
-            compliance = constraint.compliance()
-            self.compliance = None if compliance is None else np.asarray(compliance, dtype=np.float64)
-            self.blocks = constraint.blocks(self.x_start)
-        else:
-            self.J_start = sp.csr_matrix(constraint.jacobian(x_start.reshape(-1, 3)))
-            self.damping = float(constraint.damping)
-            self.compliance = constraint.compliance_matrix()
-            self.blocks = constraint.blocks(x_start.reshape(-1, 3))
+        constraint.update(x_pred.reshape(-1, 3))
+        self.x_start = x_start.reshape(-1, 3)
+        self.J_start = sp.csr_matrix(constraint.jacobian(self.x_start))
+        self.damping = 0.0
+        compliance = constraint.compliance()
+        self.compliance = None if compliance is None else np.asarray(compliance, dtype=np.float64)
+        self.blocks = constraint.blocks(self.x_start)
         self.n_rows = self.J_start.shape[0]
         self.phi_start = self.value(x_start)
 
     def value(self, x_flat: np.ndarray) -> np.ndarray:
-        if self.is_model:
-            return np.asarray(
-                self.constraint.violation(self.x_start, x_flat.reshape(-1, 3), self.J_start), dtype=np.float64
-            )
-        return np.asarray(self.constraint.value(x_flat.reshape(-1, 3)), dtype=np.float64)
+        return np.asarray(self.constraint.violation(self.x_start, x_flat.reshape(-1, 3), self.J_start),
+                          dtype=np.float64)
 
     def jacobian(self, x_flat: np.ndarray) -> sp.csr_matrix:
-        if self.is_model:
-            return self.J_start
-        return sp.csr_matrix(self.constraint.jacobian(x_flat.reshape(-1, 3)))
-
-    def geometric_stiffness(self, x_flat: np.ndarray, force: np.ndarray):
-        """``sum_i force_i d2phi_i/dx2`` (N, N) from the mapping, or None (models, linear mappings)."""
-        mapping = getattr(self.constraint, "mapping", None)
-        if self.is_model or not hasattr(mapping, "geometric_stiffness") or not np.any(force):
-            return None
-        return mapping.geometric_stiffness(x_flat.reshape(-1, 3), force)
+        return self.J_start
 
 
 class DynamicSolver:
-    """Implicit dynamics of a :class:`mechanics.multibody.MultiBodySystem` with Compliant constraints.
+    """Implicit dynamics of a :class:`mechanics.model.Model` with constraint models.
 
     Parameters: the keys of ``[solver.dynamic]`` (:class:`mechanics.scene.schema.DynamicSpec`, with their
     ranges and defaults) and ``dt`` of ``[scene]``, validated by :meth:`set_parameters`.
-    ``constraint_geometric_stiffness`` adds, from the second Newton iteration on,
-    ``-h^2 beta sum_i lambda_i d2phi_i/dx2`` of nonlinear Compliant constraints to H (the mapping's geometric
-    stiffness weighted by the last multipliers; Compliant's
-    ``neglecting_compliance_forces_in_geometric_stiffness = false``); without it the Newton iterations of
-    large-rotation constraints converge slowly.
 
-    system: object with ``n_nodes``, ``n_dofs``, ``free_dofs``, ``mass_matrix`` (csr ``(N, N)``) and
-    ``forces_and_tangent(x) -> (f (n, 3), K csr (N, N))`` (total force, K = -df/dx);
-    constraints: :class:`mechanics.multibody.CompliantConstraint` or :mod:`mechanics.constraints` models;
+    system: a :class:`mechanics.model.Model` with masses (or any object with ``n_nodes``, ``n_dofs``,
+    ``free_dofs``, ``mass_matrix`` csr ``(N, N)``, ``check_positions`` and ``forces_and_tangent(x) -> (f (n, 3),
+    K csr (N, N))``, the total force and K = -df/dx);
+    constraints: :mod:`mechanics.constraints` models;
     constraint_solver: used on the Schur path (default: an exact-precision BlockGaussSeidel);
     linear_solver: factorizes H (default :class:`mechanics.linear_solvers.DirectSolver`).
     """
@@ -273,8 +249,6 @@ class DynamicSolver:
             if not np.all(np.isfinite(r)):
                 return self._fail(state, f"non-finite residual at iteration {k + 1}", times)
             H = ((1.0 + h * alpha * rm) * M + (h * alpha * rs + h * h * alpha * beta) * K).tocsr()
-            if k > 0 and n_rows and self.constraint_geometric_stiffness:
-                H = self._add_constraint_geometric_stiffness(H, rows, x_k, lam, h * h * beta)
             H_free = H[free][:, free].tocsr()
             r_free = r[free]
             delta = np.zeros(system.n_dofs)
@@ -337,18 +311,6 @@ class DynamicSolver:
             kkt=kkt_used,
             times=times,
         )
-
-    @staticmethod
-    def _add_constraint_geometric_stiffness(H, rows, x_k, lam, factor):
-        """``H - h^2 beta sum_i lambda_i d2phi_i/dx2``: the derivative of the averaged constraint force
-        ``h J(x)^T lambda`` with respect to ``dv`` (``dx/d dv = h beta``), lambda from the previous iterate."""
-        offset = 0
-        for entry in rows:
-            G = entry.geometric_stiffness(x_k, lam[offset : offset + entry.n_rows])
-            if G is not None:
-                H = (H - factor * G).tocsr()
-            offset += entry.n_rows
-        return H
 
     def _fail(self, state, message, times) -> DynamicReport:
         logger.warning("dynamic step %d diverged: %s", state.step + 1, message)

@@ -135,6 +135,8 @@ class FrameReport:
     unchanged: bool = False
     #: what the projection about x_free was made of (compared by the next frame to detect "unchanged")
     signature: tuple | None = None
+    #: the implicit time step of a dynamic frame (mechanics.dynamics.DynamicReport); None for static frames
+    dynamic: object | None = None
 
     @property
     def wall_time(self) -> float:
@@ -149,9 +151,27 @@ class FrameReport:
             return False
         if self.constraint is not None and not self.constraint.converged:
             return False
+        if self.dynamic is not None:
+            return bool(self.dynamic.converged)
         if self.equilibrium is not None:
             return self.equilibrium.converged
         return self.newton is None or bool(self.newton.converged)
+
+    @property
+    def iterations(self) -> int:
+        """The frame's nonlinear iterations: the free Newton solve's (static) or the implicit step's (dynamic)."""
+        solve = self.dynamic if self.dynamic is not None else self.newton
+        return 0 if solve is None else int(solve.iterations)
+
+    @property
+    def residual_norms(self) -> np.ndarray:
+        """How the nonlinear iterations converged, for plots and logs: ``|R_0|, |R_1|, ...`` of the free Newton
+        solve (force units), or the velocity corrections ``|delta_1|, ...`` of a dynamic step."""
+        if self.dynamic is not None:
+            return np.asarray(self.dynamic.correction_norms, dtype=np.float64)
+        if self.newton is None:
+            return np.zeros(0)
+        return np.sqrt([self.newton.squared_initial_residual, *self.newton.squared_residuals])
 
 
 def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free_dofs: np.ndarray, *,

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy.spatial import cKDTree
-from softsim.mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
 from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_keys
 from softsim.mechanics.constraints import (
     BilateralAttachment,
@@ -38,13 +37,26 @@ from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 from softsim.mechanics.mass import TetMass
-from softsim.mechanics.multibody import Body, MultiBodySystem
+from softsim.mechanics.model import Body, Model
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
-from softsim.mechanics.scene.schema import declared_values
+from softsim.mechanics.scene.edit import resolve
+from softsim.mechanics.scene.schema import (
+    CableSpec,
+    CavitySpec,
+    ConstraintSpec,
+    DragSpec,
+    DynamicSpec,
+    EffectorSpec,
+    LinearSpec,
+    MaterialRegionSpec,
+    MaterialSpec,
+    NewtonSpec,
+    SceneSettings,
+    declared_values,
+)
 from softsim.mechanics.scene_checks import check_scene
 from softsim.mechanics.simulation import Simulation
-from softsim.mechanics.static_problem import StaticProblem
 
 from softsim import meshes
 
@@ -225,136 +237,67 @@ class Scene:
         return Path(self.spec.source)
 
     # -- building --------------------------------------------------------------------------------------
+    @property
+    def elasticities(self) -> list:
+        return [body.elasticity for body in self.model.bodies]
+
     def _build(self) -> None:
+        """The model of N bodies (each body's mesh, material, fixed nodes, loads and actuators; one body is N =
+        1), the attachments and contacts over the concatenated positions, the solvers and the Simulation."""
         spec = self.spec
         if not spec.bodies:
             raise _error(spec, "body", "the scene has no [[body]]; add at least one")
-        if len(spec.bodies) > 1 or spec.attachments:
-            self._build_bodies()
-            return
-        body = spec.bodies[0]
-        mesh = load_body_mesh(body)
-        self.mesh = mesh
-        self.meshes = [mesh]
-        self.body_spec = body
-        self.node_offsets = np.array([0, mesh.n_points], dtype=np.int64)
-        model, young, poisson = element_materials(spec, body, mesh)
-        elasticity = TetElasticity(mesh.points, mesh.tets, model=model, young=young, poisson=poisson,
-                                   rotation_method=body.material.rotation_method,
-                                   **_corotational_tangent_kwargs(body.material))
-        fixed = self._fixed_nodes(body, mesh)
-        self.masses = self._masses(body, mesh)
-        self.gravity = Gravity(self.masses, spec.scene.gravity)
-        loads = [self.gravity] + self._loads(body, mesh)
-        self.gravities = [self.gravity]
-        self.elasticities = [elasticity]
-        self._fixed_per_body = [fixed]
-        problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=loads)
-        newton_spec = spec.solver.newton
-        newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
-                                    **_newton_parameters(newton_spec))
-        constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c)) for c in body.cables]
-        constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
-        constraints += [_make_effector(body, e, mesh) for e in body.effectors]
-        self._check_grounded([fixed])
-        # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
-        surface_nodes = np.setdiff1d(mesh.surface_triangles(), fixed)
-        obstacles = [_make_obstacle(o) for o in spec.obstacles]
-        self.warnings += check_scene(spec, [(body, mesh.points, fixed, constraints, surface_nodes)], obstacles)
-        if spec.obstacles:
-            contact_distance = np.array([o.contactDistance for o in spec.obstacles])
-            diagonal = float(np.linalg.norm(mesh.bbox[3:] - mesh.bbox[:3]))
-            constraints.append(ContactConstraint(
-                surface_nodes, obstacles,
-                contactDistance=contact_distance,
-                alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
-                friction=[o.friction for o in spec.obstacles], n_nodes=mesh.n_points, name="contact"))
-        constraint_solver = make_constraint_solver_from(spec.solver.constraint)
-        self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
-                                     constraints=constraints,
-                                     correction=newton_spec.correction,
-                                     name=body.name,
-                                     dynamic_solver=self._dynamic_solver(body, elasticity, fixed, loads,
-                                                                         constraint_solver),
-                                     mode=spec.scene.mode)
-
-    def _build_bodies(self) -> None:
-        """Several bodies (or attachments): each body's mesh, material, fixed nodes, loads and actuators as for
-        one body, over the concatenated positions (mechanics.composite); obstacles touch every body; the
-        attachments glue bodies together."""
-        spec = self.spec
         self.meshes = [load_body_mesh(body) for body in spec.bodies]
-        self.body_spec = spec.bodies[0]
-        sizes = [mesh.n_points for mesh in self.meshes]
-        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self.node_offsets = offsets
-        n_total = int(offsets[-1])
-        self.mesh = meshes.TetMesh(points=np.concatenate([m.points for m in self.meshes]),
-                                   tets=np.concatenate([m.tets + off for m, off in zip(self.meshes, offsets)]),
-                                   source=spec.source)
-        self.elasticities, fixed_per_body, loads_per_body, masses_per_body = [], [], [], []
-        self.gravities = []
-        constraints, checked = [], []
-        for body, mesh, offset in zip(spec.bodies, self.meshes, offsets):
-            model, young, poisson = element_materials(spec, body, mesh)
-            self.elasticities.append(TetElasticity(mesh.points, mesh.tets, model=model, young=young,
-                                                   poisson=poisson, rotation_method=body.material.rotation_method,
-                                                   **_corotational_tangent_kwargs(body.material)))
-            fixed_per_body.append(self._fixed_nodes(body, mesh))
-            masses = self._masses(body, mesh)
-            masses_per_body.append(masses)
-            gravity = Gravity(masses, spec.scene.gravity)
+        bodies, self.gravities, per_body, checked = [], [], [], []
+        for body, mesh in zip(spec.bodies, self.meshes):
+            model_name, young, poisson = element_materials(spec, body, mesh)
+            elasticity = TetElasticity(mesh.points, mesh.tets, model=model_name, young=young, poisson=poisson,
+                                       rotation_method=body.material.rotation_method,
+                                       **_corotational_tangent_kwargs(body.material))
+            fixed = self._fixed_nodes(body, mesh)
+            gravity = Gravity(self._masses(body, mesh), spec.scene.gravity)
             self.gravities.append(gravity)
-            loads_per_body.append([gravity] + self._loads(body, mesh))
-            body_constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c))
-                                for c in body.cables]
-            body_constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
-            body_constraints += [_make_effector(body, e, mesh) for e in body.effectors]
-            checked.append((body, mesh.points, fixed_per_body[-1], body_constraints,
-                            np.setdiff1d(mesh.surface_triangles(), fixed_per_body[-1])))
-            constraints += [OffsetConstraint(c, int(offset), mesh.n_points, n_total) for c in body_constraints]
-        self.gravity = self.gravities[0]
-        self.masses = np.concatenate(masses_per_body)
+            material = body.material
+            mass = None if material.totalMass is None and material.massDensity is None else TetMass(
+                mesh.points, mesh.tets, massDensity=material.massDensity, totalMass=material.totalMass, lumped=True)
+            bodies.append(Body(body.name, elasticity, mass, fixed_nodes=fixed,
+                               loads=[gravity, *self._loads(body, mesh)]))
+            constraints = [CableConstraint(mesh.points, mesh.tets, name=c.name, **_cable_kwargs(c))
+                           for c in body.cables]
+            constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
+            constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+            per_body.append(constraints)
+            # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
+            checked.append((body, mesh.points, fixed, constraints, np.setdiff1d(mesh.surface_triangles(), fixed)))
+        self.model = model = Model(bodies)
+        self.node_offsets = offsets = model.node_offsets
+        self.mesh = self.meshes[0] if len(self.meshes) == 1 else meshes.TetMesh(
+            points=model.rest_positions, tets=np.concatenate([m.tets + o for m, o in zip(self.meshes, offsets)]),
+            source=spec.source)
+        constraints = [model.place(c, b) for b, body_constraints in enumerate(per_body) for c in body_constraints]
         attachments = self._attachments(offsets)
         constraints += attachments
-        self._fixed_per_body = fixed_per_body
-        self._check_grounded(fixed_per_body)
+        self._check_grounded()
         obstacles = [_make_obstacle(o) for o in spec.obstacles]
-        self.warnings += check_scene(spec, checked, obstacles, attachments, self.mesh.points,
-                                     np.concatenate([f + off for f, off in zip(fixed_per_body, offsets)]))
+        self.warnings += check_scene(spec, checked, obstacles, attachments, model.rest_positions, model.fixed_nodes)
         if spec.obstacles:
             surface_nodes = np.concatenate([surface + off for (*_, surface), off in zip(checked, offsets)])
             contact_distance = np.array([o.contactDistance for o in spec.obstacles])
             diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
             constraints.append(ContactConstraint(
-                surface_nodes, obstacles,
-                contactDistance=contact_distance,
+                surface_nodes, obstacles, contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
-                friction=[o.friction for o in spec.obstacles], n_nodes=n_total, name="contact"))
-        composite = CompositeElasticity(self.elasticities)
-        fixed = np.concatenate([f + off for f, off in zip(fixed_per_body, offsets)])
-        static_loads = [OffsetLoad(load, int(off), m.n_points, n_total)
-                        for loads, m, off in zip(loads_per_body, self.meshes, offsets) for load in loads]
-        problem = StaticProblem(composite, fixed_nodes=fixed, loads=static_loads)
-        newton_spec = spec.solver.newton
+                friction=[o.friction for o in spec.obstacles], n_nodes=model.n_nodes, name="contact"))
         newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
-                                    **_newton_parameters(newton_spec))
+                                    **_newton_parameters(spec.solver.newton))
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
-        dynamic_solver = None
-        if all(b.material.totalMass is not None or b.material.massDensity is not None for b in spec.bodies):
-            system = MultiBodySystem([
-                Body(body.name, elasticity, TetMass(elasticity.rest_positions, elasticity.tets,
-                                                    massDensity=body.material.massDensity,
-                                                    totalMass=body.material.totalMass, lumped=True),
-                     fixed_nodes=fixed_b, loads=loads)
-                for body, elasticity, fixed_b, loads in zip(spec.bodies, self.elasticities, fixed_per_body,
-                                                            loads_per_body)])
-            dynamic_solver = DynamicSolver(system, constraint_solver=constraint_solver, dt=spec.scene.dt,
-                                           **_dynamic_parameters(spec.solver.dynamic))
-        self.simulation = Simulation(problem=problem, newton=newton, constraint_solver=constraint_solver,
-                                     constraints=constraints,
-                                     correction=newton_spec.correction,
-                                     name=spec.scene.name, dynamic_solver=dynamic_solver, mode=spec.scene.mode)
+        dynamic_solver = None if model.mass_matrix is None else DynamicSolver(
+            model, constraint_solver=constraint_solver, dt=spec.scene.dt, **_dynamic_parameters(spec.solver.dynamic))
+        name = spec.bodies[0].name if len(spec.bodies) == 1 else spec.scene.name
+        self.simulation = Simulation(problem=model.static_problem(), newton=newton,
+                                     constraint_solver=constraint_solver, constraints=constraints,
+                                     correction=spec.solver.newton.correction, name=name,
+                                     dynamic_solver=dynamic_solver, mode=spec.scene.mode)
 
     def _attachments(self, offsets) -> list:
         """One BilateralAttachment per ``[[attachment]]`` over the concatenated DOFs (rest offsets kept)."""
@@ -401,7 +344,7 @@ class Scene:
                 dof_offset_b=3 * int(offsets[b]), n_dofs=n_dofs, name=attachment.name))
         return result
 
-    def _check_grounded(self, fixed_per_body, error_type=None) -> None:
+    def _check_grounded(self, error_type=None) -> None:
         """In static mode every body needs fixed nodes: the frame step first solves the free configuration
         without any constraint (Step I), where a body held only by an attachment or a contact has a singular
         stiffness (rigid motions) and, under a load, no equilibrium. Dynamic mode holds free bodies by their
@@ -409,6 +352,7 @@ class Scene:
         spec = self.spec
         if spec.scene.mode != "static":
             return
+        fixed_per_body = [body.fixed_nodes for body in self.model.bodies]
         free = [body.name for body, fixed in zip(spec.bodies, fixed_per_body) if fixed.size == 0]
         if free:
             message = (f"body {free[0]!r} has no fixed nodes; a static scene needs at least one [[body.fixed]] "
@@ -426,17 +370,6 @@ class Scene:
                 if error_type is ParameterError:
                     raise ParameterError(message)
                 raise _error(spec, f"body.{body.name}.fixed", message)
-
-    def _dynamic_solver(self, body, elasticity, fixed, loads, constraint_solver):
-        """The Compliant integrator over this body, or None when the body has no mass."""
-        material = body.material
-        if material.totalMass is None and material.massDensity is None:
-            return None
-        mass = TetMass(elasticity.rest_positions, elasticity.tets, massDensity=material.massDensity,
-                       totalMass=material.totalMass, lumped=True)
-        system = MultiBodySystem([Body(body.name, elasticity, mass, fixed_nodes=fixed, loads=loads)])
-        return DynamicSolver(system, constraint_solver=constraint_solver, dt=self.spec.scene.dt,
-                             **_dynamic_parameters(self.spec.solver.dynamic))
 
     def _fixed_nodes(self, body, mesh) -> np.ndarray:
         selections = []
@@ -513,90 +446,44 @@ class Scene:
                 raise SceneError(error.errors) from None
             raise _error(self.spec, path, str(error)) from None
 
-    def _body_index(self, path: str) -> int:
-        """The index of the body a ``body.<name>...`` / ``body[i]...`` key path addresses (0 otherwise)."""
-        parts = path.split(".")
-        if parts[0].startswith("body["):
-            return int(parts[0][5:].split("]")[0])
-        if parts[0] == "body" and len(parts) > 1:
-            for i, body in enumerate(self.spec.bodies):
-                if body.name == parts[1]:
-                    return i
-        return 0
-
     def _apply(self, path: str) -> None:
+        """Apply the edited value at ``path`` to the running objects, or rebuild when the structure changed."""
         spec, sim = self.spec, self.simulation
-        body_index = self._body_index(path)
-        body = spec.bodies[body_index]
-        if path.startswith("solver.newton."):
-            key = path.rsplit(".", 1)[1]
-            if key == "correction":
-                sim.set_correction(spec.solver.newton.correction)
-            else:
-                sim.newton.set_parameters(**_newton_parameters(spec.solver.newton))
-        elif path.startswith("solver.linear."):
-            sim.newton.set_parameters(linear_solver=make_linear_solver(spec.solver.linear))
-        elif path.startswith("solver.constraint."):
-            if path.endswith(".type"):
-                sim.constraint_solver = make_constraint_solver_from(spec.solver.constraint)
-                if sim.dynamic_solver is not None:
-                    sim.dynamic_solver.constraint_solver = sim.constraint_solver
-            else:
-                sim.constraint_solver.set_parameters(**_constraint_parameters(spec.solver.constraint))
-        elif path == "scene.gravity":
-            for gravity in self.gravities:
-                gravity.g = spec.scene.gravity
-        elif path == "scene.mode":
-            self._check_grounded(self._fixed_per_body, ParameterError)
-            sim.set_mode(spec.scene.mode)
-        elif path == "scene.dt" or path.startswith("solver.dynamic."):
+        address = resolve(spec, path)
+        table, key = address.table, address.key
+        if isinstance(table, NewtonSpec) and key == "correction":
+            sim.set_correction(table.correction)
+        elif isinstance(table, NewtonSpec):
+            sim.newton.set_parameters(**_newton_parameters(table))
+        elif isinstance(table, LinearSpec):
+            sim.newton.set_parameters(linear_solver=make_linear_solver(table))
+        elif isinstance(table, ConstraintSpec) and key == "type":
+            sim.set_constraint_solver(make_constraint_solver_from(table))
+        elif isinstance(table, ConstraintSpec):
+            sim.constraint_solver.set_parameters(**_constraint_parameters(table))
+        elif isinstance(table, DynamicSpec) or (isinstance(table, SceneSettings) and key == "dt"):
             if sim.dynamic_solver is not None:
                 sim.dynamic_solver.set_parameters(dt=spec.scene.dt, **_dynamic_parameters(spec.solver.dynamic))
-        elif path.startswith(("scene.", "drag.")):
+        elif isinstance(table, SceneSettings) and key == "gravity":
+            for gravity in self.gravities:
+                gravity.g = spec.scene.gravity
+        elif isinstance(table, SceneSettings) and key == "mode":
+            self._check_grounded(ParameterError)
+            sim.set_mode(spec.scene.mode)
+        elif isinstance(table, SceneSettings | DragSpec):
             pass  # name, units: labels only; drag.compliance is read when a drag starts
-        elif self._is_material_path(path):
-            model, young, poisson = element_materials(spec, body, self.meshes[body_index])
-            self.elasticities[body_index].set_material(model=model, young=young, poisson=poisson,
-                                                rotation_method=body.material.rotation_method,
-                                                **_corotational_tangent_kwargs(body.material))
-            if ".totalMass" in path or ".massDensity" in path:
-                self._build_keep_positions()
-        elif self._actuator_key(path, body) is not None:
-            kind, name, key = self._actuator_key(path, body)
-            actuator = getattr(body, {"cable": "cables", "cavity": "cavities", "effector": "effectors"}[kind])
-            spec_item = next(a for a in actuator if a.name == name)
-            value = getattr(spec_item, key)
-            if kind == "cable" and key in ("points", "indices", "pullPoint", "hasPullPoint", "cableInitialLength"):
-                self._build_keep_positions()
-            elif kind == "cavity" and key in ("surface", "set"):
-                self._build_keep_positions()
-            elif kind == "effector" and key in ("position", "indices"):
-                self._build_keep_positions()
-            else:
-                if isinstance(value, tuple):
-                    value = np.asarray(value, dtype=np.float64)
-                sim.constraint(name).set_parameters(**{key: value})
+        elif isinstance(table, MaterialSpec | MaterialRegionSpec) and key not in ("totalMass", "massDensity"):
+            index = address.index("body")
+            body = spec.bodies[index]
+            model, young, poisson = element_materials(spec, body, self.meshes[index])
+            self.model.bodies[index].elasticity.set_material(model=model, young=young, poisson=poisson,
+                                                             rotation_method=body.material.rotation_method,
+                                                             **_corotational_tangent_kwargs(body.material))
+        elif isinstance(table, CableSpec | CavitySpec | EffectorSpec) and key in sim.constraint(table.name).PARAMETERS:
+            value = getattr(table, key)
+            sim.constraint(table.name).set_parameters(**{key: np.asarray(value) if isinstance(value, tuple) else value})
         else:
             self._build_keep_positions()
-
-    def _is_material_path(self, path: str) -> bool:
-        parts = path.replace("[", ".[").split(".")
-        return "material" in parts
-
-    def _actuator_key(self, path: str, body):
-        """("cable", name, key) for ``body.<b>.cable.<name>.<key>`` (names or [index]), else None."""
-        parts = path.split(".")
-        for kind, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
-            for i, part in enumerate(parts):
-                head = part.split("[")[0]
-                if head != kind or i + 1 >= len(parts):
-                    continue
-                if "[" in part:
-                    index = int(part.split("[")[1].rstrip("]"))
-                    return kind, items[index].name, parts[i + 1]
-                if i + 2 < len(parts):
-                    return kind, parts[i + 1], parts[i + 2]
-        return None
 
     def _build_keep_positions(self) -> None:
         x = self.simulation.x.copy()
@@ -604,10 +491,9 @@ class Scene:
         drag = self.drag
         self._build()
         if x.shape == self.simulation.x.shape:
-            self.simulation.x = x
-            self.simulation.frame = frame
+            self.simulation.restore(x, frame)
         if drag is not None:
-            self.simulation.constraints.append(drag)
+            self.simulation.add_constraint(drag)
 
     # -- mouse drag -------------------------------------------------------------------------------------
     def start_drag(self, node: int, target) -> None:
@@ -615,7 +501,7 @@ class Scene:
         self.stop_drag()
         self.drag = DragConstraint(int(node), np.asarray(target, dtype=np.float64),
                                    compliance=self.spec.drag.compliance)
-        self.simulation.constraints.append(self.drag)
+        self.simulation.add_constraint(self.drag)
 
     def move_drag(self, target) -> None:
         if self.drag is not None:
@@ -623,7 +509,7 @@ class Scene:
 
     def stop_drag(self) -> None:
         if self.drag is not None:
-            self.simulation.constraints.remove(self.drag)
+            self.simulation.remove_constraint(self.drag)
             self.drag = None
 
     # -- saving -----------------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
 from softsim.mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
-from softsim.mechanics.newton import NewtonReport
 
 logger = logging.getLogger(__name__)
 
@@ -144,17 +144,8 @@ class Simulation:
         return report
 
     def _dynamic_step(self) -> FrameReport:
-        from softsim.mechanics.dynamics import DynamicState
-
         self.dynamic_solver.constraints = [c for c in self.constraints if c.enforced and c.active]
         result = self.dynamic_solver.step(DynamicState(self.x, self.v, self.time, self.frame))
-        squared = [float(c) ** 2 for c in result.correction_norms]
-        newton = NewtonReport(x=result.state.x, converged=result.converged, diverged=result.diverged,
-                              reason=result.message or ("converged" if result.converged else "iterations done"),
-                              iterations=result.iterations, iteration_times=[], squared_residuals=squared,
-                              squared_initial_residual=squared[0] if squared else 0.0,
-                              iterative_linear_solver_squared_residuals=[],
-                              iterative_linear_solver_squared_rhs_norms=[])
         warnings = []
         if result.ok and not result.converged:
             warnings.append(f"implicit step did not converge ({result.message or 'iterations done'})")
@@ -162,9 +153,8 @@ class Simulation:
             warnings.append(f"constraint solver did not converge (error {result.constraint.currentError:.3g} "
                             f"after {result.constraint.currentIterations} iterations)")
         report = FrameReport(self.frame + 1, result.ok, "; ".join(warnings) if result.ok else result.message,
-                             newton=newton,
                              constraint=result.constraint, n_constraint_rows=result.n_constraint_rows,
-                             times=dict(result.times))
+                             times=dict(result.times), dynamic=result)
         if result.ok:
             self.x = np.array(result.state.x, dtype=np.float64).reshape(-1, 3)
             self.v = np.array(result.state.v, dtype=np.float64).reshape(-1, 3)
@@ -178,6 +168,26 @@ class Simulation:
             self.failed_frames += 1
         self.last_report = report
         return report
+
+    # -- changing -------------------------------------------------------------------------------------
+    def set_constraint_solver(self, constraint_solver) -> None:
+        """Use another complementarity solver from the next frame on (static and dynamic)."""
+        self.constraint_solver = constraint_solver
+        if self.dynamic_solver is not None:
+            self.dynamic_solver.constraint_solver = constraint_solver
+
+    def add_constraint(self, constraint) -> None:
+        self.constraints.append(constraint)
+        self.mark_edited()
+
+    def remove_constraint(self, constraint) -> None:
+        self.constraints.remove(constraint)
+        self.mark_edited()
+
+    def restore(self, x: np.ndarray, frame: int) -> None:
+        """Continue from positions ``x`` (n, 3) at frame number ``frame`` (a rebuilt scene keeps its state)."""
+        self.x = np.array(x, dtype=np.float64).reshape(self.X.shape)
+        self.frame = int(frame)
 
     def run(self, frames: int) -> list[FrameReport]:
         return [self.step() for _ in range(frames)]

@@ -26,7 +26,7 @@ from softsim.mechanics.scene.load import parse_data
 from softsim.mechanics.scene.save import to_data
 from softsim.mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
 
-__all__ = ["get_value", "set_value", "set_values", "list_parameters", "validate_spec"]
+__all__ = ["Address", "get_value", "resolve", "set_value", "set_values", "list_parameters", "validate_spec"]
 
 _SEGMENT = re.compile(r"^([^.\[\]]+)((?:\[\d+\])*)$")
 
@@ -107,6 +107,26 @@ def _resolve(spec: SceneSpec, path: str) -> tuple[Any, str, str, Kind, list[tupl
         if position == len(tokens):
             canonical = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
             return obj, "", "", kind, steps, canonical
+
+
+@dataclasses.dataclass(frozen=True)
+class Address:
+    """Where a key path points: the spec object holding the value (``table``), its TOML ``key``, and the
+    canonical ``steps`` from the root (``[("body", 0), ("cable", 1), ("value", None)]``)."""
+
+    table: Any
+    key: str
+    steps: tuple[tuple[str, int | None], ...]
+
+    def index(self, key: str) -> int | None:
+        """The list index taken at ``key`` (``address.index("body")``), or None."""
+        return next((i for k, i in self.steps if k == key), None)
+
+
+def resolve(spec: SceneSpec, path: str) -> Address:
+    """The :class:`Address` of ``path`` (SceneError for a path that names no key)."""
+    parent, _attribute, key, _kind, steps, _canonical = _resolve(spec, path)
+    return Address(parent, key, tuple(steps))
 
 
 def get_value(spec: SceneSpec, path: str) -> Any:

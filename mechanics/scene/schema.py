@@ -583,8 +583,6 @@ class DynamicSpec:
     kkt: str = _key(Choice("auto", "schur", "direct"), "auto", when=_DYNAMIC,
                     help="auto: a direct KKT solve when every constraint is an equality, else the Schur "
                          "complement with the constraint solver.")
-    constraint_geometric_stiffness: bool = _key(
-        Flag(), True, when=_DYNAMIC, help="Include the constraints' geometric stiffness from the second iteration on.")
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.loads import Gravity
 from softsim.mechanics.mass import TetMass
-from softsim.mechanics.multibody import Body, MultiBodySystem
+from softsim.mechanics.model import Body, Model
 from softsim.meshes.generate import beam
 
 STEPS = 1000
@@ -22,7 +22,7 @@ def cantilever(model="linear", gravity=None, rayleigh_nodes=False):
     mass = TetMass(X, tets, massDensity=100.0)
     fixed = np.flatnonzero(X[:, 0] < 1e-9)
     loads = [] if gravity is None else [Gravity(mass.nodal_masses, gravity)]
-    return MultiBodySystem([Body("beam", elasticity, mass, fixed_nodes=fixed, loads=loads)])
+    return Model([Body("beam", elasticity, mass, fixed_nodes=fixed, loads=loads)])
 
 
 def first_mode(system):

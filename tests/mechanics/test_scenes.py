@@ -130,7 +130,7 @@ def test_pneunet_stiff_layer_is_three_times_stiffer():
     from softsim.mechanics.scene_runtime import element_materials
 
     scene = load("pneunet")
-    _, young, poisson = element_materials(scene.spec, scene.body_spec, scene.mesh)
+    _, young, poisson = element_materials(scene.spec, scene.spec.bodies[0], scene.mesh)
     assert set(np.unique(young).tolist()) == {500.0, 1500.0}
     assert np.all(poisson == 0.3)
     layer = scene.mesh.cell_sets["stiff_layer"]
