@@ -20,21 +20,18 @@ import numpy as np
 from scipy.spatial import cKDTree
 from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_keys
 from softsim.mechanics.constraints import (
+    OBSTACLE_CLASSES,
     BilateralAttachment,
-    BoxObstacle,
     CableConstraint,
-    CapsuleObstacle,
     ContactConstraint,
     DragConstraint,
-    PlaneObstacle,
     PositionEffector,
-    SphereObstacle,
     SurfacePressureConstraint,
 )
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
-from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
+from softsim.mechanics.linear_solvers import make_linear_solver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 from softsim.mechanics.mass import TetMass
 from softsim.mechanics.model import Body, Model
@@ -42,6 +39,7 @@ from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
 from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.schema import (
+    OBSTACLE_KEYS,
     CableSpec,
     CavitySpec,
     ConstraintSpec,
@@ -53,6 +51,7 @@ from softsim.mechanics.scene.schema import (
     MaterialSpec,
     NewtonSpec,
     SceneSettings,
+    declarations,
     declared_values,
 )
 from softsim.mechanics.scene_checks import check_scene
@@ -128,12 +127,10 @@ def _corotational_tangent_kwargs(material) -> dict:
             "spd_projection": value == "exact_spd" and material.model == "corotational"}
 
 
-def make_linear_solver(linear):
-    if linear.type == "direct":
-        return DirectSolver(backend=linear.backend)
-    return CGSolver(maximum_number_of_iterations=linear.maximum_number_of_iterations,
-                    residual_tolerance_threshold=linear.residual_tolerance_threshold,
-                    preconditioning_method=linear.preconditioning_method)
+def _linear_solver(linear):
+    """The linear solver of ``[solver.linear]`` with the keys its type uses."""
+    keys = {d.key for d in declarations(LinearSpec) if d.when is not None and linear.type in d.when.values}
+    return make_linear_solver(linear.type, **declared_values(linear, keys))
 
 
 def _newton_parameters(newton) -> dict:
@@ -205,13 +202,7 @@ ALARM_FRACTION = 0.05
 
 
 def _make_obstacle(obstacle):
-    if obstacle.type == "plane":
-        return PlaneObstacle(obstacle.point, obstacle.normal)
-    if obstacle.type == "sphere":
-        return SphereObstacle(obstacle.center, obstacle.radius)
-    if obstacle.type == "box":
-        return BoxObstacle(obstacle.center, obstacle.halfExtents)
-    return CapsuleObstacle(obstacle.a, obstacle.b, obstacle.radius)
+    return OBSTACLE_CLASSES[obstacle.type](**{key: getattr(obstacle, key) for key in OBSTACLE_KEYS[obstacle.type]})
 
 
 class Scene:
@@ -288,7 +279,7 @@ class Scene:
                 surface_nodes, obstacles, contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=model.n_nodes, name="contact"))
-        newton = StaticNewtonSolver(linear_solver=make_linear_solver(spec.solver.linear),
+        newton = StaticNewtonSolver(linear_solver=_linear_solver(spec.solver.linear),
                                     **_newton_parameters(spec.solver.newton))
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
         dynamic_solver = None if model.mass_matrix is None else DynamicSolver(
@@ -456,7 +447,7 @@ class Scene:
         elif isinstance(table, NewtonSpec):
             sim.newton.set_parameters(**_newton_parameters(table))
         elif isinstance(table, LinearSpec):
-            sim.newton.set_parameters(linear_solver=make_linear_solver(table))
+            sim.newton.set_parameters(linear_solver=_linear_solver(table))
         elif isinstance(table, ConstraintSpec) and key == "type":
             sim.set_constraint_solver(make_constraint_solver_from(table))
         elif isinstance(table, ConstraintSpec):

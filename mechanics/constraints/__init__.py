@@ -5,6 +5,7 @@ from softsim.mechanics.constraints.base import Constraint, PointSet
 from softsim.mechanics.constraints.cable import CableConstraint, cable_length_and_gradient
 from softsim.mechanics.constraints.cavity import SurfacePressureConstraint, surface_volume, surface_volume_gradient
 from softsim.mechanics.constraints.contact import (
+    OBSTACLE_CLASSES,
     BoxObstacle,
     CapsuleObstacle,
     ContactConstraint,
@@ -17,6 +18,7 @@ from softsim.mechanics.constraints.drag import DragConstraint
 from softsim.mechanics.constraints.effector import PositionEffector
 
 __all__ = [
+    "OBSTACLE_CLASSES",
     "BilateralAttachment",
     "BoxObstacle",
     "CableConstraint",

@@ -36,6 +36,7 @@ from softsim.mechanics.scene.schema import ObstacleSpec, check_parameters
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "OBSTACLE_CLASSES",
     "BoxObstacle",
     "CapsuleObstacle",
     "ContactConstraint",
@@ -107,16 +108,16 @@ class SphereObstacle(Obstacle):
 
 
 class BoxObstacle(Obstacle):
-    """Solid axis-aligned box (``center``, positive ``half_extents``); rotate the scene rather than the box.
+    """Solid axis-aligned box (``center``, positive ``halfExtents``); rotate the scene rather than the box.
 
     Outside, the distance is Euclidean to the nearest face, edge or corner; inside, it is minus the distance
     to
     the nearest face and the normal is that face's normal.
     """
 
-    def __init__(self, center, half_extents) -> None:
+    def __init__(self, center, halfExtents) -> None:  # noqa: N803 - the scene key
         self.center = _vector("box", "center", center)
-        self.half_extents = _vector("box", "half_extents", half_extents)
+        self.half_extents = _vector("box", "halfExtents", halfExtents)
         if np.any(self.half_extents <= 0.0):
             raise ParameterError(f"box: half_extents must be > 0, got {self.half_extents.tolist()}")
 
@@ -194,6 +195,10 @@ def _per_obstacle(owner: str, key: str, value, n_obstacles: int, lo: float) -> n
             f"{owner}: {key} must be one number >= {lo} or one per obstacle ({n_obstacles}), got {value!r}"
         )
     return array
+
+
+#: the obstacle class of each ``[[obstacle]]`` type; its constructor takes that type's scene keys
+OBSTACLE_CLASSES = {"plane": PlaneObstacle, "sphere": SphereObstacle, "box": BoxObstacle, "capsule": CapsuleObstacle}
 
 
 class ContactConstraint(Constraint):
