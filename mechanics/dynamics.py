@@ -4,7 +4,7 @@ Scheme (alpha = ``implicitVelocity``, beta = ``implicitPosition``, h = ``dt``)::
 
     v+ = v + h M^-1 (alpha f+ + (1 - alpha) f),     x+ = x + h (beta v+ + (1 - beta) v)
 
-``alpha = beta = 1`` is backward Euler (dissipative). The seed calls ``alpha = 0.5, beta = 1`` energy
+``alpha = beta = 1`` is backward Euler (dissipative). ``alpha = 0.5, beta = 1`` is often called energy
 conserving; it is only nearly so: on an undamped mode of frequency omega its amplification matrix has
 determinant ``1 / (1 + (h omega)^2 / 2)``, so the energy decays by that factor per step (2.6 % over 1000 steps
 at h omega = 0.007, tested against this scalar reference). ``alpha = beta = 0.5`` is the trapezoidal rule and
@@ -17,7 +17,7 @@ rayleighStiffness K`` (see :mod:`mechanics.mass` for the sign convention; ``K = 
     H = M + h alpha C_damp + h^2 alpha beta K = (1 + h alpha rayleighMass) M + (h alpha rayleighStiffness
         + h^2 alpha beta) K
 
-First iteration (the linearly implicit scheme of the seed: forces linearised at the step start ``x_n``)::
+First iteration (the linearly implicit scheme: forces linearised at the step start ``x_n``)::
 
     H dv = h (F_n - h alpha K_n v_n),   F_n = f(x_n) - C_damp v_n
 
@@ -31,7 +31,7 @@ Constraints: every row obeys Compliant's law on the time-averaged multiplier ``l
 
     l J delta + C lambda = -e,   e = alpha phi(x_k) + alpha d J v_k + (1 - alpha)(phi_n + d phi_dot_n)
 
-(at the first iteration ``phi(x_k)`` is the linear prediction ``phi_n + h J_n v_n``: seed equation 13 exactly).
+(at the first iteration ``phi(x_k)`` is the linear prediction ``phi_n + h J_n v_n``, Compliant's linearised law).
 With ``delta = H^-1 (r + h J^T lambda)`` this is solved either
 
 - through the Schur complement, scaled by ``s = alpha h beta`` so that it is in displacement units and has the

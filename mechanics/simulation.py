@@ -1,7 +1,8 @@
-"""A running simulation: the state of one body, its constraints and solvers, and the frame loop.
+"""A running simulation: the state of the model (one or several bodies), its constraints and solvers, and the
+frame loop.
 
-``Simulation.step()`` runs one frame (mechanics.frame_step) and keeps the last good state when a frame
-fails. Parameters change between frames through ``set_*`` methods without rebuilding anything that does not
+``Simulation.step()`` runs one frame, static (mechanics.frame_step) or dynamic (mechanics.dynamics), returns one
+:class:`FrameReport` either way, and keeps the last good state when a frame fails. Parameters change between frames through ``set_*`` methods without rebuilding anything that does not
 depend on them (the sparsity pattern and the symbolic factorization survive a material change).
 """
 
@@ -52,7 +53,7 @@ class Frame:
 
 
 class Simulation:
-    """One deformable body with its static problem, Newton solver, constraints and constraint solver.
+    """The model's static problem, Newton solver, constraints, constraint solver and dynamic solver.
 
     Parameters
     ----------
@@ -239,8 +240,8 @@ class Simulation:
         """A :class:`Frame` of the current state, made with ``report`` (the FrameReport of the last frame or None).
 
         fields : the optional fields to compute, names from SNAPSHOT_FIELDS (default: all of them). A field not
-            asked for is left empty (shape (0,)): von Mises is a pass over every element (2.7 ms at 10k tets,
-            benchmarks/bench_render.py), worth skipping when nothing shows it.
+            asked for is left empty (shape (0,)): von Mises is a pass over every element, worth skipping when
+            nothing shows it.
 
         Raises ParameterError for a name not in SNAPSHOT_FIELDS.
         """
