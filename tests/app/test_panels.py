@@ -11,7 +11,7 @@ from PyQt6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
 from softsim.app.panels import DOCK_NAMES, create_docks
 from softsim.app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
 from softsim.app.panels.schema_info import describe_parameters, tooltip_for
-from softsim.app.panels.widgets import RealEditor, VectorEditor
+from softsim.app.panels.widgets import RealEditor, VectorEditor, format_real
 from softsim.app.resources import resource_path
 from softsim.mechanics.scene import list_parameters, load_scene
 
@@ -428,3 +428,35 @@ def test_a_value_the_worker_refuses_is_reverted_in_the_session_spec(docks, sessi
     assert session.spec.bodies[0].fixed[0].box == (-15.0, 0.0, 0.0, 5.0, 10.0, 15.0)
     error = next(text for level, text in messages if text.startswith(f"set {path}:"))
     assert "no_such_set" in error
+
+
+def test_every_declared_parameter_of_the_panel_refuses_like_the_file(docks, session):
+    """Each numeric editor refuses a value just outside its declared range with the loader's message (the one
+    tests/mechanics/test_declarations.py finds in the file format) and changes nothing; integer spin boxes
+    cannot leave the declared range; every tooltip carries the declared help text and unit."""
+    from softsim.mechanics.scene import get_value
+    from softsim.mechanics.scene.kinds import Integer, Invalid, Real
+
+    panel = docks["parameters_dock"]
+    checked = 0
+    for info in describe_parameters(session.spec):
+        editor = panel.editor(info.path)
+        assert info.declaration.help in editor.toolTip() and (not info.unit or f"[{info.unit}]" in editor.toolTip())
+        kind = info.kind
+        if isinstance(kind, Integer):
+            assert editor.spin.minimum() == kind.lo and editor.spin.maximum() == kind.hi
+            continue
+        if not isinstance(kind, Real) or (kind.lo is None and kind.hi is None):
+            continue
+        bad = (kind.lo if kind.lo_open else kind.lo - 1.0) if kind.lo is not None else \
+            (kind.hi if kind.hi_open else kind.hi + 1.0)
+        try:
+            kind.convert(bad)
+        except Invalid as error:
+            message = str(error)
+        before = session.spec.solver.constraint.tolerance, info.value
+        assert not editor.edit(format_real(bad)), info.path
+        assert editor.error_text == f"finger.toml: {info.path}: {message}"
+        assert (session.spec.solver.constraint.tolerance, get_value(session.spec, info.path)) == before
+        checked += 1
+    assert checked == 24
