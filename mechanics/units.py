@@ -30,9 +30,3 @@ def unit_label(quantity: str | None, system: str) -> str:
     if quantity is None:
         return ""
     return QUANTITIES[quantity][SYSTEMS.index(system)]
-
-
-def with_unit(text: str, quantity: str | None, system: str) -> str:
-    """``text`` followed by the bracketed unit, when the quantity has one: ``"force [mN]"``."""
-    label = unit_label(quantity, system)
-    return f"{text} [{label}]" if label else text
