@@ -240,3 +240,16 @@ def test_the_documentation_lists_every_key_from_the_declarations():
                                                      "docs/scene-format.md"
     for path, _cls, d in declared_keys():
         assert f"| `{path}`" in generated and d.help.replace("|", "\\|") in generated
+
+
+def test_the_declarations_survive_python_OO():
+    """Help texts live in the declarations, not in docstrings, so ``python -OO`` (which strips docstrings) keeps
+    them."""
+    import subprocess
+    import sys
+
+    code = ("from softsim.mechanics.scene.reference import key_table; t = key_table(); "
+            "assert 'The factor of the spectral correction.' in t; print(len(t.splitlines()))")
+    result = subprocess.run([sys.executable, "-OO", "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == len(declared_keys()) + 2
