@@ -29,7 +29,7 @@ for frame in range(1, 51):
     if motion < 1e-6:
         break
 print(f"settled after {frame} frames (last motion {motion:.1e} mm, "
-      f"Newton {report.newton.iterations} iterations, converged: {report.newton.converged})")
+      f"{report.iterations} Newton iterations, converged: {report.converged})")
 
 outputs = scene.outputs()  # every actuator and effector output, "NAME.QUANTITY" -> float
 for key in ("cable.displacement", "cable.cableLength", "cable.force"):
