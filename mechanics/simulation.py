@@ -2,8 +2,9 @@
 frame loop.
 
 ``Simulation.step()`` runs one frame, static (mechanics.frame_step) or dynamic (mechanics.dynamics), returns one
-:class:`FrameReport` either way, and keeps the last good state when a frame fails. Parameters change between frames through ``set_*`` methods without rebuilding anything that does not
-depend on them (the sparsity pattern and the symbolic factorization survive a material change).
+:class:`FrameReport` either way, and keeps the last good state when a frame fails. Parameters change between
+frames through ``set_*`` methods without rebuilding anything that does not depend on them (the sparsity pattern
+and the symbolic factorization survive a material change).
 """
 
 from __future__ import annotations

@@ -1,29 +1,29 @@
-"""Write a :class:`~mechanics.scene.schema.SceneSpec` back to TOML (by hand: no TOML-writer dependency).
+"""Write a :class:`~mechanics.scene.schema.SceneSpec` back to TOML, keeping the user's file as it was written.
 
-Every value is written explicitly (defaults included), so a saved scene reads back to an equal
-``SceneSpec`` whatever the defaults of a later version. Paths are rewritten relative to the directory of the
-new file; a path that still resolves to the same file from there is kept as it was written.
+A scene read from a file is saved into that file's document (tomlkit): only the values that changed are
+rewritten, keys and tables that were added or removed are added or removed, and the comments, the key order
+and the layout stay. Every value is written explicitly (defaults included), so a saved scene reads back to an
+equal ``SceneSpec`` whatever the defaults of a later version. Paths are rewritten relative to the directory of
+the new file; a path that still resolves to the same file from there is kept as it was written.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 from softsim.mechanics.scene.kinds import FilePath
 from softsim.mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
 from softsim.meshes.files import write_text_atomically
 
 __all__ = ["to_data", "dump_scene", "save_scene"]
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 #: Region keys whose small tables are written inline (``sphere = { center = [...], radius = 1.0 }``).
 _INLINE_KEYS = {"sphere", "halfspace"}
-_HEADER = "# softsim scene: every key, its range and default in softsim's mechanics/scene/schema.py\n"
+_HEADER = "softsim scene: every key, its range, unit and default in docs/scene-format.md"
 
 
 def _relative_path(text: str, resolved: Path, new_base: Path) -> str:
@@ -64,74 +64,63 @@ def to_data(obj: Any, *, old_base: Path | None = None, new_base: Path | None = N
     return data
 
 
-def _string(text: str) -> str:
-    escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-    out = []
-    for char in text:
-        if char in escapes:
-            out.append(escapes[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+def _document(spec: SceneSpec) -> tomlkit.TOMLDocument:
+    """The document the scene was read from, or a new one with a header."""
+    try:
+        return tomlkit.parse(Path(spec.source).read_text(encoding="utf-8"))
+    except (OSError, ValueError, tomlkit.exceptions.TOMLKitError):
+        document = tomlkit.document()
+        document.add(tomlkit.comment(_HEADER))
+        return document
 
 
-def _key_text(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
+def _merge(table, data: dict[str, Any]) -> None:
+    """Make the tomlkit ``table`` hold ``data``: changed values replaced in place, new keys appended, keys that
+    ``data`` lacks removed; sub-tables and arrays of tables of the same length merged item by item."""
+    for key in [k for k in table if k not in data]:
+        del table[key]
+    for key, value in data.items():
+        old = table.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            _merge(old, value)
+        elif _is_table_list(value) and isinstance(old, list) and len(old) == len(value) and _is_table_list(old):
+            for old_item, item in zip(old, value):
+                _merge(old_item, item)
+        elif isinstance(value, dict) and key in _INLINE_KEYS:
+            inline = tomlkit.inline_table()
+            inline.update(value)
+            table[key] = inline
+        elif _is_table_list(value):
+            array = tomlkit.aot()
+            for item in value:
+                new = tomlkit.table()
+                _merge(new, item)
+                array.append(new)
+            table[key] = array
+        elif isinstance(value, dict):
+            new = tomlkit.table()
+            _merge(new, value)
+            table[key] = new
+        elif old is None or _plain(old) != value:
+            table[key] = value
 
 
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return _string(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key_text(k)} = {_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+def _plain(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def _is_table_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def _emit(data: dict[str, Any], header: str, array: bool, lines: list[str], inline: set[str]) -> None:
-    """Append the table ``data`` under ``[header]`` (``[[header]]`` when ``array``) to ``lines``."""
-    plain = {k: v for k, v in data.items() if k in inline or not (isinstance(v, dict) or _is_table_list(v))}
-    if header and (plain or array):
-        lines.append("")
-        lines.append(f"[[{header}]]" if array else f"[{header}]")
-    for key, value in plain.items():
-        lines.append(f"{_key_text(key)} = {_value(value)}")
-    for key, value in data.items():
-        if key in plain:
-            continue
-        child = f"{header}.{_key_text(key)}" if header else _key_text(key)
-        if isinstance(value, dict):
-            _emit(value, child, False, lines, inline)
-        else:
-            for item in value:
-                _emit(item, child, True, lines, inline)
-
-
 def dump_scene(spec: SceneSpec, *, base_dir: Path | str | None = None) -> str:
-    """The scene as TOML text. Paths are relative to ``base_dir`` when given (the directory of the file the
-    text will be written to), else written as they were read."""
+    """The scene as TOML text, in the document it was read from when there is one. Paths are relative to
+    ``base_dir`` when given (the directory of the file the text will be written to), else written as they
+    were read."""
     new_base = None if base_dir is None else Path(base_dir).resolve()
-    data = to_data(spec, new_base=new_base)
-    lines: list[str] = [_HEADER.rstrip("\n")]
-    _emit(data, "", False, lines, _INLINE_KEYS)
-    return "\n".join(lines).lstrip("\n") + "\n"
+    document = _document(spec)
+    _merge(document, to_data(spec, new_base=new_base))
+    return tomlkit.dumps(document)
 
 
 def save_scene(spec: SceneSpec, path: Path | str) -> None:

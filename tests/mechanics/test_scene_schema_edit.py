@@ -342,3 +342,36 @@ def test_constraint_solver_ranges_in_the_scene_file_match_the_solvers():
             set_value(spec, f"solver.constraint.{key}", too_big)
         set_value(spec, f"solver.constraint.{key}", largest)
         make_constraint_solver("ImprovedJacobi", **{key: largest})
+
+
+def test_save_keeps_the_users_comments_key_order_and_layout(tmp_path: Path) -> None:
+    mesh = (Path(__file__).resolve().parents[2] / "resources" / "meshes" / "cube.vtu").as_posix()
+    text = f"""# my cube, tuned by hand
+[[body]]
+mesh = "{mesh}"
+name = "cube"   # the name comes second here
+
+  [body.material]
+  poissonRatio = 0.3      # silicone-ish
+  youngModulus = 100.0
+  # the base is fixed
+  [[body.fixed]]
+  box = [-1.0, -1.0, -1.0, 1.0, 0.001, 1.0]
+
+[solver.newton]
+newton_iterations = 7  # enough here
+"""
+    path = tmp_path / "cube.toml"
+    path.write_text(text, encoding="utf-8")
+    spec = load_scene(path)
+    set_value(spec, "body.cube.material.youngModulus", 250.0)
+    save_scene(spec, path)
+    saved = path.read_text(encoding="utf-8")
+    for line in ("# my cube, tuned by hand", 'name = "cube"   # the name comes second here',
+                 "poissonRatio = 0.3      # silicone-ish", "# the base is fixed",
+                 "newton_iterations = 7  # enough here"):
+        assert line in saved
+    assert "youngModulus = 250.0" in saved and "youngModulus = 100.0" not in saved
+    assert saved.index("mesh =") < saved.index("name =") < saved.index("[body.material]")
+    assert saved.index("poissonRatio") < saved.index("youngModulus")
+    assert load_scene(path) == spec
