@@ -178,24 +178,21 @@ class FrameCsv:
 def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict[str, float]) -> dict:
     """One CSV row from a successful frame's :class:`~mechanics.frame_step.FrameReport`.
 
-    ``newton_residual`` is the norm of the last Newton residual ``|R|`` (force unit); a frame without
-    constraint rows has ``constraint_iterations`` 0, ``constraint_error`` 0 and ``constraint_converged`` 1.
+    ``newton_*`` describe the frame's nonlinear solve: the free Newton solve of a static frame
+    (``newton_residual`` is its last residual norm ``|R|``, force unit) or the implicit step of a dynamic frame
+    (its last velocity correction norm); a frame without constraint rows has ``constraint_iterations`` 0,
+    ``constraint_error`` 0 and ``constraint_converged`` 1.
     ``max_displacement`` is ``max_i |x_i - X_i|`` (length unit).
     """
-    newton = report.newton
-    if newton is not None and len(newton.squared_residuals):
-        residual = math.sqrt(float(newton.squared_residuals[-1]))
-    elif newton is not None:
-        residual = math.sqrt(float(newton.squared_initial_residual))
-    else:
-        residual = float("nan")
+    solve = report.dynamic if report.dynamic is not None else report.newton
+    norms = report.residual_norms
     constraint = report.constraint
     row: dict[str, object] = {
         "frame": index,
         "wall_ms": 1e3 * wall_seconds,
-        "newton_iterations": 0 if newton is None else int(newton.iterations),
-        "newton_converged": newton is not None and bool(newton.converged),
-        "newton_residual": residual,
+        "newton_iterations": report.iterations,
+        "newton_converged": solve is not None and bool(solve.converged),
+        "newton_residual": float(norms[-1]) if norms.size else float("nan"),
         "constraint_iterations": 0 if constraint is None else int(constraint.currentIterations),
         "constraint_error": 0.0 if constraint is None else float(constraint.currentError),
         "constraint_converged": True if constraint is None else bool(constraint.converged),
@@ -205,60 +202,26 @@ def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict
     return row
 
 
-def write_frame_vtu(path: Path, simulation) -> None:
-    """The deformed mesh of the current state, atomically: points ``x`` (n, 3); point data ``displacement``
-    (n, 3) ``x - X`` and ``displacement_magnitude`` (n,); cell data ``von_mises`` (m,)."""
+def write_frame_vtu(path: Path, x: np.ndarray, rest_positions: np.ndarray, tets: np.ndarray,
+                    von_mises: np.ndarray, point_data: dict[str, np.ndarray] | None = None) -> None:
+    """A deformed mesh as a .vtu, atomically: points ``x`` (n, 3), cells ``tets`` (m, 4); point data
+    ``displacement`` (n, 3) ``x - rest_positions``, ``displacement_magnitude`` (n,) and ``point_data``; cell data
+    ``von_mises`` (m,). Used by ``softsim run`` and by the window's export."""
     from softsim import meshes  # imported here so that ``softsim check`` does not pay for meshio
 
-    displacement = simulation.x - simulation.X
-    meshes.write_vtu(path, simulation.x, simulation.tets,
-                     point_data={"displacement": displacement,
-                                 "displacement_magnitude": np.linalg.norm(displacement, axis=1)},
-                     cell_data={"von_mises": np.nan_to_num(simulation.von_mises())})
+    displacement = x - rest_positions
+    meshes.write_vtu(path, x, tets, point_data={"displacement": displacement,
+                                                "displacement_magnitude": np.linalg.norm(displacement, axis=1),
+                                                **(point_data or {})},
+                     cell_data={"von_mises": np.nan_to_num(von_mises)})
 
 
 # -- progress -------------------------------------------------------------------------------------------
-class ProgressBar:
-    """A one-line text bar on ``stream``, drawn once the run has lasted ``delay`` seconds, at most 10 times
-    per second; ``close()`` ends the line."""
+def progress_bar(total: int, stream: TextIO, *, delay: float = _PROGRESS_DELAY_SECONDS):
+    """A tqdm bar of ``total`` frames on ``stream``, drawn once the run has lasted ``delay`` seconds."""
+    from tqdm import tqdm
 
-    def __init__(self, total: int, stream: TextIO, *, delay: float = _PROGRESS_DELAY_SECONDS, width: int = 30):
-        self.total = max(int(total), 1)
-        self.stream = stream
-        self.delay = delay
-        self.width = width
-        self.started = time.perf_counter()
-        self.last_draw = -math.inf
-        self.drawn = False
-        self.length = 0
-
-    def update(self, done: int) -> None:
-        now = time.perf_counter()
-        elapsed = now - self.started
-        if elapsed < self.delay or (now - self.last_draw < 0.1 and done < self.total):
-            return
-        self.last_draw = now
-        filled = int(self.width * done / self.total)
-        remaining = elapsed / done * (self.total - done) if done else float("nan")
-        eta = f"{remaining:.0f} s left" if math.isfinite(remaining) else ""
-        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} frames {elapsed:.1f} s {eta}   "
-        self.stream.write("\r" + line)
-        self.stream.flush()
-        self.drawn = True
-        self.length = len(line)
-
-    def clear(self) -> None:
-        """Erase the bar (before another message on the stream); the next update draws it again."""
-        if self.drawn:
-            self.stream.write("\r" + " " * self.length + "\r")
-            self.drawn = False
-            self.last_draw = -math.inf
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.drawn = False
+    return tqdm(total=total, file=stream, delay=delay, unit="frame", dynamic_ncols=True, leave=True)
 
 
 # -- output directory -----------------------------------------------------------------------------------
@@ -366,7 +329,7 @@ class _Outputs:
     def add_frame(self, index: int, row: dict, simulation) -> None:
         if self.write_vtu:
             name = f"frame_{index:04d}.vtu"
-            write_frame_vtu(self.out_dir / name, simulation)
+            write_frame_vtu(self.out_dir / name, simulation.x, simulation.X, simulation.tets, simulation.von_mises())
             self.pvd_entries.append((index if self.time_step is None else index * self.time_step, name))
             self.dirty = True
         self.csv.append(row)
@@ -399,7 +362,7 @@ def _one_line_message(text: str) -> str:
 
 def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = True,
                on_frame: Callable[[object, int, dict], None] | None = None,
-               progress: ProgressBar | None = None,
+               progress=None,
                on_not_converged: Callable[[int, str], None] | None = None) -> RunResult:
     """Run ``frames`` frames of ``scene`` (a :class:`mechanics.scene_runtime.Scene`) and write the outputs.
 
@@ -413,7 +376,7 @@ def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = Tru
     write_vtu : write ``frame_NNNN.vtu`` per frame and ``result.pvd``.
     on_frame : called as ``on_frame(scene, index, row)`` after frame ``index`` is written (its files are
         complete on disk); it may change the scene (live edits by key path, as the GUI does between frames).
-    progress : a bar updated after every frame.
+    progress : a tqdm bar updated after every frame.
     on_not_converged : called as ``on_not_converged(index, message)`` for every frame that ran but did not
         converge (its row is written; ``message`` is the solver's, on one line).
 
@@ -454,7 +417,7 @@ def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = Tru
                 if on_not_converged is not None:
                     on_not_converged(index, _one_line_message(report.message))
             if progress is not None:
-                progress.update(result.frames_written)
+                progress.update(result.frames_written - progress.n)
             if on_frame is not None:
                 on_frame(scene, index, row)
     finally:
@@ -593,20 +556,22 @@ class _NotConvergedWarnings:
     """Writes a warning per frame that did not converge, the first ``_LISTED_NOT_CONVERGED`` ones; later ones
     are only counted (the summary at the end gives the total)."""
 
-    def __init__(self, stderr: TextIO, bar: ProgressBar | None) -> None:
+    def __init__(self, stderr: TextIO, bar) -> None:
         self.stderr, self.bar, self.count = stderr, bar, 0
 
     def __call__(self, index: int, message: str) -> None:
         self.count += 1
         if self.count > _LISTED_NOT_CONVERGED + 1:
             return
-        if self.bar is not None:
-            self.bar.clear()
         if self.count <= _LISTED_NOT_CONVERGED:
-            self.stderr.write(f"softsim: warning: frame {index} did not converge: {message}\n")
+            text = f"softsim: warning: frame {index} did not converge: {message}"
         else:
-            self.stderr.write("softsim: warning: more frames did not converge; they are counted, not listed\n")
-        self.stderr.flush()
+            text = "softsim: warning: more frames did not converge; they are counted, not listed"
+        if self.bar is not None:
+            self.bar.write(text, file=self.stderr)  # above the bar, which is drawn again below it
+        else:
+            self.stderr.write(text + "\n")
+            self.stderr.flush()
 
 
 def summary(scene) -> str:
@@ -699,7 +664,7 @@ def _main(command: str, args, verbose: bool, stdout: TextIO, stderr: TextIO,
         stdout.write(summary(scene) + "\n")
         return EXIT_OK
     show_bar = args.progress or (hasattr(stderr, "isatty") and stderr.isatty())
-    bar = ProgressBar(args.frames, stderr) if show_bar else None
+    bar = progress_bar(args.frames, stderr) if show_bar else None
     not_converged = _NotConvergedWarnings(stderr, bar)
     try:
         with _terminate_as_interrupt():
@@ -744,7 +709,7 @@ __all__ = [
     "MAX_FRAMES",
     "RUN_MARKER",
     "FrameCsv",
-    "ProgressBar",
+    "progress_bar",
     "RunResult",
     "UsageError",
     "build_parser",

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from PyQt6.QtCore import QObject, QTimer, pyqtSignal
 from softsim.app.frames import DisplaySnapshot, complete_frame, has_field, make_display_frame
+from softsim.app.headless import write_frame_vtu
 from softsim.app.runner import SimulationRunner
 from softsim.mechanics.scene import SceneError, get_value, set_value
 
@@ -325,7 +326,7 @@ class Session(QObject):
             done(None, ValueError("no frame to export: open a scene first"))
             return
         self.call(f"export {path.name}",
-                  lambda scene: write_frame_vtu(path, complete_frame(scene, frame), rest_positions, tets),
+                  lambda scene: _export(path, complete_frame(scene, frame), rest_positions, tets),
                   done, changes_scene=False)
 
     # -- polling ---------------------------------------------------------------------------------------
@@ -357,12 +358,8 @@ class Session(QObject):
         self._poll_results()
 
 
-def write_frame_vtu(path: Path, frame, rest_positions: np.ndarray, tets: np.ndarray) -> None:
-    """Write a complete DisplayFrame (every field computed, see app.frames.complete_frame) as a .vtu: points
-    ``frame.x`` (n, 3), ``tets`` (m, 4); the data listed in :meth:`Session.export_frame`."""
-    from softsim import meshes
-    point_data = {"displacement": frame.x - rest_positions,
-                  "displacement_magnitude": frame.displacement,
-                  "von_mises_nodal": frame.von_mises_nodal,
-                  "strain_energy_density_nodal": frame.energy_density_nodal}
-    meshes.write_vtu(path, frame.x, tets, point_data=point_data, cell_data={"von_mises": frame.von_mises})
+def _export(path: Path, frame, rest_positions: np.ndarray, tets: np.ndarray) -> None:
+    """A complete DisplayFrame (every field computed, see app.frames.complete_frame) as a .vtu."""
+    write_frame_vtu(path, frame.x, rest_positions, tets, frame.von_mises,
+                    {"von_mises_nodal": frame.von_mises_nodal,
+                     "strain_energy_density_nodal": frame.energy_density_nodal})

@@ -298,10 +298,10 @@ def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monk
     """A write interrupted at frame 3 (the .vtu writer raises): frames 1-2 stay complete on disk."""
     original = headless.write_frame_vtu
 
-    def failing_write(path, simulation):
+    def failing_write(path, *args):
         if path.name == "frame_0003.vtu":
             raise KeyboardInterrupt  # as a Ctrl-C in the middle of the write
-        original(path, simulation)
+        original(path, *args)
 
     monkeypatch.setattr(headless, "write_frame_vtu", failing_write)
     out = tmp_path / "out"
@@ -423,15 +423,15 @@ def test_frame_csv_grows_columns_and_formats_values(tmp_path):
 
 def test_progress_bar_waits_for_the_delay_then_draws_on_one_line():
     stream = io.StringIO()
-    quiet = headless.ProgressBar(10, stream, delay=3600.0)
+    quiet = headless.progress_bar(10, stream, delay=3600.0)
     quiet.update(5)
     quiet.close()
     assert stream.getvalue() == ""
-    bar = headless.ProgressBar(4, stream, delay=0.0, width=8)
+    bar = headless.progress_bar(4, stream, delay=0.0)
     bar.update(4)
     bar.close()
     text = stream.getvalue()
-    assert text.startswith("\r[########] 4/4 frames") and text.endswith("\n") and text.count("\n") == 1
+    assert "4/4" in text and "frame" in text and text.endswith("\n") and text.count("\n") == 1
 
 
 def test_progress_option_keeps_the_csv_clean(tmp_path):
