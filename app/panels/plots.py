@@ -216,10 +216,9 @@ class PlotsPanel(QWidget):
         report = frame.report
         if report is None:
             return
-        newton = report.newton
-        if newton is not None:
-            squared = [newton.squared_initial_residual, *newton.squared_residuals]
-            self.newton_plot.set_data(np.arange(len(squared)), {"residual_norm": np.sqrt(squared)})
+        norms = report.residual_norms
+        if norms.size:
+            self.newton_plot.set_data(np.arange(norms.size), {"residual_norm": norms})
         constraint = report.constraint
         if constraint is not None:
             errors = np.asarray(constraint.graphErrors, dtype=np.float64)
@@ -252,10 +251,11 @@ class PlotsPanel(QWidget):
 def _summary(frame) -> str:
     report = frame.report
     parts = [f"frame {frame.index}" + ("" if report.ok else f": FAILED ({report.message})")]
-    newton = report.newton
-    if newton is not None:
-        state = "converged" if newton.converged else ("diverged" if newton.diverged else "not converged")
-        parts.append(f"Newton {newton.iterations} it, {state}" + (f" ({newton.reason})" if newton.reason else ""))
+    solve = report.dynamic if report.dynamic is not None else report.newton
+    if solve is not None:
+        state = "converged" if solve.converged else ("diverged" if solve.diverged else "not converged")
+        reason = getattr(solve, "reason", "") or getattr(solve, "message", "")
+        parts.append(f"Newton {report.iterations} it, {state}" + (f" ({reason})" if reason else ""))
     constraint = report.constraint
     if constraint is not None:
         state = "converged" if constraint.converged else "not converged"
