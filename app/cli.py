@@ -62,7 +62,7 @@ class _Batch:
         if runner is not None and (runner.frames_attempted < self.frames or runner.pending_steps > 0):
             return
         self.timer.stop()
-        session._poll()  # pick up the last frame and its messages now
+        session.poll()  # pick up the last frame and its messages now
         for problem in self.problems:
             print(problem, file=sys.stderr)
         if self.screenshot is not None:

@@ -4,11 +4,9 @@ Everything here is computed on the simulation thread from the live scene (which 
 and copied, so the GUI thread can draw it while the next frame runs. ``DisplayFrame`` is a
 :class:`mechanics.simulation.Frame` (panels and plots read it as one) with a few extra fields.
 
-The colour fields cost a pass over every element each (von Mises and the strain energy density: 6 ms together
-per frame at 10k tets, against 0.05 ms for the rest), so a frame carries only those asked for:
-:class:`DisplaySnapshot` makes the worker's frames with the field the viewport shows, and :func:`complete_frame`
-adds a missing field to a frame later (at the frame's own positions), for a field switched while paused and for
-the .vtu export.
+The colour fields other than the displacement cost a pass over every element each, so a frame carries only the
+field shown: the worker knows it (the runner's ``SetField`` command) and makes its frames with it;
+:func:`complete_frame` adds the missing fields to a frame for the .vtu export.
 """
 
 from __future__ import annotations
@@ -23,8 +21,12 @@ from softsim.mechanics.simulation import Frame
 
 logger = logging.getLogger(__name__)
 
-#: the colour fields of the viewport (app.viewport.FIELDS keys); "displacement" is in every frame
-DISPLAY_FIELDS = ("displacement", "von_mises", "energy_density")
+#: the colour fields (the one list of them): key -> title; "displacement" is in every frame
+FIELDS = {
+    "displacement": "Displacement magnitude",
+    "von_mises": "von Mises stress",
+    "energy_density": "Strain energy density",
+}
 #: the fields computed only on request
 OPTIONAL_FIELDS = ("von_mises", "energy_density")
 
@@ -49,9 +51,9 @@ class DisplayFrame(Frame):
 
 def _checked_fields(names: Iterable[str]) -> set[str]:
     wanted = {names} if isinstance(names, str) else set(names)
-    unknown = sorted(wanted.difference(DISPLAY_FIELDS))
+    unknown = sorted(wanted.difference(FIELDS))
     if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(DISPLAY_FIELDS)}")
+        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(FIELDS)}")
     return wanted
 
 
@@ -86,7 +88,7 @@ def cable_path(cable, x: np.ndarray) -> np.ndarray:
 def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -> DisplayFrame:
     """Snapshot of ``scene`` (a mechanics Scene) for drawing; runs on the worker thread.
 
-    fields : the DISPLAY_FIELDS to compute (default: all); the optional ones not named are left empty (0,).
+    fields : the FIELDS to compute (default: all); the optional ones not named are left empty (0,).
     """
     from softsim.mechanics.constraints import CableConstraint, SurfacePressureConstraint
 
@@ -126,27 +128,3 @@ def complete_frame(scene, frame: DisplayFrame, fields: Iterable[str] = OPTIONAL_
     if "energy_density" in wanted and not has_field(frame, "energy_density"):
         changes["energy_density_nodal"] = _energy_density_nodal(simulation, frame.x)
     return dataclasses.replace(frame, **changes) if changes else frame
-
-
-class DisplaySnapshot:
-    """The worker's snapshot function: ``snapshot(scene, report)`` makes a DisplayFrame with the field shown.
-
-    ``field`` (a DISPLAY_FIELDS name) is written by the GUI thread and read once per snapshot by the worker. It
-    is a plain attribute holding an immutable str, so the hand-off needs no lock: a snapshot uses the old or the
-    new name, and a frame made with the old one is completed by the session (:func:`complete_frame`).
-    """
-
-    def __init__(self, field: str = "displacement") -> None:
-        self.field = field
-
-    @property
-    def field(self) -> str:
-        return self._field
-
-    @field.setter
-    def field(self, name: str) -> None:
-        _checked_fields(name)
-        self._field = name
-
-    def __call__(self, scene, report) -> DisplayFrame:
-        return make_display_frame(scene, report, fields=(self._field,))

@@ -25,9 +25,10 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from softsim.app.frames import FIELDS
 from softsim.app.session import Session
 from softsim.app.settings import Settings
-from softsim.app.viewport import CAMERA_PRESETS, FIELDS, OVERLAYS, STYLES, Viewport
+from softsim.app.viewport import CAMERA_PRESETS, OVERLAYS, STYLES, Viewport
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.session = Session(self)
         self.viewport = Viewport(self)
-        self.session.set_display_field(self.viewport.field)
+        self.viewport.bind(self.session.model)
         self.banner = QLabel("")
         self.banner.setObjectName("warning_banner")
         self.banner.setWordWrap(True)
@@ -349,8 +350,7 @@ class MainWindow(QMainWindow):
     # -- display -------------------------------------------------------------------------------------
     def set_field(self, field: str) -> None:
         """Colour the body by ``field``; the session then makes the frames carry that field (only that one)."""
-        self.session.set_display_field(field)
-        self.viewport.set_field(field, self.session.latest_frame)
+        self.session.set_display_field(field)  # the viewport follows the model
         self.field_actions[field].setChecked(True)
         index = self.field_combo.findData(field)
         if index != self.field_combo.currentIndex():

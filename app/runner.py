@@ -1,8 +1,11 @@
 """The simulation worker: one thread owns the simulation state and runs frames.
 
-The GUI never touches the simulation directly. It sends commands (small callables applied between frames)
-and polls ``take_frame()`` from a timer; the worker keeps only the newest frame (latest wins), so a slow
-renderer never builds a backlog and a slow frame never blocks the GUI.
+The GUI never touches the simulation directly. It sends commands, small typed messages applied between two
+frames (:class:`SetParameter`, :class:`SetField`, :class:`StartDrag`, ..., and :class:`Call` for anything
+else), and receives everything through one channel: :meth:`SimulationRunner.take_output` drains it into the
+newest frame (latest wins, so a slow renderer never builds a backlog), the messages to show, and the replies
+to commands that asked for one. ``on_output`` is called on the worker thread whenever something was posted, so
+the GUI can be woken instead of polling.
 """
 
 from __future__ import annotations
@@ -13,24 +16,120 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Command:
-    """A change applied to the simulation between two frames; ``apply(simulation)`` may raise ValueError.
+    """A change applied to the simulation between two frames; ``apply`` may raise ValueError or KeyError.
 
-    ``changes_state=False`` marks a command that only reads the simulation (an export, a field computed for a
-    frame already shown): applied while paused, it does not make the worker post a new frame.
+    ``changes_state=False`` marks a command that only reads the simulation (an export, a save): applied while
+    paused, it does not make the worker post a new frame. A command with a ``token`` gets a :class:`Reply`.
     """
 
-    description: str
-    apply: Callable[[object], None]
-    changes_state: bool = True
+    token: int | None = field(default=None, kw_only=True)
+    changes_state = True
+
+    @property
+    def description(self) -> str:
+        return type(self).__name__
+
+    def apply(self, scene) -> Any:  # pragma: no cover - every command defines it
+        raise NotImplementedError
 
 
-@dataclass
+@dataclass(frozen=True)
+class Call(Command):
+    """Run ``function(scene)``: the general command (tests, reads of the worker's spec, exports)."""
+
+    what: str
+    function: Callable[[object], Any]
+    changes: bool = True
+
+    @property
+    def description(self) -> str:
+        return self.what
+
+    @property
+    def changes_state(self) -> bool:  # noqa: D102
+        return self.changes
+
+    def apply(self, scene) -> Any:
+        return self.function(scene)
+
+
+@dataclass(frozen=True)
+class SetParameter(Command):
+    """``scene.set(path, value)``: a value by its key path."""
+
+    path: str
+    value: Any
+
+    @property
+    def description(self) -> str:
+        return f"set {self.path}"
+
+    def apply(self, scene) -> None:
+        scene.set(self.path, self.value)
+
+
+@dataclass(frozen=True)
+class SetField(Command):
+    """The colour field the worker's frames carry from now on (the runner applies it itself)."""
+
+    name: str
+    changes_state = False
+
+
+@dataclass(frozen=True)
+class StartDrag(Command):
+    node: int
+    target: tuple[float, float, float]
+
+    def apply(self, scene) -> None:
+        scene.start_drag(self.node, self.target)
+
+
+@dataclass(frozen=True)
+class MoveDrag(Command):
+    target: tuple[float, float, float]
+
+    def apply(self, scene) -> None:
+        scene.move_drag(self.target)
+
+
+@dataclass(frozen=True)
+class StopDrag(Command):
+    def apply(self, scene) -> None:
+        scene.stop_drag()
+
+
+@dataclass(frozen=True)
+class Reset(Command):
+    """Back to the rest shape (the drag released)."""
+
+    def apply(self, scene) -> None:
+        scene.stop_drag()
+        scene.reset()
+
+
+@dataclass(frozen=True)
+class Save(Command):
+    path: Path
+    changes_state = False
+
+    @property
+    def description(self) -> str:
+        return f"save {self.path.name}"
+
+    def apply(self, scene) -> None:
+        scene.save(self.path)
+
+
+@dataclass(frozen=True)
 class Message:
     """Something the GUI must show: a refused command or a failed frame."""
 
@@ -38,12 +137,22 @@ class Message:
     text: str
 
 
+@dataclass(frozen=True)
+class Reply:
+    """The result of a command sent with a token: ``result``, or the ``error`` it raised."""
+
+    token: int
+    result: Any
+    error: Exception | None
+
+
 @dataclass
 class WorkerOutput:
-    """What the GUI picks up on each poll: the newest frame (or None) and the messages since the last poll."""
+    """What the channel held: the newest frame (or None), the messages and the replies, in order."""
 
     frame: object | None
     messages: list[Message] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
 
 
 def default_snapshot(simulation, report):
@@ -62,14 +171,17 @@ class SimulationRunner:
     """
 
     def __init__(self, simulation, *, min_frame_interval: float = 0.0,
-                 snapshot: Callable[[object, object], object] = default_snapshot) -> None:
+                 snapshot: Callable[[object, object], object] = default_snapshot,
+                 on_output: Callable[[], None] | None = None) -> None:
         self._simulation = simulation
         self._snapshot = snapshot
+        self._on_output = on_output
+        self.field = "displacement"  # the colour field of the frames: written by SetField, on the worker
         self.frames_attempted = 0
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._latest = None
-        self._messages: list[Message] = []
+        self._last_report = None
         self._playing = False
         self._pending_steps = 0
         self._wake = threading.Event()
@@ -115,27 +227,37 @@ class SimulationRunner:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def submit(self, description: str, apply: Callable[[object], None], *, changes_state: bool = True) -> None:
-        """Queue a change; it is applied before the next frame (and immediately when paused, when a command that
-        ``changes_state`` is followed by a new frame showing its effect)."""
-        self._commands.put(Command(description, apply, changes_state))
+    def send(self, command: Command) -> None:
+        """Queue a command; it is applied before the next frame (and at once when paused; a command that
+        ``changes_state`` is then followed by a new frame showing its effect)."""
+        self._commands.put(command)
         self._wake.set()
 
+    def submit(self, description: str, apply: Callable[[object], None], *, changes_state: bool = True) -> None:
+        """``send(Call(description, apply, changes_state))``."""
+        self.send(Call(description, apply, changes_state))
+
     def take_output(self) -> WorkerOutput:
-        """The newest frame since the last call (None if there is none) and the pending messages."""
-        with self._lock:
-            output = WorkerOutput(self._latest, self._messages)
-            self._latest = None
-            self._messages = []
-        return output
+        """Everything posted since the last call: the newest frame (None if none), the messages, the replies."""
+        output = WorkerOutput(None)
+        while True:
+            try:
+                item = self._outbox.get_nowait()
+            except queue.Empty:
+                return output
+            if isinstance(item, Message):
+                output.messages.append(item)
+            elif isinstance(item, Reply):
+                output.replies.append(item)
+            else:
+                output.frame = item
 
     # -- worker side ----------------------------------------------------------------------------------
-    def _post(self, frame=None, message: Message | None = None) -> None:
-        with self._lock:
-            if frame is not None:
-                self._latest = frame
-            if message is not None:
-                self._messages.append(message)
+    def _post(self, item) -> None:
+        """Put a frame, a Message or a Reply into the channel to the GUI."""
+        self._outbox.put(item)
+        if self._on_output is not None:
+            self._on_output()
 
     def _apply_commands(self) -> bool:
         """Apply the queued commands; True when one that changes the state succeeded."""
@@ -145,14 +267,23 @@ class SimulationRunner:
                 command = self._commands.get_nowait()
             except queue.Empty:
                 return applied
+            result, error = None, None
             try:
-                command.apply(self._simulation)
+                if isinstance(command, SetField):
+                    self.field = command.name
+                    self._post_snapshot(self._last_report)  # the state shown, with the new field
+                else:
+                    result = command.apply(self._simulation)
                 applied = applied or command.changes_state
-            except (ValueError, KeyError) as error:
-                self._post(message=Message("error", f"{command.description}: {error}"))
-            except Exception as error:  # keep the session alive whatever a command does
+            except (ValueError, KeyError, OSError) as caught:
+                error = caught
+            except Exception as caught:  # keep the session alive whatever a command does
                 logger.exception("command %s failed", command.description)
-                self._post(message=Message("error", f"{command.description} failed: {error}"))
+                error = caught
+            if command.token is not None:
+                self._post(Reply(command.token, result, error))
+            elif error is not None:
+                self._post(Message("error", f"{command.description}: {error}"))
 
     def _loop(self) -> None:
         while not self._stopping:
@@ -169,6 +300,7 @@ class SimulationRunner:
                     time.sleep(spare)
                 continue
             if changed:  # show the effect of a change made while paused (e.g. a reset)
+                self._last_report = None
                 self._post_snapshot(None)
             self._wake.wait(0.1)
             self._wake.clear()
@@ -178,9 +310,9 @@ class SimulationRunner:
             frame = self._snapshot(self._simulation, report)
         except Exception as error:
             logger.exception("snapshot failed")
-            self._post(message=Message("error", f"cannot read the frame: {error}"))
+            self._post(Message("error", f"cannot read the frame: {error}"))
             return
-        self._post(frame=frame)
+        self._post(frame)
 
     def _run_frame(self) -> None:
         """One frame; the counters move after the frame and its messages are posted."""
@@ -189,13 +321,14 @@ class SimulationRunner:
         except Exception as error:  # a bug or an unexpected failure: report it, keep the last good state
             logger.exception("frame failed")
             self._playing = False
-            self._post(message=Message("error", f"frame failed: {error}"))
+            self._post(Message("error", f"frame failed: {error}"))
             self.frames_attempted += 1
             return
         if not report.ok:
-            self._post(message=Message("warning", f"frame {report.frame} failed: {report.message}"))
+            self._post(Message("warning", f"frame {report.frame} failed: {report.message}"))
         elif report.message:  # converged badly (e.g. Newton or the constraint solver hit its iteration cap)
-            self._post(message=Message("warning", f"frame {report.frame}: {report.message}"))
+            self._post(Message("warning", f"frame {report.frame}: {report.message}"))
+        self._last_report = report
         self._post_snapshot(report)
         if report.ok:
             self.frames_run += 1

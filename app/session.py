@@ -1,55 +1,66 @@
 """The GUI's handle on the running scene: opens scenes, owns the simulation worker, relays frames and messages.
 
-All methods run on the GUI thread. The Scene itself lives on the worker thread: the GUI changes it only
-through ``set_parameter``/``submit``/``call`` (applied between frames) and reads it only through frames,
-except for the validated spec values it shows, which are read from ``spec`` (a copy kept on the GUI side),
-and the static geometry copied when the scene is opened (``rest_positions``, ``tets``, ``surface_triangles``,
-``fixed_nodes``, ``cavity_triangles``).
+The session has no Qt in it: its state is a :class:`app.model.ViewerModel` (shown field, playing, frame), its
+signals are :class:`app.model.Event` objects (``scene_opened``, ``frame_ready``, ``message``,
+``parameter_changed``, ``running_changed``), it talks to the worker with the typed commands of
+:mod:`app.runner`, and :meth:`Session.poll` drains the worker's one channel back (frames, messages, replies).
+Whoever owns the GUI thread calls ``poll`` when the worker says it posted something: the window does it through
+:func:`deliver_with_qt` (a queued Qt signal); a test or a script without Qt calls it itself.
 
-Frames carry only the colour field the viewport shows (``set_display_field``; app.frames explains why): the
-worker's snapshot function reads that name, and a shown frame without it (paused, or made just before the
-switch) is completed on the worker at its own positions and shown again.
+All methods run on the GUI thread. The Scene lives on the worker thread: the GUI changes it only through
+commands (applied between frames) and reads it only through frames, except for the validated spec values it
+shows, read from ``spec`` (a copy kept on the GUI side), and the static geometry copied when the scene is
+opened (``rest_positions``, ``tets``, ``surface_triangles``, ``fixed_nodes``, ``cavity_triangles``).
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
-import queue
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PyQt6.QtCore import QObject, QTimer, pyqtSignal
-from softsim.app.frames import DisplaySnapshot, complete_frame, has_field, make_display_frame
+from softsim.app.frames import complete_frame, make_display_frame
 from softsim.app.headless import write_frame_vtu
-from softsim.app.runner import SimulationRunner
+from softsim.app.model import Event, ViewerModel
+from softsim.app.runner import (
+    Call,
+    Command,
+    MoveDrag,
+    Reset,
+    Save,
+    SetField,
+    SetParameter,
+    SimulationRunner,
+    StartDrag,
+    StopDrag,
+)
 from softsim.mechanics.scene import SceneError, get_value, set_value
 
 logger = logging.getLogger(__name__)
 
-POLL_INTERVAL_MS = 15
 SCENE_SUFFIXES = (".toml",)
 #: frames used to settle back to equilibrium after a drag started while paused
 SETTLE_FRAMES_AFTER_DRAG = 5
 
 
-class Session(QObject):
-    """One open scene at a time. Signals carry immutable frames and human-readable messages."""
+class Session:
+    """One open scene at a time. Events carry immutable frames and human-readable messages.
 
-    scene_opened = pyqtSignal(object)  # the Scene that was opened (for building views and panels)
-    frame_ready = pyqtSignal(object)  # app.frames.DisplayFrame (a mechanics Frame), newest only
-    message = pyqtSignal(str, str)  # level ("error" | "warning" | "info"), text
-    parameter_changed = pyqtSignal(str, object)  # key path, new value (after validation)
-    running_changed = pyqtSignal(bool)
+    ``wake``: called on the worker thread whenever the worker posted output; it must make the GUI thread call
+    :meth:`poll` soon. ``Session(qt=True)`` (the default when a QApplication exists) wires it through Qt.
+    """
 
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+    def __init__(self, parent=None, *, qt: bool | None = None) -> None:
+        self.model = ViewerModel()
+        self.scene_opened, self.frame_ready, self.message = Event(), Event(), Event()
+        self.parameter_changed, self.running_changed = Event(), Event()
         self.scene = None
         self.spec = None  # GUI-side copy of the scene spec, kept in step with every accepted edit
         self.runner: SimulationRunner | None = None
-        self.latest_frame = None
         self.path: Path | None = None  # the file the scene came from (scene or bare mesh)
         self.kind: str | None = None  # "scene" or "mesh"
         self.last_error: str | None = None  # the message of the last failed open/save/export
@@ -61,13 +72,19 @@ class Session(QObject):
         self.frames_received = 0
         self.frame_rate = 0.0  # frames shown per second (exponential average)
         self._last_frame_time: float | None = None
-        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._replies: dict[int, Callable[[object, Exception | None], None]] = {}
+        self._tokens = itertools.count(1)
         self._drag_auto_play = False
-        self._snapshot = DisplaySnapshot()  # read by the worker: the field its frames carry
-        self._completing: tuple[object, str] | None = None  # (frame, field) being completed on the worker
-        self._timer = QTimer(self)
-        self._timer.setInterval(POLL_INTERVAL_MS)
-        self._timer.timeout.connect(self._poll)
+        self.wake: Callable[[], None] | None = None
+        self.model.events.field.connect(self._send_field)
+        self.model.events.frame.connect(self.frame_ready.emit)
+        self.model.events.playing.connect(self.running_changed.emit)
+        if qt if qt is not None else _qt_application_exists():
+            deliver_with_qt(self, parent)
+
+    @property
+    def latest_frame(self):
+        return self.model.frame
 
     # -- opening ---------------------------------------------------------------------------------------
     def open(self, path: str | Path) -> bool:
@@ -118,17 +135,21 @@ class Session(QObject):
         self.fixed_nodes = np.array(simulation.problem.fixed_nodes, dtype=np.int64)
         self.cavity_triangles = {c.name: np.array(c.triangles, dtype=np.int64) for c in simulation.constraints
                                  if isinstance(c, SurfacePressureConstraint)}
-        self.latest_frame = make_display_frame(scene, None, fields=(self.display_field,))
+        field = self.model.field
         self.frames_received, self.frame_rate, self._last_frame_time = 0, 0.0, None
         self._drag_auto_play = False
-        self._completing = None  # a request to the old worker may never be answered
-        self.runner = SimulationRunner(scene, snapshot=self._snapshot)
+        self._replies.clear()  # a request to the old worker is never answered
+        runner = SimulationRunner(scene, snapshot=lambda scene, report: make_display_frame(
+            scene, report, fields=(runner.field,)), on_output=lambda: self.wake and self.wake())
+        runner.field = field
+        self.runner = runner
         for warning in scene.warnings:
             self.message.emit("warning", warning)
+        self.model.open(make_display_frame(scene, None, fields=(field,)))
         self.scene_opened.emit(scene)
-        self.frame_ready.emit(self.latest_frame)
+        self.frame_ready.emit(self.model.frame)
         self.runner.start()
-        self._timer.start()
+        self.model.playing = False
         self.running_changed.emit(False)
 
     def reload(self) -> bool:
@@ -139,24 +160,23 @@ class Session(QObject):
 
     def close(self) -> None:
         """Stop the worker (waits for the current frame)."""
-        self._timer.stop()
         if self.runner is not None:
             self.runner.stop()
+            self.poll()
             self.runner = None
-            self._poll_results()
 
     # -- running ---------------------------------------------------------------------------------------
     def play(self) -> None:
         if self.runner is not None:
             self.runner.play()
             self._drag_auto_play = False
-            self.running_changed.emit(True)
+            self.model.playing = True
 
     def pause(self) -> None:
         if self.runner is not None:
             self.runner.pause()
             self._drag_auto_play = False
-            self.running_changed.emit(False)
+            self.model.playing = False
 
     @property
     def playing(self) -> bool:
@@ -166,46 +186,44 @@ class Session(QObject):
         if self.runner is not None:
             self.runner.step_once(count)
 
+    def send(self, command: Command, on_done: Callable[[object, Exception | None], None] | None = None) -> None:
+        """Send a command to the worker; ``on_done(result, error)`` is then called on the GUI thread."""
+        if self.runner is None:
+            return
+        if on_done is not None:
+            token = next(self._tokens)
+            self._replies[token] = on_done
+            command = _with_token(command, token)
+        self.runner.send(command)
+
     def submit(self, description: str, apply, *, changes_scene: bool = True) -> None:
         """Run ``apply(scene)`` on the worker between two frames (``changes_scene=False``: it only reads it, no
         new frame is posted for it while paused)."""
-        if self.runner is not None:
-            self.runner.submit(description, apply, changes_state=changes_scene)
+        self.send(Call(description, apply, changes_scene))
 
     def call(self, description: str, apply: Callable[[object], object],
              on_done: Callable[[object, Exception | None], None], *, changes_scene: bool = True) -> None:
         """Run ``apply(scene)`` on the worker; ``on_done(result, error)`` is then called on the GUI thread."""
-
-        def run(scene) -> None:
-            try:
-                result = apply(scene)
-            except Exception as error:  # handed to on_done on the GUI thread
-                self._results.put((on_done, None, error))
-                return
-            self._results.put((on_done, result, None))
-
-        self.submit(description, run, changes_scene=changes_scene)
+        self.send(Call(description, apply, changes_scene), on_done)
 
     def reset(self) -> None:
         """Back to the rest shape with the parameters as tuned (reload reads the file again)."""
-        self.submit("reset", lambda scene: (scene.stop_drag(), scene.reset()))
+        self.send(Reset())
 
     # -- mouse drag ------------------------------------------------------------------------------------
     def start_drag(self, node: int, target) -> None:
         """Attach ``node`` to ``target`` (3,) through the scene's drag constraint; runs frames while dragging."""
-        target = np.array(target, dtype=np.float64)
-        self.submit(f"drag node {node}", lambda scene: scene.start_drag(int(node), target))
+        self.send(StartDrag(int(node), tuple(float(v) for v in target)))
         if self.runner is not None and not self.runner.playing:
             self.runner.play()
             self._drag_auto_play = True
 
     def move_drag(self, target) -> None:
-        target = np.array(target, dtype=np.float64)
-        self.submit("move drag", lambda scene: scene.move_drag(target))
+        self.send(MoveDrag(tuple(float(v) for v in target)))
 
     def stop_drag(self) -> None:
         """Release the node; the body returns to equilibrium (a few frames are run if it was paused)."""
-        self.submit("release drag", lambda scene: scene.stop_drag())
+        self.send(StopDrag())
         if self._drag_auto_play and self.runner is not None:
             self.runner.pause()
             self.runner.step_once(SETTLE_FRAMES_AFTER_DRAG)
@@ -214,36 +232,16 @@ class Session(QObject):
     # -- display field ---------------------------------------------------------------------------------
     @property
     def display_field(self) -> str:
-        """The colour field the frames carry (app.frames.DISPLAY_FIELDS): the one the viewport shows."""
-        return self._snapshot.field
+        """The colour field the frames carry (a key of app.frames.FIELDS): the one the viewport shows."""
+        return self.model.field
 
     def set_display_field(self, field: str) -> None:
-        """Make the next frames carry ``field`` (ValueError if unknown); if the shown frame lacks it, it is
-        computed for that frame on the worker and the frame is emitted again with it (``frame_ready``)."""
-        self._snapshot.field = field
-        self._complete_shown_frame()
+        """Show ``field`` (ValueError if unknown): the worker's frames carry it from now on, and the worker sends
+        the state shown again with it at once (``frame_ready``)."""
+        self.model.field = field
 
-    def _complete_shown_frame(self) -> None:
-        frame, field = self.latest_frame, self.display_field
-        if frame is None or self.runner is None or has_field(frame, field):
-            return
-        if self._completing is not None and self._completing[0] is frame and self._completing[1] == field:
-            return  # already asked (the window sets the field again when its combo box follows the menu)
-        self._completing = (frame, field)
-
-        def adopt(completed, error) -> None:
-            if self._completing is not None and self._completing[0] is frame and self._completing[1] == field:
-                self._completing = None
-            if error is not None:
-                self.message.emit("warning", f"cannot compute {field}: {error}")
-            elif self.latest_frame is frame:
-                self.latest_frame = completed
-                self.frame_ready.emit(completed)
-            else:  # a newer frame came meanwhile, or another field was added: it may still lack the field shown
-                self._complete_shown_frame()
-
-        self.call(f"compute {field}", lambda scene: complete_frame(scene, frame, (field,)), adopt,
-                  changes_scene=False)
+    def _send_field(self, field: str) -> None:
+        self.send(SetField(field))
 
     # -- parameters ------------------------------------------------------------------------------------
     def set_parameter(self, path: str, value) -> str | None:
@@ -274,7 +272,7 @@ class Session(QObject):
             self.call("sync scene values", lambda scene: copy.deepcopy(scene.spec), adopt)
             self.message.emit("error", f"set {path}: {error}")
 
-        self.call(f"set {path}", lambda scene: scene.set(path, value), done)
+        self.send(SetParameter(path, value), done)
         self.parameter_changed.emit(path, value)
         return None
 
@@ -295,7 +293,7 @@ class Session(QObject):
         if self.runner is None:
             self._fail("no scene is open")
             return
-        self.call(f"save {path.name}", lambda scene: scene.save(path), done)
+        self.send(Save(path), done)
 
     def _finish(self, error, success: str, failure: str, on_done) -> None:
         """Emit ``success`` (info) or ``failure: error`` (error, kept in last_error), then ``on_done(error)``."""
@@ -316,7 +314,7 @@ class Session(QObject):
         is emitted.
         """
         path = Path(path)
-        frame = self.latest_frame
+        frame = self.model.frame
         rest_positions, tets = self.rest_positions, self.tets  # never written in place: safe to read anywhere
 
         def done(_result, error) -> None:
@@ -329,22 +327,18 @@ class Session(QObject):
                   lambda scene: _export(path, complete_frame(scene, frame), rest_positions, tets),
                   done, changes_scene=False)
 
-    # -- polling ---------------------------------------------------------------------------------------
-    def _poll_results(self) -> None:
-        while True:
-            try:
-                on_done, result, error = self._results.get_nowait()
-            except queue.Empty:
-                return
-            on_done(result, error)
-
-    def _poll(self) -> None:
-        self._poll_results()
+    # -- the channel from the worker ------------------------------------------------------------------
+    def poll(self) -> None:
+        """Take what the worker posted: messages, replies (their callbacks run here), the newest frame."""
         if self.runner is None:
             return
         output = self.runner.take_output()
         for message in output.messages:
             self.message.emit(message.level, message.text)
+        for reply in output.replies:
+            on_done = self._replies.pop(reply.token, None)
+            if on_done is not None:
+                on_done(reply.result, reply.error)
         if output.frame is not None:
             now = time.perf_counter()
             if self._last_frame_time is not None:
@@ -352,10 +346,51 @@ class Session(QObject):
                 self.frame_rate = rate if self.frame_rate == 0.0 else 0.8 * self.frame_rate + 0.2 * rate
             self._last_frame_time = now
             self.frames_received += 1
-            self.latest_frame = output.frame
-            self.frame_ready.emit(output.frame)
-            self._complete_shown_frame()  # made before the field was switched: rare
-        self._poll_results()
+            self.model.frame = output.frame
+        if self.runner is not None:
+            self.model.playing = self.runner.playing
+
+
+def _with_token(command: Command, token: int) -> Command:
+    import dataclasses
+
+    return dataclasses.replace(command, token=token)
+
+
+def _qt_application_exists() -> bool:
+    import sys
+
+    qt = sys.modules.get("PyQt6.QtWidgets")
+    return qt is not None and qt.QApplication.instance() is not None
+
+
+def deliver_with_qt(session: Session, parent=None):
+    """Make the worker's ``wake`` call ``session.poll()`` on the Qt GUI thread (a queued signal); returns the
+    QObject that does it (owned by ``parent`` when given). Wakes are coalesced: while one poll is queued, the
+    worker's further posts add none, so a slow GUI thread never falls behind a queue of polls."""
+    import threading
+
+    from PyQt6.QtCore import QObject, pyqtSignal
+
+    class _Delivery(QObject):
+        posted = pyqtSignal()
+
+    delivery = _Delivery(parent)
+    queued = threading.Event()
+
+    def wake() -> None:  # on the worker thread
+        if not queued.is_set():
+            queued.set()
+            delivery.posted.emit()  # queued to the GUI thread
+
+    def deliver() -> None:
+        queued.clear()
+        session.poll()
+
+    delivery.posted.connect(deliver)
+    session.wake = wake
+    session._delivery = delivery  # keeps it alive without a parent
+    return delivery
 
 
 def _export(path: Path, frame, rest_positions: np.ndarray, tets: np.ndarray) -> None:

@@ -14,19 +14,13 @@ import pyvista as pv
 import vtk
 from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
-from softsim.app.frames import has_field
+from softsim.app.frames import FIELDS, has_field
+from softsim.app.model import ViewerModel
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
 logger = logging.getLogger(__name__)
 
 BACKGROUND = "#20242b"
-#: field key -> scalar bar title (the keys are app.frames.DISPLAY_FIELDS); the values come from the frame
-#: (see ``field_values``)
-FIELDS = {
-    "displacement": "Displacement magnitude",
-    "von_mises": "von Mises stress",
-    "energy_density": "Strain energy density",
-}
 STYLES = ("surface", "wireframe", "surface with edges")
 OVERLAYS = ("fixed", "cables", "cavities", "contacts", "obstacles")
 #: camera presets: direction from the focal point to the camera, and the view-up vector (y up)
@@ -40,7 +34,7 @@ CAMERA_PRESETS = {
 
 def field_values(frame, field: str) -> np.ndarray | None:
     """The nodal values (n,) of ``field`` (a FIELDS key) in a frame, or None when the frame was made without
-    that field (frames carry only the field shown; the session completes a frame that lacks it)."""
+    that field (frames carry only the field shown; the worker sends the state again when the field changes)."""
     if field not in FIELDS:
         raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
     if not has_field(frame, field):
@@ -222,7 +216,7 @@ class Viewport(QtInteractor):
         self.bodies: dict[str, BodyView] = {}
         self.overlay_actors: dict[str, list] = {key: [] for key in OVERLAYS}
         self.overlay_visible = dict.fromkeys(OVERLAYS, True)
-        self.field = "displacement"
+        self.model = ViewerModel()  # the window gives the session's model (bind)
         self.style = "surface with edges"
         self.fixed_clim: tuple[float, float] | None = None
         self.drag_mode = False
@@ -374,15 +368,23 @@ class Viewport(QtInteractor):
             self._drag_actor.SetVisibility(node >= 0)
 
     # -- display options -------------------------------------------------------------------------------
-    def set_field(self, field: str, frame=None) -> None:
-        """Colour by ``field``, with its values in ``frame`` if it carries them (else the colours stay until a
-        frame that does arrives)."""
-        if field not in FIELDS:
-            raise ValueError(f"unknown field {field!r}; allowed: {', '.join(FIELDS)}")
-        self.field = field
+    @property
+    def field(self) -> str:
+        """The colour field shown: the model's."""
+        return self.model.field
+
+    def bind(self, model: ViewerModel) -> None:
+        """Show the state of ``model``: its colour field (the frames arrive through the session)."""
+        self.model = model
+        model.events.field.connect(self._on_field)
+
+    def _on_field(self, field: str) -> None:
+        """Colour by ``field``, with its values in the model's frame if it carries them (else the colours stay
+        until the frame the worker sends with them arrives)."""
         body = self.bodies.get("body")
         if body is not None:
             body.set_title(FIELDS[field])
+            frame = self.model.frame
             if frame is not None:
                 body.update(frame.x, field_values(frame, field))
         self.render()

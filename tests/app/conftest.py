@@ -47,6 +47,6 @@ def run_frames(qtbot, window, count: int, timeout_ms: int = 60000):
     session.step_once(count)
     qtbot.waitUntil(lambda: session.runner.frames_attempted >= target and session.runner.pending_steps == 0,
                     timeout=timeout_ms)
-    session._poll()
+    session.poll()
     window.flush_frame()  # the redraw throttle may still hold the newest frame back
     return session.latest_frame

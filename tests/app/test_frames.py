@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from softsim.app.frames import DISPLAY_FIELDS, DisplaySnapshot, complete_frame, has_field, make_display_frame
+from softsim.app.frames import FIELDS, complete_frame, has_field, make_display_frame
 from softsim.app.resources import default_scene
 from softsim.mechanics.scene_runtime import Scene
 
@@ -34,16 +34,10 @@ def _expected_fields(scene, x):
     return von_mises, simulation.nodal_average(von_mises), simulation.nodal_average(density)
 
 
-def test_the_viewport_fields_are_the_display_fields():
-    from softsim.app.viewport import FIELDS
-
-    assert tuple(FIELDS) == DISPLAY_FIELDS
-
-
 def test_a_displacement_frame_computes_no_stress_and_no_energy(pulled_finger, calls):
     frame = make_display_frame(pulled_finger, None, fields=("displacement",))
     assert calls == {"von_mises": 0, "strain_energy_density": 0}
-    assert [has_field(frame, name) for name in DISPLAY_FIELDS] == [True, False, False]
+    assert [has_field(frame, name) for name in FIELDS] == [True, False, False]
     assert frame.von_mises.shape == frame.von_mises_nodal.shape == frame.energy_density_nodal.shape == (0,)
     assert frame.cable_paths["cable"].shape == (15, 3)  # the other display data is all there
     np.testing.assert_array_equal(frame.x, pulled_finger.simulation.x)
@@ -63,7 +57,7 @@ def test_each_field_is_computed_only_when_asked(pulled_finger, calls):
     assert not has_field(density, "von_mises")
     everything = make_display_frame(pulled_finger, None)  # the default: every field
     assert calls == {"von_mises": 2, "strain_energy_density": 2}
-    assert all(has_field(everything, name) for name in DISPLAY_FIELDS)
+    assert all(has_field(everything, name) for name in FIELDS)
     assert float(nodal.max()) > 0.0 and float(energy.max()) > 0.0
 
 
@@ -86,16 +80,3 @@ def test_complete_frame_computes_the_missing_fields_at_the_frame_positions(pulle
     assert calls == {"von_mises": 1, "strain_energy_density": 1}
     only_stress = complete_frame(pulled_finger, shown, ("von_mises",))
     assert has_field(only_stress, "von_mises") and not has_field(only_stress, "energy_density")
-
-
-def test_display_snapshot_makes_frames_with_the_field_it_holds(pulled_finger, calls):
-    snapshot = DisplaySnapshot()
-    assert snapshot.field == "displacement"
-    assert not snapshot(pulled_finger, None).has_von_mises
-    snapshot.field = "von_mises"
-    frame = snapshot(pulled_finger, None)
-    assert frame.has_von_mises and not has_field(frame, "energy_density")
-    assert calls == {"von_mises": 1, "strain_energy_density": 0}
-    with pytest.raises(ValueError, match="unknown field.*'stress'; allowed: displacement, von_mises"):
-        snapshot.field = "stress"
-    assert snapshot.field == "von_mises"
