@@ -98,7 +98,6 @@ class MainWindow(QMainWindow):
         for label in (self.pick_label, self.frame_label, self.timing_label, self.warning_label):
             self.statusBar().addPermanentWidget(label)
         self.statusBar().addWidget(self.status_label)
-        self.picked_node: int | None = None
         self.last_render_time: float | None = None
         self.recording_dir: Path | None = None
         self.recorded_frames = 0
@@ -366,8 +365,13 @@ class MainWindow(QMainWindow):
     def set_color_range(self, clim) -> None:
         self.viewport.set_color_range(clim)
 
+    @property
+    def picked_node(self) -> int | None:
+        return self.session.model.selected_node
+
     def set_camera(self, preset: str) -> None:
-        self.viewport.set_camera_preset(preset)
+        self.session.model.camera = preset
+        self.viewport.set_camera_preset(preset)  # also when the preset is the same: the view may have moved
 
     def _toggle_drag_mode(self, checked: bool) -> None:
         self.viewport.drag_mode = bool(checked)
@@ -385,7 +389,6 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"softsim - {path.name}" if path is not None else "softsim")
 
     def _on_scene_opened(self, scene) -> None:
-        self.picked_node = None
         self.pick_label.setText("")
         self._hide_banner()
         self.warning_label.setText("")
@@ -456,8 +459,8 @@ class MainWindow(QMainWindow):
         self.banner.hide()
 
     def _on_node_picked(self, node: int, position) -> None:
-        self.picked_node = int(node)
-        self._show_pick(self.picked_node, self.session.latest_frame)
+        self.session.model.selected_node = int(node)
+        self._show_pick(int(node), self.session.latest_frame)
 
     def _show_pick(self, node: int, frame) -> None:
         if frame is None or node >= len(frame.x):
