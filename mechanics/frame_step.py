@@ -9,7 +9,7 @@ Step III  correction x = x_free + K^-1 J^T lambda.
 
 J and the violations are evaluated at x_free (SoftRobots evaluates J at the step-start x, which in its dynamic
 step lies next to x_free; in a static step x_free is the unconstrained equilibrium, possibly far from the
-last constrained state, and linearising there made successive frames oscillate). Frictional contacts measure
+last constrained state, and linearising there lets successive frames oscillate). Frictional contacts measure
 their tangential rows from the last frame's positions (``measures_motion``), so sticking means "no slip since
 the last frame".
 
@@ -19,7 +19,7 @@ rows are linearised to x + K^-1 R, the complementarity problem gives the total l
 x <- x + K^-1 (R + J^T lambda); they stop once |R + J^T lambda| and every constraint law meet the Newton
 tolerances (:func:`_equilibrate`). SOFA's single linear correction is a property of its time stepping, where
 the next step starts from the corrected state; a static frame that stopped after Step III would keep the
-linearisation error for ever (a 10 mm finger pull read 4 mm), so softsim iterates by default and keeps SOFA's
+linearisation error for ever, so softsim iterates by default and keeps SOFA's
 correction as ``correction = "linear"``. A frame whose inputs did not change since the last converged one
 reuses its answer after one residual evaluation.
 

@@ -40,10 +40,9 @@ from softsim.mechanics.errors import ParameterError
 logger = logging.getLogger(__name__)
 
 # MKL's OpenMP threads spin for 200 ms after each Pardiso call by default and then compete with the element
-# assembly of the next Newton iteration for this machine's cores (36k tets: assembly + factorization 89 ms
-# instead of 76). 0 made every small solve pay a thread wake-up (finger frame 4.3 -> 5.0 ms, trunk 13.7 ->
-# 16.8); 20 ms keeps them awake within an interactive frame. Read by the OpenMP runtime when MKL loads,
-# which happens after this module is imported.
+# assembly of the next Newton iteration for the cores; 0 would make every small solve pay a thread wake-up;
+# 20 ms keeps them awake within an interactive frame. Read by the OpenMP runtime when MKL loads, which happens
+# after this module is imported.
 os.environ.setdefault("KMP_BLOCKTIME", "20")
 
 __all__ = [
@@ -162,9 +161,8 @@ def _single_threaded_openblas() -> None:
     """Limit numpy's OpenBLAS to one thread while MKL Pardiso factorizes.
 
     After any numpy BLAS call (a vector norm in the residual), OpenBLAS's idle threads keep spinning and take
-    the cores MKL's threads need: the numeric factorization of a 36k-tet tangent went from 63 ms to 90-115 ms
-    when a residual evaluation preceded it (measured on this 2-core machine). numpy's BLAS work here is small
-    (norms, dense products of the constraint-space matrices), so one thread costs nothing measurable.
+    the cores MKL's threads need, which slows the numeric factorization that follows. numpy's BLAS work here is
+    small (norms, dense products of the constraint-space matrices), so one thread costs nothing measurable.
     """
     try:
         from threadpoolctl import ThreadpoolController
