@@ -105,29 +105,44 @@ class BodyView:
         prop.show_edges = style == "surface with edges"
 
 
-def _obstacle_mesh(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
-    """A surface for an obstacle spec (plane: a square twice the body's size centred under the body)."""
+def _plane(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
+    """A square twice the body's size, centred under the body."""
     size = float(np.linalg.norm(body_bounds[3:] - body_bounds[:3])) or 1.0
-    if obstacle.type == "plane":
-        normal = np.asarray(obstacle.normal, dtype=np.float64)
-        normal = normal / np.linalg.norm(normal)
-        centre_body = 0.5 * (body_bounds[:3] + body_bounds[3:])
-        point = np.asarray(obstacle.point, dtype=np.float64)
-        centre = centre_body - np.dot(centre_body - point, normal) * normal
-        return pv.Plane(center=centre, direction=normal, i_size=2 * size, j_size=2 * size)
-    if obstacle.type == "sphere":
-        return pv.Sphere(radius=obstacle.radius, center=obstacle.center, theta_resolution=32, phi_resolution=32)
-    if obstacle.type == "box":
-        centre, half = np.asarray(obstacle.center), np.asarray(obstacle.halfExtents)
-        lo, hi = centre - half, centre + half
-        return pv.Box(bounds=(lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]))
+    normal = np.asarray(obstacle.normal, dtype=np.float64)
+    normal = normal / np.linalg.norm(normal)
+    centre_body = 0.5 * (body_bounds[:3] + body_bounds[3:])
+    centre = centre_body - np.dot(centre_body - np.asarray(obstacle.point, dtype=np.float64), normal) * normal
+    return pv.Plane(center=centre, direction=normal, i_size=2 * size, j_size=2 * size)
+
+
+def _box(obstacle, _body_bounds) -> pv.PolyData:
+    lo = np.asarray(obstacle.center) - np.asarray(obstacle.halfExtents)
+    hi = np.asarray(obstacle.center) + np.asarray(obstacle.halfExtents)
+    return pv.Box(bounds=(lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]))
+
+
+def _capsule(obstacle, _body_bounds) -> pv.PolyData:
     a, b = np.asarray(obstacle.a, dtype=np.float64), np.asarray(obstacle.b, dtype=np.float64)
-    axis = b - a
-    length = float(np.linalg.norm(axis))
+    length = float(np.linalg.norm(b - a))
     if length == 0.0:
         return pv.Sphere(radius=obstacle.radius, center=a)
-    return pv.Capsule(center=0.5 * (a + b), direction=axis / length, radius=obstacle.radius,
+    return pv.Capsule(center=0.5 * (a + b), direction=(b - a) / length, radius=obstacle.radius,
                       cylinder_length=length, resolution=32)
+
+
+#: the surface drawn for each obstacle type of the scene format (mechanics.constraints.OBSTACLE_CLASSES)
+OBSTACLE_SURFACES = {
+    "plane": _plane,
+    "sphere": lambda o, _bounds: pv.Sphere(radius=o.radius, center=o.center, theta_resolution=32,
+                                           phi_resolution=32),
+    "box": _box,
+    "capsule": _capsule,
+}
+
+
+def _obstacle_mesh(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
+    """The surface of an obstacle spec (``body_bounds`` (6,) sizes an infinite plane)."""
+    return OBSTACLE_SURFACES[obstacle.type](obstacle, body_bounds)
 
 
 class ContactGlyphs:

@@ -80,3 +80,11 @@ def test_complete_frame_computes_the_missing_fields_at_the_frame_positions(pulle
     assert calls == {"von_mises": 1, "strain_energy_density": 1}
     only_stress = complete_frame(pulled_finger, shown, ("von_mises",))
     assert has_field(only_stress, "von_mises") and not has_field(only_stress, "energy_density")
+
+
+def test_every_obstacle_type_of_the_scene_format_is_drawn():
+    from softsim.app.viewport import OBSTACLE_SURFACES
+    from softsim.mechanics.constraints import OBSTACLE_CLASSES
+    from softsim.mechanics.scene.schema import OBSTACLE_TYPES
+
+    assert set(OBSTACLE_SURFACES) == set(OBSTACLE_CLASSES) == set(OBSTACLE_TYPES)
