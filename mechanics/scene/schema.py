@@ -12,6 +12,7 @@ plural attribute name (``BodySpec.cables``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -159,8 +160,9 @@ def _key(kind: Kind, default: Any = MISSING, *, help: str = "", unit: str | ByVa
     return field(default=default, metadata=metadata, compare=compare)
 
 
-def declarations(cls: type) -> list[Declaration]:
-    """The declared keys of the dataclass ``cls``, in file order."""
+@functools.cache
+def declarations(cls: type) -> tuple[Declaration, ...]:
+    """The declared keys of the dataclass ``cls``, in file order (computed once per class)."""
     result = []
     for f in fields(cls):
         meta = f.metadata
@@ -170,7 +172,7 @@ def declarations(cls: type) -> list[Declaration]:
         default = f.default_factory() if f.default_factory is not MISSING else f.default
         result.append(Declaration(meta["toml"] or f.name, f.name, meta["kind"], default, required, meta["help"],
                                   meta["unit"], meta["when"], meta["alias"]))
-    return result
+    return tuple(result)
 
 
 def schema_fields(cls: type) -> list[tuple[str, str, Kind, str | None, bool]]:
