@@ -1,9 +1,9 @@
-"""The scene file format as a validated data layer: TOML -> typed dataclasses -> TOML (every key, its
-range and default: the table in mechanics/scene/schema.py).
+"""The scene file format as a validated data layer: TOML -> typed dataclasses -> TOML (every key is declared
+once in mechanics/scene/schema.py; docs/scene-format.md lists them).
 
 ``load_scene``/``parse_scene`` read and validate (every problem in one :class:`SceneError`);
 ``get_value``/``set_value``/``set_values``/``list_parameters`` address values by key path for live editing;
-``dump_scene``/``save_scene`` write the scene back. Keys, ranges and defaults: :mod:`mechanics.scene.schema`.
+``dump_scene``/``save_scene`` write the scene back (into the file's own document, comments kept).
 Turning a ``SceneSpec`` into bodies, constraints and solvers is not done here.
 """
 
