@@ -18,15 +18,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from softsim.mechanics.simulation import Frame
+from softsim.mechanics.units import with_unit
 
 logger = logging.getLogger(__name__)
 
-#: the colour fields (the one list of them): key -> title; "displacement" is in every frame
+#: the colour fields (the one list of them): key -> (title, quantity); "displacement" is in every frame
 FIELDS = {
-    "displacement": "Displacement magnitude",
-    "von_mises": "von Mises stress",
-    "energy_density": "Strain energy density",
+    "displacement": ("Displacement magnitude", "length"),
+    "von_mises": ("von Mises stress", "pressure"),
+    "energy_density": ("Strain energy density", "energy density"),
 }
+
+
+def field_title(field: str, units: str | None = None) -> str:
+    """The title of a colour field with its unit in the scene's unit system: ``"von Mises stress [kPa]"``."""
+    title, quantity = FIELDS[field]
+    return title if units is None else with_unit(title, quantity, units)
 #: the fields computed only on request
 OPTIONAL_FIELDS = ("von_mises", "energy_density")
 

@@ -29,6 +29,7 @@ from softsim.app.frames import FIELDS
 from softsim.app.session import Session
 from softsim.app.settings import Settings
 from softsim.app.viewport import CAMERA_PRESETS, OVERLAYS, STYLES, Viewport
+from softsim.mechanics.units import unit_label
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +179,8 @@ class MainWindow(QMainWindow):
             simulation_menu.addAction(action)
         view_menu = bar.addMenu("&View")
         colour_menu = view_menu.addMenu("&Colour by")
-        self.field_actions = self._radio_group(colour_menu, FIELDS, self.viewport.field, self.set_field)
+        titles = {key: title for key, (title, _quantity) in FIELDS.items()}
+        self.field_actions = self._radio_group(colour_menu, titles, self.viewport.field, self.set_field)
         style_menu = view_menu.addMenu("&Style")
         self.style_actions = self._radio_group(style_menu, {s: s.capitalize() for s in STYLES},
                                                self.viewport.style, self.set_style)
@@ -228,7 +230,7 @@ class MainWindow(QMainWindow):
         display = QToolBar("Display", self)
         display.setObjectName("display_toolbar")
         self.field_combo = QComboBox(display)
-        for key, label in FIELDS.items():
+        for key, (label, _quantity) in FIELDS.items():
             self.field_combo.addItem(label, key)
         self.field_combo.currentIndexChanged.connect(lambda i: self.set_field(self.field_combo.itemData(i)))
         self.style_combo = QComboBox(display)
@@ -467,8 +469,9 @@ class MainWindow(QMainWindow):
             return
         x = frame.x[node]
         u = x - self.session.rest_positions[node]
-        self.pick_label.setText(f"node {node}  x=({x[0]:.3g}, {x[1]:.3g}, {x[2]:.3g})  "
-                                f"|u|={np.linalg.norm(u):.3g}")
+        length = unit_label("length", self.session.spec.scene.units) if self.session.spec is not None else ""
+        self.pick_label.setText(f"node {node}  x=({x[0]:.3g}, {x[1]:.3g}, {x[2]:.3g}) {length}  "
+                                f"|u|={np.linalg.norm(u):.3g} {length}")
 
     # -- dialogs --------------------------------------------------------------------------------------
     def _start_dir(self) -> str:

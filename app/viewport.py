@@ -14,7 +14,7 @@ import pyvista as pv
 import vtk
 from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
-from softsim.app.frames import FIELDS, has_field
+from softsim.app.frames import FIELDS, field_title, has_field
 from softsim.app.model import ViewerModel
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
@@ -232,6 +232,7 @@ class Viewport(QtInteractor):
         self.overlay_actors: dict[str, list] = {key: [] for key in OVERLAYS}
         self.overlay_visible = dict.fromkeys(OVERLAYS, True)
         self.model = ViewerModel()  # the window gives the session's model (bind)
+        self.units: str | None = None  # the scene's unit system, for the colour bar's title
         self.style = "surface with edges"
         self.fixed_clim: tuple[float, float] | None = None
         self.drag_mode = False
@@ -299,7 +300,8 @@ class Viewport(QtInteractor):
         bounds = np.concatenate([x.min(axis=0), x.max(axis=0)])
         self.body_size = float(np.linalg.norm(bounds[3:] - bounds[:3])) or 1.0
         values = field_values(frame, self.field)
-        body = self.show_body("body", x, session.surface_triangles, FIELDS[self.field],
+        self.units = session.spec.scene.units if session.spec is not None else None
+        body = self.show_body("body", x, session.surface_triangles, field_title(self.field, self.units),
                               np.zeros(len(x)) if values is None else values, clim=self.fixed_clim)
         body.set_style(self.style)
         self._fixed_nodes = np.asarray(session.fixed_nodes, dtype=np.int64)
@@ -398,7 +400,7 @@ class Viewport(QtInteractor):
         until the frame the worker sends with them arrives)."""
         body = self.bodies.get("body")
         if body is not None:
-            body.set_title(FIELDS[field])
+            body.set_title(field_title(field, self.units))
             frame = self.model.frame
             if frame is not None:
                 body.update(frame.x, field_values(frame, field))

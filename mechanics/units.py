@@ -7,6 +7,8 @@ SoftRobots' mm-kg-s, where a force is kg mm/s^2 = mN and a pressure mN/mm^2 = kP
 
 from __future__ import annotations
 
+import re
+
 #: quantity -> (SI label, mm-kg-s label)
 QUANTITIES = {
     "length": ("m", "mm"),
@@ -30,3 +32,26 @@ def unit_label(quantity: str | None, system: str) -> str:
     if quantity is None:
         return ""
     return QUANTITIES[quantity][SYSTEMS.index(system)]
+
+
+
+def with_unit(text: str, quantity: str | None, system: str) -> str:
+    """``text`` followed by the bracketed unit, when the quantity has one: ``"force [mN]"``."""
+    label = unit_label(quantity, system)
+    return f"{text} [{label}]" if label else text
+
+
+#: the quantity of each actuator, effector and contact output (``NAME.QUANTITY`` columns); effector positions
+#: ``x``, ``y``, ``z``, ``x0``, ... are lengths
+OUTPUT_QUANTITIES = {
+    "cableLength": "length", "displacement": "length", "force": "force", "pressure": "pressure",
+    "volumeGrowth": "volume", "cavityVolume": "volume", "initialCavityVolume": "volume", "distance": "length",
+    "normalForce": "force", "maxViolation": "length",
+}
+
+
+def output_quantity(quantity: str) -> str | None:
+    """The quantity of an output (``"force"`` -> ``"force"``, ``"x1"`` -> ``"length"``); None: a count or flag."""
+    if re.fullmatch(r"[xyz]\d*", quantity):
+        return "length"
+    return OUTPUT_QUANTITIES.get(quantity)

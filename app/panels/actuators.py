@@ -28,6 +28,8 @@ from PyQt6.QtWidgets import (
 )
 from softsim.app.panels.schema_info import format_real
 from softsim.mechanics.scene import get_value
+from softsim.mechanics.scene.schema import CableSpec, declarations
+from softsim.mechanics.units import output_quantity, unit_label, with_unit
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +129,9 @@ def actuator_range(kind: str, item, *, rest_outputs: dict[str, float], young_mod
     hard_lo = low if _finite(low) else -big
     hard_hi = high if _finite(high) else big
     return ActuatorRange(lo, hi, hard_lo, hard_hi, source)
+
+#: the quantity of an actuator's value by its valueType, from the declaration of ``value``
+_VALUE_QUANTITIES = next(d for d in declarations(CableSpec) if d.key == "value").unit.quantities
 
 
 class Throttle(QObject):
@@ -247,7 +252,8 @@ class ActuatorControl(QGroupBox):
         step = (r.hi - r.lo) / 100.0
         self.spin.setSingleStep(step)
         self.spin.setDecimals(max(2, min(10, 3 - int(math.floor(math.log10(step))) if step > 0 else 3)))
-        self.range_label.setText(f"{item.valueType} in [{r.lo:.4g}, {r.hi:.4g}] ({r.source})")
+        unit = unit_label(_VALUE_QUANTITIES[item.valueType], self.session.spec.scene.units)
+        self.range_label.setText(f"{item.valueType} in [{r.lo:.4g}, {r.hi:.4g}] {unit} ({r.source})")
         self.slider.setToolTip(f"{self.value_path}: {item.valueType}, slider range "
                                f"[{format_real(r.lo)}, {format_real(r.hi)}]")
         if self.slider.isSliderDown() or self.throttle.pending:
@@ -300,13 +306,14 @@ class ActuatorControl(QGroupBox):
         self.error_label.setText(error or "")
 
     # -- readouts --------------------------------------------------------------------------------------
-    def update_readouts(self, outputs: dict[str, float]) -> None:
-        update_readouts(self, self._readout_form, self.readouts, self.name, outputs)
+    def update_readouts(self, outputs: dict[str, float], units: str = "SI") -> None:
+        update_readouts(self, self._readout_form, self.readouts, self.name, outputs, units)
 
 
 def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel], name: str,
-                    outputs: dict[str, float]) -> None:
-    """Show every ``name.QUANTITY`` of ``outputs`` in ``form`` (rows created on first sight)."""
+                    outputs: dict[str, float], units: str = "SI") -> None:
+    """Show every ``name.QUANTITY`` of ``outputs`` in ``form`` (rows created on first sight), each labelled with
+    its unit in the scene's unit system (``force [mN]``)."""
     prefix = name + "."
     for key, value in outputs.items():
         if not key.startswith(prefix):
@@ -316,7 +323,8 @@ def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel]
             label = QLabel(owner)
             label.setObjectName(f"readout:{key}")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            form.addRow(key[len(prefix):], label)
+            quantity = key[len(prefix):]
+            form.addRow(with_unit(quantity, output_quantity(quantity), units), label)
             labels[key] = label
         label.setText(f"{value:.6g}")
 
@@ -331,8 +339,8 @@ class EffectorReadout(QGroupBox):
         self.readouts: dict[str, QLabel] = {}
         self._form = QFormLayout(self)
 
-    def update_readouts(self, outputs: dict[str, float]) -> None:
-        update_readouts(self, self._form, self.readouts, self.name, outputs)
+    def update_readouts(self, outputs: dict[str, float], units: str = "SI") -> None:
+        update_readouts(self, self._form, self.readouts, self.name, outputs, units)
 
 
 class ActuatorsPanel(QWidget):
@@ -392,5 +400,6 @@ class ActuatorsPanel(QWidget):
 
     def update_frame(self, frame) -> None:
         """Readouts from ``frame.outputs``."""
+        units = self.session.spec.scene.units if self.session.spec is not None else "SI"
         for group in (*self.controls.values(), *self.effectors.values()):
-            group.update_readouts(frame.outputs)
+            group.update_readouts(frame.outputs, units)

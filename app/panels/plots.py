@@ -26,6 +26,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
+from softsim.mechanics.units import with_unit
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +203,17 @@ class PlotsPanel(QWidget):
                 self._effector_names += [e.name for e in body.effectors]
         for plot in self.plots.values():
             plot.clear()
+        if spec is not None:
+            units, dynamic = spec.scene.units, spec.scene.mode == "dynamic"
+
+            def label(*parts):
+                return " / ".join(with_unit(text, quantity, units) for text, quantity in parts)
+
+            self.newton_plot.plot.setLabel("left", "|dv|" if dynamic else label(("|R|", "force")))
+            self.constraint_plot.plot.setLabel("left", label(("error", "length")))
+            self.actuator_plot.plot.setLabel("left", label(("displacement", "length"), ("volume growth", "volume")))
+            self.force_plot.plot.setLabel("left", label(("force", "force"), ("pressure", "pressure")))
+            self.effector_plot.plot.setLabel("left", label(("position", "length")))
         self.summary.setText("No frame yet.")
 
     def update_frame(self, frame) -> None:

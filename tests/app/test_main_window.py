@@ -375,7 +375,7 @@ def test_frames_carry_only_the_shown_field_and_a_switch_while_paused_shows_the_r
     np.testing.assert_allclose(shown.von_mises, von_mises, rtol=1e-12)
     np.testing.assert_allclose(body.surface.point_data["field"], von_mises_nodal[nodes], rtol=1e-12)
     assert float(von_mises_nodal[nodes].max()) > 0.0
-    assert body.scalar_bar.GetTitle() == "von Mises stress"
+    assert body.scalar_bar.GetTitle() == "von Mises stress [kPa]"  # the finger is in mm-kg-s
     # the next frames carry von Mises (computed by the worker with the frame), and only it
     after = run_frames(qtbot, main_window, 1)
     assert after.index == frame.index + 1 and after.has_von_mises and not has_field(after, "energy_density")

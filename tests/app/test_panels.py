@@ -460,3 +460,23 @@ def test_every_declared_parameter_of_the_panel_refuses_like_the_file(docks, sess
         assert (session.spec.solver.constraint.tolerance, get_value(session.spec, info.path)) == before
         checked += 1
     assert checked == 24
+
+
+def test_readouts_ranges_and_plot_axes_carry_the_scenes_units(docks, session, qtbot):
+    """The finger is in mm-kg-s: lengths in mm, forces in mN; a scene in SI shows m and N."""
+    from softsim.mechanics.units import output_quantity, unit_label
+
+    step_and_wait(qtbot, session)
+    actuators = docks["actuators_dock"]
+    control = next(iter(actuators.controls.values()))
+    rows = {control._readout_form.itemAt(i, control._readout_form.ItemRole.LabelRole).widget().text()
+            for i in range(control._readout_form.rowCount())}
+    assert {"cableLength [mm]", "displacement [mm]", "force [mN]"} <= rows
+    assert " mm (" in control.range_label.text()
+    plots = docks["plots_dock"]
+    assert plots.newton_plot.plot.getAxis("left").labelText == "|R| [mN]"
+    assert plots.force_plot.plot.getAxis("left").labelText == "force [mN] / pressure [kPa]"
+    assert (unit_label("pressure", "SI"), unit_label("force", "mm-kg-s"), unit_label("volume", "mm-kg-s")) == \
+        ("Pa", "mN", "mm^3")
+    assert (output_quantity("x1"), output_quantity("volumeGrowth"), output_quantity("contacts")) == \
+        ("length", "volume", None)
