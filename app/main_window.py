@@ -541,5 +541,6 @@ class MainWindow(QMainWindow):
         self._render_timer.stop()
         self._pending_frame = None
         self.session.close()
+        self.session.release_views()
         self.viewport.close()
         super().closeEvent(event)

@@ -31,6 +31,10 @@ class Event:
     def disconnect(self, callback: Callable[..., Any]) -> None:
         self._callbacks.remove(callback)
 
+    def clear(self) -> None:
+        """Forget every callback (the views that connected are going away)."""
+        self._callbacks.clear()
+
     def emit(self, *values: Any) -> None:
         for callback in list(self._callbacks):
             callback(*values)

@@ -76,9 +76,7 @@ class Session:
         self._tokens = itertools.count(1)
         self._drag_auto_play = False
         self.wake: Callable[[], None] | None = None
-        self.model.events.field.connect(self._send_field)
-        self.model.events.frame.connect(self.frame_ready.emit)
-        self.model.events.playing.connect(self.running_changed.emit)
+        self._connect_model()
         if qt if qt is not None else _qt_application_exists():
             deliver_with_qt(self, parent)
 
@@ -164,6 +162,21 @@ class Session:
             self.runner.stop()
             self.poll()
             self.runner = None
+
+    def release_views(self) -> None:
+        """Disconnect every view from the session's and the model's events (the window closes): nothing the
+        session holds keeps the window alive after that."""
+        for event in (self.scene_opened, self.frame_ready, self.message, self.parameter_changed,
+                      self.running_changed, *vars(self.model.events).values()):
+            event.clear()
+        self._connect_model()
+
+    def _connect_model(self) -> None:
+        """The session's own reactions to the model: a new field goes to the worker, a new frame is
+        ``frame_ready``, a change of playing is ``running_changed``."""
+        self.model.events.field.connect(self._send_field)
+        self.model.events.frame.connect(self.frame_ready.emit)
+        self.model.events.playing.connect(self.running_changed.emit)
 
     # -- running ---------------------------------------------------------------------------------------
     def play(self) -> None:
@@ -369,6 +382,7 @@ def deliver_with_qt(session: Session, parent=None):
     QObject that does it (owned by ``parent`` when given). Wakes are coalesced: while one poll is queued, the
     worker's further posts add none, so a slow GUI thread never falls behind a queue of polls."""
     import threading
+    import weakref
 
     from PyQt6.QtCore import QObject, pyqtSignal
 
@@ -383,9 +397,15 @@ def deliver_with_qt(session: Session, parent=None):
             queued.set()
             delivery.posted.emit()  # queued to the GUI thread
 
+    # the connection is held on the C++ side, out of the garbage collector's sight: through a weak reference
+    # it keeps neither the session nor the window that owns it alive
+    session_ref = weakref.ref(session)
+
     def deliver() -> None:
         queued.clear()
-        session.poll()
+        alive = session_ref()
+        if alive is not None:
+            alive.poll()
 
     delivery.posted.connect(deliver)
     session.wake = wake

@@ -33,6 +33,7 @@ def test_closing_the_window_releases_the_render_window(qtbot):
     window.show()
     window.open_mesh(resource_path("meshes", "finger.vtu"))
     viewport_ref = weakref.ref(window.viewport)
+    window_ref = weakref.ref(window)
     window.close()
     assert window.viewport._closed
     assert window.viewport.render_window is None
@@ -41,6 +42,7 @@ def test_closing_the_window_releases_the_render_window(qtbot):
     qtbot.wait(50)
     gc.collect()
     assert viewport_ref() is None or viewport_ref()._closed
+    assert window_ref() is None  # nothing outside the window (the worker's wake-up included) keeps it alive
 
 
 def test_opening_a_broken_mesh_shows_a_message_and_keeps_the_view(main_window, tmp_path, qtbot):
