@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from softsim.mechanics.simulation import Frame
-from softsim.mechanics.units import with_unit
+from softsim.mechanics.units import unit_label, with_unit
 
 logger = logging.getLogger(__name__)
 
@@ -135,3 +135,38 @@ def complete_frame(scene, frame: DisplayFrame, fields: Iterable[str] = OPTIONAL_
     if "energy_density" in wanted and not has_field(frame, "energy_density"):
         changes["energy_density_nodal"] = _energy_density_nodal(simulation, frame.x)
     return dataclasses.replace(frame, **changes) if changes else frame
+
+
+@dataclass(frozen=True)
+class NodeProbe:
+    """What the window shows at one node of a frame: ``position`` and ``displacement`` (3,) in the scene's length
+    unit, the von Mises stress (the volume-weighted nodal average the colours show) in its pressure unit."""
+
+    node: int
+    frame_index: int
+    position: np.ndarray
+    displacement: np.ndarray
+    von_mises: float
+
+    def text(self, units: str | None) -> str:
+        """``node 54  x=(1, 2, 3) mm  u=(...) |u|=0.5 mm  von Mises=12.3 kPa``."""
+
+        def unit(quantity: str) -> str:
+            return "" if units is None else " " + unit_label(quantity, units)
+
+        x, u = self.position, self.displacement
+        return (f"node {self.node}  x=({x[0]:.4g}, {x[1]:.4g}, {x[2]:.4g}){unit('length')}  "
+                f"u=({u[0]:.3g}, {u[1]:.3g}, {u[2]:.3g}) |u|={np.linalg.norm(u):.4g}{unit('length')}  "
+                f"von Mises={self.von_mises:.4g}{unit('pressure')}")
+
+
+def probe_node(scene, frame: DisplayFrame, node: int) -> NodeProbe:
+    """The values of ``frame`` at ``node`` (the von Mises stress computed at the frame's positions if the frame
+    was made without it); runs on the worker thread. IndexError for a node the scene does not have."""
+    node = int(node)
+    if not 0 <= node < len(frame.x):
+        raise IndexError(f"node {node} is not a node of this scene (0..{len(frame.x) - 1})")
+    full = complete_frame(scene, frame, ("von_mises",))
+    rest = scene.simulation.X[node]
+    return NodeProbe(node, frame.index, np.array(full.x[node]), np.array(full.x[node] - rest),
+                     float(full.von_mises_nodal[node]))

@@ -7,7 +7,9 @@ session's poll timer and are drawn in place (see :mod:`app.viewport`).
 from __future__ import annotations
 
 import logging
+import re
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
 from PyQt6.QtWidgets import (
     QApplication,
     QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QInputDialog,
     QLabel,
@@ -26,17 +29,26 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 from softsim.app.frames import FIELDS
+from softsim.app.health import frame_problems
+from softsim.app.rates import FrameRates
 from softsim.app.session import Session
 from softsim.app.settings import Settings
-from softsim.app.viewport import CAMERA_PRESETS, OVERLAYS, STYLES, Viewport
+from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS, STYLES, Viewport
 from softsim.mechanics.units import unit_label
 
 logger = logging.getLogger(__name__)
 
 MESH_FILTER = "Meshes (*.vtk *.vtu *.msh *.mesh *.inp *.xdmf *.xmf *.med)"
 OPEN_FILTER = (f"Scenes and meshes (*.toml {MESH_FILTER[8:-1]});;Scenes (*.toml);;{MESH_FILTER};;All (*)")
+#: a paint slower than this (seconds) while playing switches the anti-aliasing off until the scene pauses
+FAST_DRAW_THRESHOLD = 0.008
 #: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
 RENDER_INTERVAL_FACTOR = 2.0
+HEALTH_STYLE = {
+    "ok": "color:#2e9a3e; font-weight:bold; padding:0 6px;",
+    "warning": "background:#c08000; color:white; font-weight:bold; padding:0 6px;",
+    "error": "background:#b02020; color:white; font-weight:bold; padding:0 6px;",
+}
 BANNER_STYLE = {
     "warning": "background:#5a4a10; color:#ffe9a8; padding:4px 8px; font-weight:bold;",
     "error": "background:#6a1c1c; color:#ffd0d0; padding:4px 8px; font-weight:bold;",
@@ -95,11 +107,26 @@ class MainWindow(QMainWindow):
         self.timing_label = QLabel("")
         self.warning_label = QLabel("")
         self.warning_label.setStyleSheet("color:#c08000;")
-        self.pick_label = QLabel("")
-        for label in (self.pick_label, self.frame_label, self.timing_label, self.warning_label):
-            self.statusBar().addPermanentWidget(label)
+        self.pick_label = QLabel("")  # the selected node's values
+        self.pick_label.setObjectName("pick_label")
+        self.hover_label = QLabel("")  # the values under the mouse
+        self.hover_label.setObjectName("hover_label")
+        self.hover_label.setStyleSheet("color:#808890;")
+        self.health_label = QLabel("")  # converged / not converged / failed, coloured
+        self.health_label.setObjectName("health_label")
         self.statusBar().addWidget(self.status_label)
+        self.statusBar().addWidget(self.hover_label, 1)
+        for label in (self.pick_label, self.frame_label, self.timing_label, self.warning_label, self.health_label):
+            self.statusBar().addPermanentWidget(label)
+        self.problems: list = []  # the Problems of the frame shown (app.health)
+        self._fit_on_next_frame = False
+        self.last_probe = None  # the NodeProbe of the selected node
+        self.hover_probe = None  # the NodeProbe under the mouse
         self.last_render_time: float | None = None
+        self.frames_drawn = 0
+        self.frames_received = 0
+        self._rates = FrameRates()
+        self.draw_times: deque[float] = deque(maxlen=10_000)  # seconds per drawn frame, newest last
         self.recording_dir: Path | None = None
         self.recorded_frames = 0
         self.docks = []
@@ -117,6 +144,7 @@ class MainWindow(QMainWindow):
         self.session.message.connect(self._on_message)
         self.session.running_changed.connect(self._on_running_changed)
         self.viewport.node_picked.connect(self._on_node_picked)
+        self.viewport.node_hovered.connect(self._on_node_hovered)
         self.viewport.drag_started.connect(self.session.start_drag)
         self.viewport.drag_moved.connect(self.session.move_drag)
         self.viewport.drag_finished.connect(self.session.stop_drag)
@@ -142,7 +170,7 @@ class MainWindow(QMainWindow):
         self.save_as_action = self._action("Save scene &as...", self._ask_save_as, shortcut=key.SaveAs)
         self.reload_action = self._action("&Reload from disk", self.reload, shortcut="Ctrl+R",
                                           tip="Read the file again (unsaved tuning is lost)")
-        self.reset_action = self._action("Rese&t", self.session.reset, shortcut="Ctrl+Backspace",
+        self.reset_action = self._action("Rese&t", self.reset, shortcut="Ctrl+Backspace",
                                          tip="Back to the rest shape, keeping the tuned parameters")
         self.play_action = self._action("&Play", self._toggle_play, shortcut="Space", checkable=True,
                                         tip="Play / pause the simulation")
@@ -238,8 +266,19 @@ class MainWindow(QMainWindow):
             self.style_combo.addItem(style.capitalize(), style)
         self.style_combo.setCurrentIndex(STYLES.index(self.viewport.style))
         self.style_combo.currentIndexChanged.connect(lambda i: self.set_style(self.style_combo.itemData(i)))
+        self.scale_spin = QDoubleSpinBox(display)
+        self.scale_spin.setObjectName("deformation_scale")
+        self.scale_spin.setRange(1.0, MAX_DEFORMATION_SCALE)
+        self.scale_spin.setDecimals(0)
+        self.scale_spin.setPrefix("x")
+        self.scale_spin.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
+        self.scale_spin.setKeyboardTracking(False)
+        self.scale_spin.setToolTip("Deformation scale: the drawn displacement is magnified this many times "
+                                   "(the simulation and every number shown are not)")
+        self.scale_spin.valueChanged.connect(self.viewport.set_deformation_scale)
         display.addWidget(self.field_combo)
         display.addWidget(self.style_combo)
+        display.addWidget(self.scale_spin)
         display.addSeparator()
         for preset in (*CAMERA_PRESETS, "fit"):
             display.addAction(self.camera_actions[preset])
@@ -346,6 +385,7 @@ class MainWindow(QMainWindow):
         box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
         box.setObjectName("error_dialog")
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.finished.connect(lambda _result: self._hide_banner())  # the dialog said it: the banner goes with it
         box.open()
 
     # -- display -------------------------------------------------------------------------------------
@@ -384,6 +424,18 @@ class MainWindow(QMainWindow):
     def _on_running_changed(self, running: bool) -> None:
         self.play_action.setChecked(running)
         self.play_action.setText("&Pause" if running else "&Play")
+        # a slow (software) OpenGL draws without anti-aliasing while frames stream in; full quality when paused
+        slow = self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD
+        if running and slow:
+            self.viewport.set_fast_drawing(True)
+        elif not running and self.viewport.fast_drawing:
+            self.viewport.set_fast_drawing(False)
+            self.viewport.draw()
+
+    def reset(self) -> None:
+        """Back to the rest shape with the tuned parameters; the camera frames the body again."""
+        self._fit_on_next_frame = True
+        self.session.reset()
 
     # -- session events -------------------------------------------------------------------------------
     def _update_title(self) -> None:
@@ -391,7 +443,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"softsim - {path.name}" if path is not None else "softsim")
 
     def _on_scene_opened(self, scene) -> None:
+        self._rates.clear()
         self.pick_label.setText("")
+        self.hover_label.setText("")
+        self.health_label.setText("")
+        self.last_probe = self.hover_probe = None
         self._hide_banner()
         self.warning_label.setText("")
         self.viewport.show_scene(self.session)
@@ -401,31 +457,44 @@ class MainWindow(QMainWindow):
         self.status_label.setText(f"{self.session.path.name}: {mesh.n_points} nodes, {mesh.n_tets} tetrahedra")
 
     def _on_frame(self, frame) -> None:
-        """Draw a new frame, at most every RENDER_INTERVAL_FACTOR render times (a software-rendered view
-        must not take the interpreter from the solver thread); a skipped frame is drawn by a timer."""
+        """Take a new frame; it is drawn at once if the last draw is far enough behind, else by a timer (the
+        newest frame then wins). A draw (writing the arrays, then one paint) may start only after
+        RENDER_INTERVAL_FACTOR times its last cost has passed since the last one ended, so drawing takes at most
+        1 / (1 + factor) of the GUI thread however slow the OpenGL is, and the controls keep answering."""
         self._pending_frame = frame
-        wait = self._last_render_end + RENDER_INTERVAL_FACTOR * (self.last_render_time or 0.0) - time.perf_counter()
+        self.frames_received += 1
+        wait = self._next_draw_time() - time.perf_counter()
         if wait <= 0:
             self._draw_pending()
         elif not self._render_timer.isActive():
             self._render_timer.start(max(1, int(1e3 * wait)))
 
-    def flush_frame(self) -> None:
-        """Draw the newest frame now if the render throttle is holding it back."""
-        self._render_timer.stop()
-        self._draw_pending()
+    def _next_draw_time(self) -> float:
+        cost = (self.last_render_time or 0.0) + self.viewport.last_paint_seconds
+        return self._last_render_end + RENDER_INTERVAL_FACTOR * cost
 
-    def _draw_pending(self) -> None:
+    def flush_frame(self) -> None:
+        """Draw the newest frame now if the render throttle is holding it back (rendered before returning)."""
+        self._render_timer.stop()
+        if self._draw_pending():
+            self.viewport.render()
+
+    def _draw_pending(self) -> bool:
+        """Write the pending frame into the view and ask for a paint; False when there was none."""
         frame, self._pending_frame = self._pending_frame, None
         if frame is None:
-            return
+            return False
         started = time.perf_counter()
         self.viewport.update_frame(frame)
-        self.viewport.render()
+        if self._fit_on_next_frame:
+            self._fit_on_next_frame = False
+            self.viewport.set_camera_preset("fit")
+        self.viewport.draw()
         self.last_render_time = time.perf_counter() - started
-        report = frame.report
-        if report is not None and report.ok and not report.message:
-            self._hide_banner()
+        self.frames_drawn += 1
+        self.draw_times.append(self.last_render_time + self.viewport.last_paint_seconds)
+        self._rates.add(frame.index, started)
+        self._show_health(frame)
         self._show_frame_status(frame)
         if self.picked_node is not None:
             self._show_pick(self.picked_node, frame)
@@ -433,10 +502,13 @@ class MainWindow(QMainWindow):
             self.viewport.screenshot(str(self.recording_dir / f"frame_{self.recorded_frames:05d}.png"))
             self.recorded_frames += 1
         self._last_render_end = time.perf_counter()
+        return True
 
     def _show_frame_status(self, frame) -> None:
-        rate = self.session.frame_rate if self.session.playing else 0.0
-        self.frame_label.setText(f"frame {frame.index}" + (f"  {rate:.1f} fps" if rate > 0 else ""))
+        rates = self._rates
+        playing = self.session.playing and rates.drawn > 0
+        self.frame_label.setText(f"frame {frame.index}" + (
+            f"  solved {rates.solved:.1f}/s, drawn {rates.drawn:.1f}/s" if playing else ""))
         if frame.report is None:
             self.timing_label.setText(f"render {_ms(self.last_render_time)} ms")
             return
@@ -447,31 +519,88 @@ class MainWindow(QMainWindow):
             f"render {_ms(t['render'])}")
 
     def _on_message(self, level: str, text: str) -> None:
+        """A message of the session: info in the status bar; a warning or an error also in the warning label.
+        A frame's own problems are shown from the frame itself (``_show_health``); an error that is not a
+        frame's (a refused edit, a failed save) shows in the banner until its dialog or the next edit."""
         if level == "info":
             self.statusBar().showMessage(text, 5000)
             return
-        self.warning_label.setText(f"last {level}: {text.splitlines()[0]}")
+        self.warning_label.setText(f"last {level}: {text.splitlines()[0]}"[:120])
         self.warning_label.setToolTip(text)
         self.statusBar().showMessage(text.replace("\n", " "), 10000)
+        if not re.match(r"frame \d+", text):  # a frame's problems come with the frame, drawn with it
+            self._show_banner(level, text)
+
+    def _show_banner(self, level: str, text: str) -> None:
         self.banner.setStyleSheet(BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
         self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + "  (the last good state is shown)")
+        self.banner.show()
+
+    def _show_health(self, frame) -> None:
+        """The frame's problems (app.health) in the banner and the coloured health label; a sound frame
+        hides the banner and shows "converged" in green."""
+        self.problems = frame_problems(frame, self.session.spec)
+        if frame.report is None:
+            self.health_label.setText("")
+            return
+        if not self.problems:
+            self.health_label.setText("converged")
+            self.health_label.setStyleSheet(HEALTH_STYLE["ok"])
+            self._hide_banner()
+            return
+        level = "error" if any(p.level == "error" for p in self.problems) else "warning"
+        self.health_label.setText("FAILED" if level == "error" else "NOT CONVERGED" if any(
+            "converge" in p.text for p in self.problems) else "ACTUATOR LIMITED")
+        self.health_label.setStyleSheet(HEALTH_STYLE[level])
+        self.health_label.setToolTip("\n".join(p.text for p in self.problems))
+        self.banner.setStyleSheet(BANNER_STYLE[level])
+        self.banner.setText(("✖ " if level == "error" else "⚠ ") + "; ".join(p.text for p in self.problems)
+                            + ("  (the last good state is shown)" if level == "error" else ""))
         self.banner.show()
 
     def _hide_banner(self) -> None:
         self.banner.hide()
 
     def _on_node_picked(self, node: int, position) -> None:
+        """A click on the body (or the start of a drag) selects ``node``: marked in the view, probed."""
         self.session.model.selected_node = int(node)
+        self.viewport.mark_node(int(node))
         self._show_pick(int(node), self.session.latest_frame)
 
+    def select_node(self, node: int | None) -> None:
+        """Select ``node`` (None: nothing): its marker and its values in the status bar."""
+        if node is None:
+            self.session.model.selected_node = None
+            self.viewport.mark_node(None)
+            self.pick_label.setText("")
+        else:
+            self._on_node_picked(int(node), None)
+
     def _show_pick(self, node: int, frame) -> None:
+        """Ask the worker for the values at the selected node of ``frame`` (they arrive as ``last_probe``)."""
         if frame is None or node >= len(frame.x):
             return
-        x = frame.x[node]
-        u = x - self.session.rest_positions[node]
-        length = unit_label("length", self.session.spec.scene.units) if self.session.spec is not None else ""
-        self.pick_label.setText(f"node {node}  x=({x[0]:.3g}, {x[1]:.3g}, {x[2]:.3g}) {length}  "
-                                f"|u|={np.linalg.norm(u):.3g} {length}")
+
+        def show(probe) -> None:
+            if self.session.model.selected_node == probe.node:
+                self.last_probe = probe
+                self.pick_label.setText("selected " + probe.text(self._units()))
+
+        self.session.probe(node, show)
+
+    def _on_node_hovered(self, node: int) -> None:
+        if node < 0:
+            self.hover_label.setText("")
+            return
+
+        def show(probe) -> None:
+            self.hover_probe = probe
+            self.hover_label.setText(probe.text(self._units()))
+
+        self.session.probe(node, show)
+
+    def _units(self) -> str | None:
+        return self.session.spec.scene.units if self.session.spec is not None else None
 
     # -- dialogs --------------------------------------------------------------------------------------
     def _start_dir(self) -> str:

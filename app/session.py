@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from softsim.app.frames import complete_frame, make_display_frame
+from softsim.app.frames import complete_frame, make_display_frame, probe_node
 from softsim.app.headless import write_frame_vtu
 from softsim.app.model import Event, ViewerModel
 from softsim.app.runner import (
@@ -75,6 +75,8 @@ class Session:
         self._replies: dict[int, Callable[[object, Exception | None], None]] = {}
         self._tokens = itertools.count(1)
         self._drag_auto_play = False
+        self._probe_waiting = False
+        self._next_probe = None
         self.wake: Callable[[], None] | None = None
         self._connect_model()
         if qt if qt is not None else _qt_application_exists():
@@ -136,6 +138,7 @@ class Session:
         field = self.model.field
         self.frames_received, self.frame_rate, self._last_frame_time = 0, 0.0, None
         self._drag_auto_play = False
+        self._probe_waiting, self._next_probe = False, None
         self._replies.clear()  # a request to the old worker is never answered
         runner = SimulationRunner(scene, snapshot=lambda scene, report: make_display_frame(
             scene, report, fields=(runner.field,)), on_output=lambda: self.wake and self.wake())
@@ -339,6 +342,28 @@ class Session:
         self.call(f"export {path.name}",
                   lambda scene: _export(path, complete_frame(scene, frame), rest_positions, tets),
                   done, changes_scene=False)
+
+    def probe(self, node: int, on_done: Callable[[object], None]) -> None:
+        """The values at ``node`` of the frame shown (:class:`app.frames.NodeProbe`), computed on the worker;
+        ``on_done(probe)`` is called on the GUI thread (not at all if the node is not the scene's). While a
+        probe is on its way, a new one replaces the one waiting (a moving mouse asks often)."""
+        frame = self.model.frame
+        if frame is None or self.runner is None:
+            return
+        if self._probe_waiting:
+            self._next_probe = (node, on_done)
+            return
+        self._probe_waiting = True
+
+        def done(result, error) -> None:
+            self._probe_waiting = False
+            if error is None:
+                on_done(result)
+            queued, self._next_probe = self._next_probe, None
+            if queued is not None:
+                self.probe(*queued)
+
+        self.call(f"probe node {node}", lambda scene: probe_node(scene, frame, node), done, changes_scene=False)
 
     # -- the channel from the worker ------------------------------------------------------------------
     def poll(self) -> None:

@@ -8,12 +8,14 @@ surface node with the left button while the drag mode is on or Ctrl is held; oth
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import pyvista as pv
 import vtk
 from PyQt6.QtCore import Qt, pyqtSignal
 from pyvistaqt import QtInteractor
+from softsim.app.colour_range import auto_color_range, noise_floor
 from softsim.app.frames import FIELDS, field_title, has_field
 from softsim.app.model import ViewerModel
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
@@ -23,6 +25,12 @@ logger = logging.getLogger(__name__)
 BACKGROUND = "#20242b"
 STYLES = ("surface", "wireframe", "surface with edges")
 OVERLAYS = ("fixed", "cables", "cavities", "contacts", "obstacles")
+#: a press and release of the left button at most this many pixels apart is a click (selects a node)
+CLICK_TOLERANCE = 4
+#: the mouse hovering over the body is probed at most this often (seconds)
+HOVER_INTERVAL = 0.05
+#: the largest magnification of the drawn displacement (View > Deformation scale)
+MAX_DEFORMATION_SCALE = 1000.0
 #: camera presets: direction from the focal point to the camera, and the view-up vector (y up)
 CAMERA_PRESETS = {
     "front": ((0.0, 0.0, 1.0), (0.0, 1.0, 0.0)),
@@ -55,19 +63,27 @@ class BodyView:
     points : (n, 3) float64 node positions of the whole body.
     surface_triangles : (k, 3) int64 outward boundary triangles (node ids of the body).
     field_name : scalar bar title; field : (n,) one value per body node.
-    clim : fixed colour range, or None for the automatic range (min..max of the shown values).
+    clim : fixed colour range, or None for the automatic range (:func:`app.colour_range.auto_color_range`).
+    rest : (n, 3) rest positions (default: ``points``), from which ``scale`` magnifies the drawn displacement.
+    floor : the field's noise floor (values up to it read as 0 in the automatic range).
     """
 
     def __init__(self, plotter, points: np.ndarray, surface_triangles: np.ndarray, field_name: str,
-                 field: np.ndarray, *, name: str = "body", clim: tuple[float, float] | None = None) -> None:
+                 field: np.ndarray, *, name: str = "body", clim: tuple[float, float] | None = None,
+                 rest: np.ndarray | None = None, floor: float = 0.0) -> None:
         self.plotter = plotter
         self.name = name
         self.field_name = field_name
         self.fixed_clim = clim
+        self.floor = floor
+        self.scale = 1.0
+        self.auto_clim: tuple[float, float] | None = None
         self.surface_nodes = np.unique(surface_triangles)
+        self.rest = np.array((points if rest is None else rest)[self.surface_nodes], dtype=np.float64)
         local = np.searchsorted(self.surface_nodes, surface_triangles)
         faces = np.hstack([np.full((len(local), 1), 3, dtype=np.int64), local]).ravel()
-        self.surface = pv.PolyData(np.array(points[self.surface_nodes], dtype=np.float64), faces)
+        self.x = np.array(points[self.surface_nodes], dtype=np.float64)
+        self.surface = pv.PolyData(self.x.copy(), faces)
         self.surface.point_data["field"] = np.asarray(field, dtype=np.float64)[self.surface_nodes]
         self.actor = plotter.add_mesh(
             self.surface, scalars="field", show_edges=True, edge_color="#303030", cmap="viridis",
@@ -79,19 +95,27 @@ class BodyView:
         self.scalar_bar = plotter.scalar_bars[field_name]
 
     def _auto_clim(self) -> tuple[float, float]:
-        values = self.surface.point_data["field"]
-        lo, hi = float(np.min(values)), float(np.max(values))
-        if hi > lo:
-            return lo, hi
-        return lo, lo + max(abs(lo) * 1e-3, 1e-12)
+        self.auto_clim = auto_color_range(self.surface.point_data["field"], self.floor, self.auto_clim)
+        return self.auto_clim
 
     def update(self, x: np.ndarray, field: np.ndarray | None = None) -> None:
-        """Write new positions (n, 3) and optionally a new nodal field (n,) into the existing arrays."""
-        self.surface.points[:] = x[self.surface_nodes]
+        """Write new positions (n, 3) and optionally a new nodal field (n,) into the existing arrays; the drawn
+        shape is ``rest + scale * (x - rest)``."""
+        self.x = x[self.surface_nodes]
+        self.surface.points[:] = self.drawn(self.x)
         if field is not None:
             self.surface.point_data["field"][:] = field[self.surface_nodes]
-        self.actor.mapper.scalar_range = self.fixed_clim or self._auto_clim()
+        clim = self.fixed_clim or self._auto_clim()
+        if tuple(self.actor.mapper.scalar_range) != tuple(clim):  # new labels cost a text render: only on change
+            self.actor.mapper.scalar_range = clim
         self.surface.Modified()
+
+    def drawn(self, x: np.ndarray, rest: np.ndarray | None = None) -> np.ndarray:
+        """Where points at ``x`` (k, 3) are drawn: ``rest + scale * (x - rest)`` (rest: the surface's)."""
+        if self.scale == 1.0:
+            return x
+        rest = self.rest if rest is None else rest
+        return rest + self.scale * (x - rest)
 
     def set_title(self, title: str) -> None:
         self.field_name = title
@@ -214,12 +238,15 @@ class ContactGlyphs:
 class Viewport(QtInteractor):
     """The central 3D view; all calls happen on the GUI thread.
 
-    Signals: ``node_picked(node, position (3,))`` when a node is picked; ``drag_started(node, target)``,
+    Signals: ``node_picked(node, position (3,))`` when a node is picked (a plain click on the body, or the start
+    of a drag); ``node_hovered(node)`` while the mouse moves over the body without a button (-1: off the body;
+    at most every HOVER_INTERVAL seconds); ``drag_started(node, target)``,
     ``drag_moved(target)``, ``drag_finished()`` while the mouse drags it (targets are (3,) arrays in the
     camera plane through the picked point).
     """
 
     node_picked = pyqtSignal(int, object)
+    node_hovered = pyqtSignal(int)
     drag_started = pyqtSignal(int, object)
     drag_moved = pyqtSignal(object)
     drag_finished = pyqtSignal()
@@ -237,6 +264,21 @@ class Viewport(QtInteractor):
         self.fixed_clim: tuple[float, float] | None = None
         self.drag_mode = False
         self.body_size = 1.0
+        self.last_paint_seconds = 0.0  # the cost of the last paint (one VTK render and the blit)
+        self.paints = 0
+        self.deformation_scale = 1.0
+        self.young_modulus = 1.0
+        self.rest = np.zeros((0, 3))
+        self.quality_samples = self.render_window.GetMultiSamples()
+        self.fast_drawing = False
+        self.selected_marker = None
+        self._frame = None
+        self._rest_paths: dict[str, np.ndarray] = {}
+        self._rest_cavities: dict[str, np.ndarray] = {}
+        self._press_position: tuple[float, float] | None = None
+        self._fitted: tuple | None = None  # the camera of the last fit (None: never fitted)
+        self._last_hover = 0.0
+        self.setMouseTracking(True)
         self._fixed_poly: pv.PolyData | None = None
         self._fixed_nodes = np.zeros(0, dtype=np.int64)
         self._cables: dict[str, pv.PolyData] = {}
@@ -254,6 +296,19 @@ class Viewport(QtInteractor):
         self.top_renderer.InteractiveOff()
         self.render_window.SetNumberOfLayers(2)
         self.render_window.AddRenderer(self.top_renderer)
+
+    def paintGL(self) -> None:  # noqa: N802 (Qt API)
+        """Qt's paint of the view: VTK renders here, once per paint; its cost is kept in ``last_paint_seconds``."""
+        started = time.perf_counter()
+        super().paintGL()
+        self.last_paint_seconds = time.perf_counter() - started
+        self.paints += 1
+
+    def draw(self) -> None:
+        """Ask for one repaint with the current data (drawn at the next paint event; several asks before it make
+        one render). ``render()`` renders at once and Qt then paints again, so a frame costs two renders: the
+        per-frame path uses this instead."""
+        self.update()
 
     def _render(self, *args, **kwargs):
         if self.render_window is not None and self.top_renderer.GetActiveCamera() is not self.camera:
@@ -290,6 +345,7 @@ class Viewport(QtInteractor):
         for title in list(self.scalar_bars.keys()):
             self.remove_scalar_bar(title)
         self._cables, self._cavities, self._contacts, self._fixed_poly = {}, {}, None, None
+        self.selected_marker, self._frame = None, None
         self._drag_line, self._drag_actor, self._dragging = None, None, None
 
     def show_scene(self, session) -> None:
@@ -300,15 +356,25 @@ class Viewport(QtInteractor):
         bounds = np.concatenate([x.min(axis=0), x.max(axis=0)])
         self.body_size = float(np.linalg.norm(bounds[3:] - bounds[:3])) or 1.0
         values = field_values(frame, self.field)
-        self.units = session.spec.scene.units if session.spec is not None else None
+        spec = session.spec
+        self.units = spec.scene.units if spec is not None else None
+        self.young_modulus = max((b.material.youngModulus for b in spec.bodies), default=1.0) if spec else 1.0
+        rest = np.asarray(session.rest_positions, dtype=np.float64)
+        self.rest = rest if rest.shape == x.shape else np.array(x)
+        self._frame = frame
         body = self.show_body("body", x, session.surface_triangles, field_title(self.field, self.units),
-                              np.zeros(len(x)) if values is None else values, clim=self.fixed_clim)
+                              np.zeros(len(x)) if values is None else values, clim=self.fixed_clim,
+                              rest=self.rest, floor=self._floor(self.field))
+        body.scale = self.deformation_scale
         body.set_style(self.style)
         self._fixed_nodes = np.asarray(session.fixed_nodes, dtype=np.int64)
         if self._fixed_nodes.size:
             self._fixed_poly = pv.PolyData(np.array(x[self._fixed_nodes]))
             self._add_overlay("fixed", self._fixed_poly, color="#4aa3ff", point_size=7,
                               render_points_as_spheres=True)
+        # the scene opens at rest: its first frame's paths and cavity points are the rest positions
+        self._rest_paths = {name: np.array(path) for name, path in frame.cable_paths.items()}
+        self._rest_cavities = {name: np.array(points) for name, points in frame.cavity_points.items()}
         for name, path in frame.cable_paths.items():
             poly = pv.lines_from_points(path)
             self._cables[name] = poly
@@ -353,6 +419,9 @@ class Viewport(QtInteractor):
         actor = self.add_mesh(poly, name=name or key, reset_camera=False, pickable=False, **kwargs)
         self.overlay_actors[key].append(actor)
 
+    def _floor(self, field: str) -> float:
+        return noise_floor(FIELDS[field][1], self.body_size, self.young_modulus)
+
     # -- per frame ------------------------------------------------------------------------------------
     def update_frame(self, frame) -> None:
         """Write the frame's positions and fields into the existing arrays (no actor is created); a frame without
@@ -361,28 +430,66 @@ class Viewport(QtInteractor):
         if body is None:
             return
         x = frame.x
+        self._frame = frame
         body.update(x, field_values(frame, self.field))
         if self._fixed_poly is not None:
-            self._fixed_poly.points[:] = x[self._fixed_nodes]
+            self._fixed_poly.points[:] = body.drawn(x[self._fixed_nodes], self.rest[self._fixed_nodes])
             self._fixed_poly.Modified()
+        # paths and cavity points move with the mesh (barycentric), so rest + scale * (p - rest) is exact
         for name, path in getattr(frame, "cable_paths", {}).items():
             poly = self._cables.get(name)
             if poly is not None and poly.n_points == len(path):
-                poly.points[:] = path
+                poly.points[:] = body.drawn(path, self._rest_paths[name])
                 poly.Modified()
         for name, points in getattr(frame, "cavity_points", {}).items():
             poly = self._cavities.get(name)
             if poly is not None and poly.n_points == len(points):
-                poly.points[:] = points
+                poly.points[:] = body.drawn(points, self._rest_cavities[name])
                 poly.Modified()
         if self._contacts is not None:
-            self._contacts.update(frame.contact_points, frame.contact_forces)
+            self._contacts.update(self._drawn_free_points(frame.contact_points), frame.contact_forces)
         node = getattr(frame, "drag_node", -1)
         if self._drag_line is not None:
             if node >= 0 and frame.drag_target is not None:
-                self._drag_line.points[:] = np.vstack([x[node], frame.drag_target])
+                ends = np.vstack([x[node], frame.drag_target])
+                self._drag_line.points[:] = body.drawn(ends, self.rest[[node, node]])
                 self._drag_line.Modified()
             self._drag_actor.SetVisibility(node >= 0)
+        if self.selected_marker is not None:
+            self._place_marker()
+
+    def _drawn_free_points(self, points: np.ndarray) -> np.ndarray:
+        """Points on the body that are not mesh-embedded (contact points): shifted with the nearest surface
+        node's magnified displacement (an approximation used only while the deformation scale is not 1)."""
+        body = self.bodies["body"]
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if body.scale == 1.0 or len(points) == 0:
+            return points
+        from scipy.spatial import cKDTree
+
+        nearest = cKDTree(body.x).query(points)[1]
+        return points + (body.scale - 1.0) * (body.x[nearest] - body.rest[nearest])
+
+    def set_deformation_scale(self, scale: float) -> None:
+        """Draw the displacement magnified ``scale`` times (1 to 1000); the simulation is not changed."""
+        scale = float(scale)
+        if not (np.isfinite(scale) and 1.0 <= scale <= MAX_DEFORMATION_SCALE):
+            raise ValueError(f"the deformation scale must be in [1, {MAX_DEFORMATION_SCALE:g}], got {scale!r}")
+        self.deformation_scale = scale
+        body = self.bodies.get("body")
+        if body is not None:
+            body.scale = scale
+            if self._frame is not None:
+                self.update_frame(self._frame)
+        self.render()
+
+    def set_fast_drawing(self, fast: bool) -> None:
+        """Without anti-aliasing (fast) or with the default multisampling; a slow software OpenGL spends two
+        thirds of a draw on multisampling, so the window drops it while frames stream in and it is slow."""
+        samples = 0 if fast else self.quality_samples
+        if self.render_window is not None and self.render_window.GetMultiSamples() != samples:
+            self.render_window.SetMultiSamples(samples)
+        self.fast_drawing = bool(fast)
 
     # -- display options -------------------------------------------------------------------------------
     @property
@@ -401,6 +508,7 @@ class Viewport(QtInteractor):
         body = self.bodies.get("body")
         if body is not None:
             body.set_title(field_title(field, self.units))
+            body.floor, body.auto_clim = self._floor(field), None
             frame = self.model.frame
             if frame is not None:
                 body.update(frame.x, field_values(frame, field))
@@ -424,6 +532,7 @@ class Viewport(QtInteractor):
         self.fixed_clim = clim
         for body in self.bodies.values():
             body.fixed_clim = clim
+            body.auto_clim = None
             body.actor.mapper.scalar_range = clim or body._auto_clim()
         self.render()
 
@@ -437,7 +546,8 @@ class Viewport(QtInteractor):
 
     def set_camera_preset(self, preset: str) -> None:
         """``front`` (look along -z), ``side`` (along -x), ``top`` (along -y), ``iso``, or ``fit`` (keep the
-        direction, frame the body); y is up except in ``top``."""
+        direction, frame the body); y is up except in ``top``. The view stays fitted when the viewport is
+        resized (a dock opens, the window grows) until the user moves the camera."""
         if preset != "fit":
             if preset not in CAMERA_PRESETS:
                 raise ValueError(f"unknown camera preset {preset!r}; allowed: fit, {', '.join(CAMERA_PRESETS)}")
@@ -448,13 +558,43 @@ class Viewport(QtInteractor):
             self.camera.focal_point = tuple(centre)
             self.camera.position = tuple(centre + direction * 3.0 * self.body_size)
             self.camera.up = up
+        self._fit()
+        self.render()
+
+    def _fit(self) -> None:
+        """Frame the whole drawn body (its bounds, with a margin for the deformation and the colour legend)."""
         body = self.bodies.get("body")
         if body is not None:
             self.reset_camera(bounds=body.surface.bounds)
-            self.camera.zoom(0.9)  # a margin for the deformation and the colour legend
+            self.camera.zoom(0.9)
         else:
             self.reset_camera()
-        self.render()
+        self._fitted = self._camera_state()
+
+    def _camera_state(self) -> tuple:
+        camera = self.camera
+        return (tuple(camera.position), tuple(camera.focal_point), tuple(camera.up), camera.parallel_scale,
+                camera.view_angle)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        """A fitted view is fitted again to the new size (the aspect ratio decides what fits)."""
+        fitted = self._fitted is not None and self._fitted == self._camera_state()
+        super().resizeEvent(event)
+        if fitted and self.bodies:
+            self._fit()
+
+    def body_display_bounds(self) -> tuple[float, float, float, float]:
+        """(xmin, ymin, xmax, ymax) in widget pixels (y down) of the drawn body's surface points."""
+        renderer = self.renderer
+        scale = self.devicePixelRatioF()
+        xs, ys = [], []
+        for point in np.asarray(self.bodies["body"].surface.points):
+            renderer.SetWorldPoint(*point, 1.0)
+            renderer.WorldToDisplay()
+            dx, dy, _ = renderer.GetDisplayPoint()
+            xs.append(dx / scale)
+            ys.append(self.height() - 1 - dy / scale)
+        return min(xs), min(ys), max(xs), max(ys)
 
     # -- picking and dragging --------------------------------------------------------------------------
     def display_coordinates(self, x: float, y: float) -> tuple[float, float]:
@@ -508,13 +648,18 @@ class Viewport(QtInteractor):
         normal = normal / np.linalg.norm(normal)
         self._dragging = {"node": node, "point": point, "normal": normal, "offset": node_position - point}
         self.node_picked.emit(node, node_position)
-        self.drag_started.emit(node, node_position)
+        self.drag_started.emit(node, self._simulation_point(node, node_position))
         return True
+
+    def _simulation_point(self, node: int, drawn: np.ndarray) -> np.ndarray:
+        """A point of the drawn (magnified) space near ``node`` in the simulation's space."""
+        scale = self.bodies["body"].scale
+        return drawn if scale == 1.0 else self.rest[node] + (drawn - self.rest[node]) / scale
 
     def continue_drag(self, display_x: float, display_y: float) -> None:
         target = self.drag_target(display_x, display_y)
         if target is not None:
-            self.drag_moved.emit(target)
+            self.drag_moved.emit(self._simulation_point(self._dragging["node"], target))
 
     def end_drag(self) -> None:
         if self._dragging is not None:
@@ -529,20 +674,62 @@ class Viewport(QtInteractor):
         ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
         return event.button() == Qt.MouseButton.LeftButton and (self.drag_mode or ctrl)
 
+    def select_at(self, display_x: float, display_y: float) -> int | None:
+        """Select the body node under display coordinates (a click): marks it and emits ``node_picked``."""
+        picked = self.pick_node(display_x, display_y)
+        if picked is None:
+            return None
+        node = picked[0]
+        self.node_picked.emit(node, self.node_position(node))
+        return node
+
+    def node_position(self, node: int) -> np.ndarray:
+        """Where ``node`` is drawn now (3,) (with the deformation scale)."""
+        body = self.bodies["body"]
+        frame = self._frame
+        x = frame.x[node] if frame is not None and node < len(frame.x) else self.rest[node]
+        return body.drawn(np.asarray(x, dtype=np.float64)[None, :], self.rest[[node]])[0]
+
+    def mark_node(self, node: int | None) -> None:
+        """Draw a marker on ``node`` (None: remove it); it follows the node frame after frame."""
+        if self.selected_marker is not None:
+            self.top_renderer.RemoveActor(self.selected_marker[1])
+            self.selected_marker = None
+        if node is not None and "body" in self.bodies and 0 <= node < len(self.rest):
+            poly = pv.PolyData(self.node_position(node)[None, :])
+            actor = self._add_top(None, poly, (1.0, 1.0, 1.0), line_width=1)
+            actor.GetProperty().SetPointSize(14)
+            actor.GetProperty().SetRenderPointsAsSpheres(True)
+            self.selected_marker = (node, actor, poly)
+        self.render()
+
+    def _place_marker(self) -> None:
+        node, _actor, poly = self.selected_marker
+        poly.points[:] = self.node_position(node)[None, :]
+        poly.Modified()
+
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        position = event.position()
         if self._wants_drag(event):
-            position = event.position()
             if self.begin_drag(*self.display_coordinates(position.x(), position.y())):
                 event.accept()
                 return
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press_position = (position.x(), position.y())
         super().mousePressEvent(event)
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        position = event.position()
         if self._dragging is not None:
-            position = event.position()
             self.continue_drag(*self.display_coordinates(position.x(), position.y()))
             event.accept()
             return
+        if event.buttons() == Qt.MouseButton.NoButton:
+            now = time.perf_counter()
+            if now - self._last_hover >= HOVER_INTERVAL:
+                self._last_hover = now
+                picked = self.pick_node(*self.display_coordinates(position.x(), position.y()))
+                self.node_hovered.emit(-1 if picked is None else picked[0])
         super().mouseMoveEvent(event)
 
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
@@ -550,4 +737,13 @@ class Viewport(QtInteractor):
             self.end_drag()
             event.accept()
             return
+        press, self._press_position = self._press_position, None
+        position = event.position()
+        if (press is not None and event.button() == Qt.MouseButton.LeftButton
+                and abs(position.x() - press[0]) + abs(position.y() - press[1]) <= CLICK_TOLERANCE):
+            self.select_at(*self.display_coordinates(position.x(), position.y()))  # a click, not a rotation
         super().mouseReleaseEvent(event)
+
+    def leaveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self.node_hovered.emit(-1)
+        super().leaveEvent(event)

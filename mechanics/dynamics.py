@@ -23,7 +23,8 @@ First iteration (the linearly implicit scheme: forces linearised at the step sta
 
 Further iterations (``newton_iterations > 1``) are Newton on ``G(dv) = M dv - h (alpha F(x_k, v_k) + (1 - alpha)
 F_n) - h J^T lambda = 0`` at ``x_k = x_n + h (v_n + beta dv_k)``, ``v_k = v_n + dv_k`` with the tangent ``H(x_k)``,
-stopping when ``|delta| <= newton_tolerance |dv|``.
+stopping when ``|delta| <= newton_tolerance |dv|``, or when ``delta`` moves the nodes by less than 1e-12 of the
+body's size (RMS: ``h beta |delta| <= 1e-12 L sqrt(n_dofs)``; round-off, the test a body at rest passes).
 
 Constraints: every row obeys Compliant's law on the time-averaged multiplier ``lambda`` (a force),
 ``alpha (phi+ + d phi_dot+) + (1 - alpha)(phi + d phi_dot) = -C lambda``. Linearising ``phi+`` around the iterate
@@ -231,6 +232,10 @@ class DynamicSolver:
         n_rows = sum(r.n_rows for r in rows)
 
         dv = np.zeros(system.n_dofs)
+        # a correction that moves the nodes by less than 1e-12 of the body's size (RMS) is round-off: a body at
+        # rest (dv ~ 0) converges on it, where the relative test alone would never pass
+        size = float(np.linalg.norm(np.ptp(x0.reshape(-1, 3), axis=0))) or 1.0
+        noise_floor = 1e-12 * size * np.sqrt(system.n_dofs) / (h * beta if h * beta > 0 else 1.0)
         norms: list[float] = []
         converged = False
         kkt_used = "none"
@@ -278,7 +283,8 @@ class DynamicSolver:
             norms.append(norm)
             if not np.isfinite(norm):
                 return self._fail(state, f"non-finite velocity correction at iteration {k + 1}", times)
-            if self.newton_iterations == 1 or (k > 0 and norm <= self.newton_tolerance * np.linalg.norm(dv)):
+            if self.newton_iterations == 1 or (k > 0 and norm <= max(self.newton_tolerance * np.linalg.norm(dv),
+                                                                      noise_floor)):
                 converged = True
                 break
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import time
 from collections import deque
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PyQt6.QtCore import Qt
+from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -33,6 +34,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["SeriesPlot", "PlotsPanel", "DEFAULT_HISTORY"]
 
 DEFAULT_HISTORY = 500
+#: the plots are redrawn at most this often (seconds) while frames arrive, and at most every
+#: REDRAW_COST_FACTOR times the last redraw's cost: a plot the user reads need not follow 100 frames a second
+REDRAW_INTERVAL = 0.25
+REDRAW_COST_FACTOR = 5.0
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -61,6 +66,10 @@ class SeriesPlot(QWidget):
             self.plot.getAxis(axis).enableAutoSIPrefix(False)
         self.plot.setMinimumHeight(120)
         self.legend = self.plot.addLegend(offset=(-10, 10))
+        self.empty_text = pg.TextItem("no data yet", color="#888888", anchor=(0.5, 0.5))
+        view = self.plot.getPlotItem().getViewBox()
+        self.empty_text.setParentItem(view)
+        view.sigResized.connect(lambda _view: self._place_empty_text())
         self.export_button = QPushButton("Export CSV...", self)
         self.export_button.setToolTip(f"Write the data of '{title}' to a CSV file")
         self.export_button.clicked.connect(self._export_dialog)
@@ -91,15 +100,32 @@ class SeriesPlot(QWidget):
                                        symbol="o" if self.log_y else None, symbolSize=4)
                 self._curves[name] = curve
             curve.setData(self.x[keep], y[keep])
-        if self.x.size == 1:  # one point: a unit-wide range around it instead of pyqtgraph's +/- 0.5 %
+        empty = not any(np.isfinite(y).any() for y in self.series.values()) or self.x.size == 0
+        self._show_empty(empty)
+        if empty:  # no meaningless ticks (a log axis would show 10^0 .. 10^1 of nothing)
+            self.plot.setXRange(0.0, 1.0, padding=0.0)
+            self.plot.setYRange(0.0, 1.0, padding=0.0)
+        elif self.x.size == 1:  # one point: a unit-wide range around it instead of pyqtgraph's +/- 0.5 %
             self.plot.setXRange(self.x[0] - 1.0, self.x[0] + 1.0, padding=0.0)
+            self.plot.enableAutoRange(axis="y")
         else:
-            self.plot.enableAutoRange(axis="x")
+            self.plot.enableAutoRange()
         self.status.setStyleSheet("color: gray;")
         self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
 
     def clear(self) -> None:
+        """No curves; the axes forget the previous data's range (a new scene starts from nothing)."""
         self.set_data(np.zeros(0), {})
+
+    def _show_empty(self, empty: bool) -> None:
+        """Show "no data yet" in the middle of the plot and hide the tick labels while there is nothing."""
+        self.empty_text.setVisible(empty)
+        self._place_empty_text()
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).setStyle(showValues=not empty)
+
+    def _place_empty_text(self) -> None:
+        self.empty_text.setPos(self.plot.getPlotItem().getViewBox().boundingRect().center())
 
     def export_csv(self, path: str | Path) -> Path:
         """Write ``x_name, <series names...>`` and one row per x value; an absent value is an empty cell."""
@@ -180,6 +206,12 @@ class PlotsPanel(QWidget):
         self._actuator_keys: list[str] = []
         self._force_keys: list[str] = []
         self._effector_names: list[str] = []
+        self._latest_frame = None
+        self._last_redraw_end = 0.0
+        self.last_redraw_seconds = 0.0
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setSingleShot(True)
+        self._redraw_timer.timeout.connect(self.flush)
         session.scene_opened.connect(self.reset)
         session.frame_ready.connect(self.update_frame)
         self.reset()
@@ -191,6 +223,8 @@ class PlotsPanel(QWidget):
     def reset(self, _scene=None) -> None:
         """Forget the history and take the actuator and effector names of ``session.spec``."""
         self.history.clear()
+        self._latest_frame = None
+        self._redraw_timer.stop()
         self._actuator_keys, self._force_keys, self._effector_names = [], [], []
         spec = self.session.spec
         if spec is not None:
@@ -217,13 +251,35 @@ class PlotsPanel(QWidget):
         self.summary.setText("No frame yet.")
 
     def update_frame(self, frame) -> None:
-        """Take one frame: per-iteration plots from its report, one sample of the time plots."""
+        """Take one frame: one sample of the time plots now; the plots are redrawn (per-iteration plots from the
+        newest report) at once if the last redraw is at least ``REDRAW_INTERVAL`` (or RENDER_COST_FACTOR times
+        its cost) ago, else by a timer: while a scene plays the plots cost a bounded share of the GUI thread."""
         if self.history and frame.index < self.history[-1][0]:
             self.history.clear()
         if self.history and frame.index == self.history[-1][0]:
             self.history[-1] = (frame.index, dict(frame.outputs))
         else:
             self.history.append((frame.index, dict(frame.outputs)))
+        self._latest_frame = frame
+        interval = max(REDRAW_INTERVAL, REDRAW_COST_FACTOR * self.last_redraw_seconds)
+        wait = self._last_redraw_end + interval - time.perf_counter()
+        if wait <= 0:
+            self.flush()
+        elif not self._redraw_timer.isActive():
+            self._redraw_timer.start(max(1, int(1e3 * wait)))
+
+    def flush(self) -> None:
+        """Redraw the plots with every frame taken so far (the pending redraw is done now)."""
+        self._redraw_timer.stop()
+        frame, self._latest_frame = self._latest_frame, None
+        if frame is None:
+            return
+        started = time.perf_counter()
+        self._redraw(frame)
+        self._last_redraw_end = time.perf_counter()
+        self.last_redraw_seconds = self._last_redraw_end - started
+
+    def _redraw(self, frame) -> None:
         self._update_time_plots()
         report = frame.report
         if report is None:
@@ -254,6 +310,7 @@ class PlotsPanel(QWidget):
     def export_csv(self, plot: str, path: str | Path) -> Path:
         """Write the data of one plot (``newton``, ``constraint``, ``actuators``, ``forces``, ``effectors``) to
         ``path``."""
+        self.flush()
         try:
             return self.plots[plot].export_csv(path)
         except KeyError:

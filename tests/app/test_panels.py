@@ -310,14 +310,40 @@ def test_plots_receive_data_and_export_csv(docks, session, qtbot, tmp_path):
     assert str(frame.index) in plots.summary.text() and "Newton" in plots.summary.text()
 
 
+def test_an_empty_plot_shows_no_ticks_and_a_new_scene_forgets_the_old_axes(docks, session, qtbot):
+    """Before any frame a log plot shows "no data yet" and no tick labels (not 10^0..10^1 of nothing); after
+    a frame it shows the data; a reset (a new scene) brings back the empty state and the automatic range."""
+    plots = docks["plots_dock"]
+    plot = plots.constraint_plot
+    plots.reset()
+    assert plot.empty_text.isVisible() and not plot.plot.getAxis("left").style["showValues"]
+    step_and_wait(qtbot, session, frames=2)
+    plots.flush()
+    assert not plot.empty_text.isVisible() and plot.plot.getAxis("left").style["showValues"]
+    plot.plot.setYRange(-30, -20)  # the user zoomed far away
+    plots.reset()
+    assert plot.empty_text.isVisible()
+    step_and_wait(qtbot, session, frames=1)
+    plots.flush()
+    errors = np.log10(plot.series["error"][plot.series["error"] > 0])
+
+    def around_the_data():  # pyqtgraph applies the automatic range when it paints
+        low, high = plot.plot.getViewBox().viewRange()[1]
+        return low <= errors.min() and errors.max() <= high
+
+    qtbot.waitUntil(around_the_data, timeout=2000)
+
+
 def test_plot_history_is_a_rolling_window(docks, session, qtbot):
     plots = docks["plots_dock"]
     plots.history_spin.setValue(10)
     for index in range(1, 16):  # fed directly: every frame counts, none is skipped by the poll
         plots.update_frame(_fake_frame(index, {"cable.displacement": 0.5 * index, "cable.force": 1.0}))
+    plots.flush()  # the redraw is rate-bounded: the last frames wait for the timer
     assert [i for i, _ in plots.history] == list(range(6, 16))
     np.testing.assert_array_equal(plots.actuator_plot.series["cable.displacement"], 0.5 * np.arange(6, 16))
     plots.update_frame(_fake_frame(0, {"cable.displacement": 0.0}))  # a reset starts again
+    plots.flush()
     assert [i for i, _ in plots.history] == [0]
     assert math.isnan(plots.force_plot.series["cable.force"][0])
 
@@ -348,6 +374,7 @@ def test_panels_rebuild_for_a_new_scene(docks, session, qtbot, tmp_path):
     assert list(controls) == ["pull"]
     assert controls["pull"].range.hi == 12.0 and "maxPositiveDisp" in controls["pull"].range.source
     assert [index for index, _ in plots.history] == [0]
+    plots.flush()
     assert plots.actuator_plot.series.keys() == {"pull.displacement"}
     assert plots.force_plot.series.keys() == {"pull.force"}
 
@@ -412,6 +439,7 @@ def test_a_cavity_scene_with_regions_and_obstacles(qtbot, session, tmp_path):
     assert frame.outputs["inner.volumeGrowth"] > 0.0
     for quantity in ("cavityVolume", "pressure", "volumeGrowth"):
         assert control.readouts[f"inner.{quantity}"].text() == f"{frame.outputs[f'inner.{quantity}']:.6g}"
+    plots.flush()
     assert plots.force_plot.series.keys() == {"inner.pressure"}
     assert plots.actuator_plot.series["inner.volumeGrowth"][-1] == frame.outputs["inner.volumeGrowth"]
 

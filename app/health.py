@@ -1,0 +1,82 @@
+"""What is wrong with a frame, in words the window shows in its warning banner and status.
+
+A frame is trustworthy when it ran, its nonlinear solve and its constraint solve converged, and every actuator
+reached the value asked of it. :func:`frame_problems` lists what is not so, each with by how much.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from softsim.mechanics.units import unit_label
+
+__all__ = ["Problem", "frame_problems"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """``level``: "error" (the frame failed: the last good state is shown) or "warning" (an answer outside the
+    tolerances); ``text``: one line naming what and by how much."""
+
+    level: str
+    text: str
+
+
+def _unit(quantity: str, units: str | None) -> str:
+    return "" if units is None else " " + unit_label(quantity, units)
+
+
+def _nonlinear(report) -> Problem | None:
+    if report.dynamic is not None:
+        solve, name = report.dynamic, "the implicit time step"
+    elif report.equilibrium is not None:
+        solve, name = report.equilibrium, "the constrained equilibrium"
+    else:
+        solve, name = report.newton, "Newton"
+    if solve is None or solve.converged:
+        return None
+    reason = getattr(solve, "reason", "") or getattr(solve, "message", "")
+    return Problem("warning", f"{name} did not converge in {solve.iterations} iteration(s)"
+                              + (f": {reason}" if reason else ""))
+
+
+def _constraint(report, units: str | None) -> Problem | None:
+    constraint = report.constraint
+    if constraint is None or constraint.converged:
+        return None
+    solver = constraint.solver or "the constraint solver"
+    return Problem("warning", f"{solver} did not converge: error {constraint.currentError:.3g}"
+                              f"{_unit('length', units)} after {constraint.currentIterations} iteration(s)")
+
+
+def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Problem]:
+    problems = []
+    for body in spec.bodies:
+        for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
+            for item in items:
+                if not outputs.get(f"{item.name}.limited"):
+                    continue
+                achieved = outputs.get(f"{item.name}.{item.valueType}")
+                quantity = {"displacement": "length", "force": "force", "pressure": "pressure",
+                            "volumeGrowth": "volume"}[item.valueType]
+                unit = _unit(quantity, units)
+                text = f"{kind} '{item.name}' is short of its target: {item.valueType} "
+                text += (f"{achieved:.4g}{unit} of {float(item.value):.4g}{unit}" if achieved is not None
+                         else f"not {float(item.value):.4g}{unit}")
+                problems.append(Problem("warning", text + " (a limit of the actuator stops it)"))
+    return problems
+
+
+def frame_problems(frame, spec) -> list[Problem]:
+    """The problems of a frame (a DisplayFrame) of the scene ``spec`` (its GUI copy); [] when it is sound.
+    A frame without a report (the rest state, a reset) has none."""
+    report = frame.report
+    if report is None:
+        return []
+    units = spec.scene.units if spec is not None else None
+    if not report.ok:
+        return [Problem("error", f"frame {report.frame} failed: {report.message}")]
+    problems = [p for p in (_nonlinear(report), _constraint(report, units)) if p is not None]
+    if spec is not None:
+        problems += _actuators(frame.outputs, spec, units)
+    return problems
