@@ -31,8 +31,10 @@ from PyQt6.QtWidgets import (
 from softsim.app.frames import FIELDS
 from softsim.app.health import frame_problems
 from softsim.app.rates import FrameRates
+from softsim.app.recording import Recorder
 from softsim.app.session import Session
 from softsim.app.settings import Settings
+from softsim.app.undo import EditHistory
 from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS, STYLES, Viewport
 from softsim.mechanics.units import unit_label
 
@@ -44,6 +46,14 @@ OPEN_FILTER = (f"Scenes and meshes (*.toml {MESH_FILTER[8:-1]});;Scenes (*.toml)
 FAST_DRAW_THRESHOLD = 0.008
 #: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
 RENDER_INTERVAL_FACTOR = 2.0
+MOUSE_BINDINGS = (
+    "Left drag             rotate the view",
+    "Right drag / wheel    zoom",
+    "Middle or Shift+left  pan",
+    "Click on the body     select a node (its values in the status bar)",
+    "Hover over the body   the values under the mouse",
+    "Ctrl+left drag        drag a node (or Left drag in Drag mode, D)",
+)
 HEALTH_STYLE = {
     "ok": "color:#2e9a3e; font-weight:bold; padding:0 6px;",
     "warning": "background:#c08000; color:white; font-weight:bold; padding:0 6px;",
@@ -127,14 +137,14 @@ class MainWindow(QMainWindow):
         self.frames_received = 0
         self._rates = FrameRates()
         self.draw_times: deque[float] = deque(maxlen=10_000)  # seconds per drawn frame, newest last
-        self.recording_dir: Path | None = None
-        self.recorded_frames = 0
+        self.recorder: Recorder | None = None
         self.docks = []
         self._pending_frame = None
         self._last_render_end = 0.0
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.timeout.connect(self._draw_pending)
+        self.history = EditHistory(self.session, self)
         self._build_actions()
         self._build_menus()
         self._build_toolbars()
@@ -180,10 +190,18 @@ class MainWindow(QMainWindow):
                                               tip="Save a PNG of the window")
         self.export_action = self._action("&Export frame (.vtu)...", self._ask_export)
         self.record_action = self._action("&Record frames...", self._toggle_recording, checkable=True,
-                                          tip="Save every drawn frame as a PNG into a folder")
+                                          tip="Save every drawn frame as a PNG and an MP4 video into a folder")
         self.drag_action = self._action("&Drag mode", self._toggle_drag_mode, shortcut="D", checkable=True,
                                         tip="Left button drags a surface node (Ctrl+left always does)")
         self.quit_action = self._action("&Quit", self.close, shortcut=key.Quit)
+        self.undo_action = self.history.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcut(key.Undo)
+        self.redo_action = self.history.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcuts([QKeySequence(key.Redo), QKeySequence("Ctrl+Y")])
+        for action in (self.undo_action, self.redo_action):  # also while a panel's field has the focus
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.shortcuts_action = self._action("&Keyboard and mouse...", self.show_shortcuts, shortcut="F1",
+                                             tip="Every shortcut and mouse binding of the window")
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -202,6 +220,9 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.record_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
+        edit_menu = bar.addMenu("&Edit")
+        edit_menu.addAction(self.undo_action)
+        edit_menu.addAction(self.redo_action)
         simulation_menu = bar.addMenu("&Simulation")
         for action in (self.play_action, self.step_action, self.reset_action):
             simulation_menu.addAction(action)
@@ -235,6 +256,8 @@ class MainWindow(QMainWindow):
             self.camera_actions[preset] = action
         view_menu.addAction(self.drag_action)
         self.panels_menu = bar.addMenu("&Panels")
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.shortcuts_action)
 
     def _radio_group(self, menu, entries: dict, current: str, slot) -> dict[str, QAction]:
         group = QActionGroup(self)
@@ -295,7 +318,8 @@ class MainWindow(QMainWindow):
             self.panels_menu.addAction("(no panels available)").setEnabled(False)
             return
         try:
-            self.docks = list(create_docks(self.session, self))
+            self.docks = list(create_docks(self.session, self, history=self.history,
+                                           highlight=self.viewport.highlight, edit=self.edit_in_parameters))
         except Exception:  # a panel bug must not keep the viewport from opening
             logger.exception("building the panels failed")
             self.statusBar().showMessage("the panels could not be built (see the log)", 10000)
@@ -365,19 +389,32 @@ class MainWindow(QMainWindow):
             return False
         return True
 
-    def start_recording(self, folder: str | Path) -> None:
-        """Save every drawn frame of the viewport as ``frame_00000.png``, ... into ``folder``."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.recording_dir, self.recorded_frames = folder, 0
+    def start_recording(self, folder: str | Path, *, video: bool = True) -> None:
+        """Save every drawn frame of the viewport as ``frame_00000.png``, ... into ``folder``, and as a video
+        ``softsim.mp4`` there (app.recording)."""
+        self.stop_recording()
+        self.recorder = Recorder(folder, video=video)
         self.record_action.setChecked(True)
         self.statusBar().showMessage(f"recording into {folder}", 5000)
 
-    def stop_recording(self) -> None:
-        if self.recording_dir is not None:
-            self.statusBar().showMessage(f"recorded {self.recorded_frames} frames into {self.recording_dir}", 8000)
-        self.recording_dir = None
+    def stop_recording(self) -> Path | None:
+        """Finish the recording; returns the video's path (None: no recording or no frame)."""
+        recorder, self.recorder = self.recorder, None
         self.record_action.setChecked(False)
+        if recorder is None:
+            return None
+        try:
+            video = recorder.close()
+        except (OSError, RuntimeError) as error:
+            self.show_error("Cannot write the video", f"{recorder.video_path}: {error}")
+            return None
+        self.statusBar().showMessage(f"recorded {recorder.frames} frames into {recorder.folder}"
+                                     + (f" and {video.name}" if video else ""), 8000)
+        return video
+
+    @property
+    def recorded_frames(self) -> int:
+        return self.recorder.frames if self.recorder is not None else 0
 
     def show_error(self, title: str, message: str) -> None:
         logger.error("%s: %s", title, message)
@@ -498,9 +535,9 @@ class MainWindow(QMainWindow):
         self._show_frame_status(frame)
         if self.picked_node is not None:
             self._show_pick(self.picked_node, frame)
-        if self.recording_dir is not None:
-            self.viewport.screenshot(str(self.recording_dir / f"frame_{self.recorded_frames:05d}.png"))
-            self.recorded_frames += 1
+        if self.recorder is not None:
+            self.viewport.render()  # the frame must be rendered before it is read back
+            self.recorder.add(self.viewport.screenshot(str(self.recorder.png_path()), return_img=True))
         self._last_render_end = time.perf_counter()
         return True
 
@@ -602,6 +639,39 @@ class MainWindow(QMainWindow):
     def _units(self) -> str | None:
         return self.session.spec.scene.units if self.session.spec is not None else None
 
+    def edit_in_parameters(self, prefix: str) -> None:
+        """Show the Parameters panel filtered to the keys under ``prefix`` (the Scene panel's button)."""
+        dock = self.dock("parameters_dock")
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+            dock.widget().filter.setText(prefix + ".")
+
+    def dock(self, name: str):
+        """The dock with this object name (``app.panels.DOCK_NAMES``), or None."""
+        return next((d for d in self.docks if d.objectName() == name), None)
+
+    def shortcut_text(self) -> str:
+        """Every action with a shortcut, then the mouse bindings (the F1 dialog's text)."""
+        rows = []
+        for action in self.findChildren(QAction):
+            keys = ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts())
+            if keys:
+                rows.append((action.text().replace("&", "").rstrip("."), keys))
+        lines = [f"{keys:<22} {text}" for text, keys in sorted(set(rows), key=lambda r: r[0].lower())]
+        lines += ["", *MOUSE_BINDINGS]
+        return "\n".join(lines)
+
+    def show_shortcuts(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.Information, "Keyboard and mouse", "", QMessageBox.StandardButton.Ok,
+                          self)
+        box.setObjectName("shortcuts_dialog")
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setText(self.shortcut_text())
+        box.setStyleSheet("QLabel { font-family: monospace; }")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
     # -- dialogs --------------------------------------------------------------------------------------
     def _start_dir(self) -> str:
         return str(self.session.path.parent) if self.session.path is not None else ""
@@ -666,7 +736,7 @@ class MainWindow(QMainWindow):
             self.show_error("Invalid colour range", str(error))
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
-        self.recording_dir = None
+        self.stop_recording()
         self._render_timer.stop()
         self._pending_frame = None
         self.session.close()

@@ -131,9 +131,9 @@ class Save(Command):
 
 @dataclass(frozen=True)
 class Message:
-    """Something the GUI must show: a refused command or a failed frame."""
+    """Something the GUI must show: a refused command, a failed frame, a hint."""
 
-    level: str  # "error" or "warning"
+    level: str  # "error", "warning" or "info"
     text: str
 
 
@@ -186,6 +186,7 @@ class SimulationRunner:
         self._pending_steps = 0
         self._wake = threading.Event()
         self._stopping = False
+        self._edited = False
         self._min_frame_interval = min_frame_interval
         self.frames_run = 0
         self._thread = threading.Thread(target=self._loop, name="softsim-simulation", daemon=True)
@@ -229,7 +230,8 @@ class SimulationRunner:
 
     def send(self, command: Command) -> None:
         """Queue a command; it is applied before the next frame (and at once when paused; a command that
-        ``changes_state`` is then followed by a new frame showing its effect)."""
+        ``changes_state`` is then followed by a new frame showing its effect: for a parameter edit of a static
+        scene, a solved frame; for a dynamic scene, the state as it is, and a hint to press Play or Step)."""
         self._commands.put(command)
         self._wake.set()
 
@@ -260,7 +262,8 @@ class SimulationRunner:
             self._on_output()
 
     def _apply_commands(self) -> bool:
-        """Apply the queued commands; True when one that changes the state succeeded."""
+        """Apply the queued commands; True when one that changes the state succeeded. An accepted parameter edit
+        sets ``_edited`` (a paused static scene then solves a frame with it)."""
         applied = False
         while True:
             try:
@@ -274,6 +277,7 @@ class SimulationRunner:
                     self._post_snapshot(self._last_report)  # the state shown, with the new field
                 else:
                     result = command.apply(self._simulation)
+                    self._edited = self._edited or isinstance(command, SetParameter)
                 applied = applied or command.changes_state
             except (ValueError, KeyError, OSError) as caught:
                 error = caught
@@ -285,13 +289,23 @@ class SimulationRunner:
             elif error is not None:
                 self._post(Message("error", f"{command.description}: {error}"))
 
+    def _is_static(self) -> bool:
+        spec = getattr(self._simulation, "spec", None)
+        return spec is not None and getattr(spec.scene, "mode", "static") == "static"
+
     def _loop(self) -> None:
         while not self._stopping:
             changed = self._apply_commands()
+            edited, self._edited = self._edited, False
             with self._lock:
                 run_one = self._pending_steps > 0
                 if run_one:
                     self._pending_steps -= 1
+            if edited and not self._playing and not run_one:
+                if self._is_static():
+                    run_one = True  # a static frame is a solve, not time: show the edit's effect at once
+                else:
+                    self._post(Message("info", "paused: press Play or Step (N) to see the edit's effect"))
             if self._playing or run_one:
                 started = time.perf_counter()
                 self._run_frame()

@@ -2,7 +2,7 @@
 
 The session has no Qt in it: its state is a :class:`app.model.ViewerModel` (shown field, playing, frame), its
 signals are :class:`app.model.Event` objects (``scene_opened``, ``frame_ready``, ``message``,
-``parameter_changed``, ``running_changed``), it talks to the worker with the typed commands of
+``parameter_changed``, ``running_changed``, ``edited``), it talks to the worker with the typed commands of
 :mod:`app.runner`, and :meth:`Session.poll` drains the worker's one channel back (frames, messages, replies).
 Whoever owns the GUI thread calls ``poll`` when the worker says it posted something: the window does it through
 :func:`deliver_with_qt` (a queued Qt signal); a test or a script without Qt calls it itself.
@@ -58,6 +58,7 @@ class Session:
         self.model = ViewerModel()
         self.scene_opened, self.frame_ready, self.message = Event(), Event(), Event()
         self.parameter_changed, self.running_changed = Event(), Event()
+        self.edited = Event()
         self.scene = None
         self.spec = None  # GUI-side copy of the scene spec, kept in step with every accepted edit
         self.runner: SimulationRunner | None = None
@@ -170,7 +171,7 @@ class Session:
         """Disconnect every view from the session's and the model's events (the window closes): nothing the
         session holds keeps the window alive after that."""
         for event in (self.scene_opened, self.frame_ready, self.message, self.parameter_changed,
-                      self.running_changed, *vars(self.model.events).values()):
+                      self.running_changed, self.edited, *vars(self.model.events).values()):
             event.clear()
         self._connect_model()
 
@@ -260,19 +261,24 @@ class Session:
         self.send(SetField(field))
 
     # -- parameters ------------------------------------------------------------------------------------
-    def set_parameter(self, path: str, value) -> str | None:
+    def set_parameter(self, path: str, value, *, record: bool = True) -> str | None:
         """Validate ``value`` for the key path now; if valid, apply it on the worker before the next frame.
 
         Returns None when accepted, else the message naming the key and the allowed range (nothing changes).
+        An accepted edit is announced as ``edited(path, old value, new value)`` (the undo history records it)
+        unless ``record`` is False (an undo or a redo sets values back without recording them again).
         """
         if self.spec is None:
             return "no scene is open"
         trial = copy.deepcopy(self.spec)
         try:
+            old = get_value(trial, path)
             set_value(trial, path, value)
         except SceneError as error:
             return str(error)
         self.spec = trial
+        if record:
+            self.edited.emit(path, old, get_value(trial, path))
 
         def adopt(spec, error) -> None:
             if error is None:

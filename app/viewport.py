@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 BACKGROUND = "#20242b"
 STYLES = ("surface", "wireframe", "surface with edges")
 OVERLAYS = ("fixed", "cables", "cavities", "contacts", "obstacles")
+HIGHLIGHT_RGB = (1.0, 0.82, 0.0)
 #: a press and release of the left button at most this many pixels apart is a click (selects a node)
 CLICK_TOLERANCE = 4
 #: the mouse hovering over the body is probed at most this often (seconds)
@@ -277,6 +278,10 @@ class Viewport(QtInteractor):
         self._rest_cavities: dict[str, np.ndarray] = {}
         self._press_position: tuple[float, float] | None = None
         self._fitted: tuple | None = None  # the camera of the last fit (None: never fitted)
+        self._named_actors: dict[tuple, list] = {}  # (kind, name) -> actors, for highlight()
+        self._highlighted: list = []
+        self._effector_marker = None
+        self.highlighted: tuple | None = None
         self._last_hover = 0.0
         self.setMouseTracking(True)
         self._fixed_poly: pv.PolyData | None = None
@@ -346,6 +351,7 @@ class Viewport(QtInteractor):
             self.remove_scalar_bar(title)
         self._cables, self._cavities, self._contacts, self._fixed_poly = {}, {}, None, None
         self.selected_marker, self._frame = None, None
+        self._named_actors, self._highlighted, self._effector_marker, self.highlighted = {}, [], None, None
         self._drag_line, self._drag_actor, self._dragging = None, None, None
 
     def show_scene(self, session) -> None:
@@ -367,18 +373,19 @@ class Viewport(QtInteractor):
                               rest=self.rest, floor=self._floor(self.field))
         body.scale = self.deformation_scale
         body.set_style(self.style)
+        self._named_actors[("body", None)] = [body.actor]  # the bodies are drawn as one surface
         self._fixed_nodes = np.asarray(session.fixed_nodes, dtype=np.int64)
         if self._fixed_nodes.size:
             self._fixed_poly = pv.PolyData(np.array(x[self._fixed_nodes]))
-            self._add_overlay("fixed", self._fixed_poly, color="#4aa3ff", point_size=7,
-                              render_points_as_spheres=True)
+            self._named_actors[("fixed", None)] = [self._add_overlay(
+                "fixed", self._fixed_poly, color="#4aa3ff", point_size=7, render_points_as_spheres=True)]
         # the scene opens at rest: its first frame's paths and cavity points are the rest positions
         self._rest_paths = {name: np.array(path) for name, path in frame.cable_paths.items()}
         self._rest_cavities = {name: np.array(points) for name, points in frame.cavity_points.items()}
         for name, path in frame.cable_paths.items():
             poly = pv.lines_from_points(path)
             self._cables[name] = poly
-            self._add_top("cables", poly, (1.0, 0.55, 0.1), line_width=4)
+            self._named_actors[("cable", name)] = [self._add_top("cables", poly, (1.0, 0.55, 0.1), line_width=4)]
         for name, points in frame.cavity_points.items():
             triangles = session.cavity_triangles.get(name)
             if triangles is None or len(points) == 0:
@@ -386,13 +393,15 @@ class Viewport(QtInteractor):
             faces = np.hstack([np.full((len(triangles), 1), 3, dtype=np.int64), triangles]).ravel()
             poly = pv.PolyData(np.array(points), faces)
             self._cavities[name] = poly
-            self._add_overlay("cavities", poly, color="#e04fd0", opacity=0.35, name=f"cavity:{name}")
+            self._named_actors[("cavity", name)] = [
+                self._add_overlay("cavities", poly, color="#e04fd0", opacity=0.35, name=f"cavity:{name}")]
         self._contacts = ContactGlyphs(self, self.body_size)
         self.overlay_actors["contacts"] += [self._contacts.points_actor, self._contacts.arrows_actor]
         self._contacts.update(frame.contact_points, frame.contact_forces)
         for obstacle in getattr(session.spec, "obstacles", []):
-            self._add_overlay("obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
-                              name=f"obstacle:{obstacle.name}")
+            self._named_actors[("obstacle", obstacle.name)] = [self._add_overlay(
+                "obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
+                name=f"obstacle:{obstacle.name}")]
         self._drag_line = pv.PolyData(np.zeros((2, 3)), lines=np.array([2, 0, 1]))
         self._drag_actor = self._add_top(None, self._drag_line, (1.0, 0.2, 0.2), line_width=3)
         self._drag_actor.SetVisibility(False)
@@ -415,9 +424,60 @@ class Viewport(QtInteractor):
             self.overlay_actors[key].append(actor)
         return actor
 
-    def _add_overlay(self, key: str, poly, *, name: str | None = None, **kwargs) -> None:
+    def _add_overlay(self, key: str, poly, *, name: str | None = None, **kwargs):
         actor = self.add_mesh(poly, name=name or key, reset_camera=False, pickable=False, **kwargs)
         self.overlay_actors[key].append(actor)
+        return actor
+
+    # -- highlighting (the Scene panel's selection) ---------------------------------------------------
+    def highlight(self, kind: str | None, name: str | None) -> None:
+        """Draw the component ``kind`` ("body", "fixed", "cable", "cavity", "effector", "obstacle") called
+        ``name`` in the highlight colour (thicker, opaque, edges shown); None: back to normal."""
+        for prop, saved in self._highlighted:
+            prop.SetColor(saved[0])
+            prop.SetEdgeColor(saved[1])
+            prop.SetEdgeVisibility(saved[2])
+            prop.SetOpacity(saved[3])
+            prop.SetLineWidth(saved[4])
+            prop.SetPointSize(saved[5])
+        self._highlighted = []
+        if self._effector_marker is not None:
+            self.top_renderer.RemoveActor(self._effector_marker[0])
+            self._effector_marker = None
+        if kind == "effector" and name is not None:
+            points = self._effector_points(name)
+            if len(points):
+                poly = pv.PolyData(points)
+                actor = self._add_top(None, poly, HIGHLIGHT_RGB, line_width=1)
+                actor.GetProperty().SetPointSize(16)
+                actor.GetProperty().SetRenderPointsAsSpheres(True)
+                self._effector_marker = (actor, poly, name)
+        actors = self._named_actors.get((kind, name)) or self._named_actors.get((kind, None), [])
+        for actor in actors:
+            prop = actor.GetProperty()
+            self._highlighted.append((prop, (prop.GetColor(), prop.GetEdgeColor(), prop.GetEdgeVisibility(),
+                                             prop.GetOpacity(), prop.GetLineWidth(), prop.GetPointSize())))
+            prop.SetColor(HIGHLIGHT_RGB)
+            prop.SetEdgeColor(HIGHLIGHT_RGB)
+            prop.SetEdgeVisibility(True)
+            prop.SetOpacity(max(prop.GetOpacity(), 0.8))
+            prop.SetLineWidth(prop.GetLineWidth() * 2.0)
+            prop.SetPointSize(prop.GetPointSize() * 1.8)
+        self.highlighted = (kind, name) if kind is not None else None
+        self.render()
+
+    def _effector_points(self, name: str) -> np.ndarray:
+        """The effector's points (k, 3) from the frame's outputs ``name.x``, ``name.y``, ``name.z`` (or ``x0``...)."""
+        outputs = self._frame.outputs if self._frame is not None else {}
+        points = []
+        for suffix in ("", *map(str, range(1000))):
+            keys = [f"{name}.{axis}{suffix}" for axis in "xyz"]
+            if not all(key in outputs for key in keys):
+                if suffix not in ("", "0"):
+                    break
+                continue
+            points.append([outputs[key] for key in keys])
+        return np.array(points, dtype=np.float64).reshape(-1, 3)
 
     def _floor(self, field: str) -> float:
         return noise_floor(FIELDS[field][1], self.body_size, self.young_modulus)
@@ -457,6 +517,12 @@ class Viewport(QtInteractor):
             self._drag_actor.SetVisibility(node >= 0)
         if self.selected_marker is not None:
             self._place_marker()
+        if self._effector_marker is not None:
+            points = self._effector_points(self._effector_marker[2])
+            poly = self._effector_marker[1]
+            if len(points) == poly.n_points:
+                poly.points[:] = points
+                poly.Modified()
 
     def _drawn_free_points(self, points: np.ndarray) -> np.ndarray:
         """Points on the body that are not mesh-embedded (contact points): shifted with the nearest surface

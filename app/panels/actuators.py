@@ -278,9 +278,14 @@ class ActuatorControl(QGroupBox):
             widget.blockSignals(False)
 
     def slider_value(self, position: int | None = None) -> float:
-        """The actuator value of a slider position (default: the current one)."""
+        """The actuator value of a slider position (default: the current one), rounded to a tenth of a slider
+        step (the saved scene then reads ``value = 19.41``)."""
         position = self.slider.value() if position is None else position
-        return self.range.lo + (self.range.hi - self.range.lo) * position / SLIDER_STEPS
+        step = (self.range.hi - self.range.lo) / SLIDER_STEPS
+        value = self.range.lo + step * position
+        if step > 0 and math.isfinite(step):  # to the slider's resolution: 19.41, not 19.410133681490404
+            value = round(value, 1 - math.floor(math.log10(step)))
+        return value
 
     # -- edits -----------------------------------------------------------------------------------------
     def _slider_moved(self, position: int) -> None:

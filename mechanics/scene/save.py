@@ -3,8 +3,9 @@
 A scene read from a file is saved into that file's document (tomlkit): only the values that changed are
 rewritten, keys and tables that were added or removed are added or removed, and the comments, the key order
 and the layout stay. Every value is written explicitly (defaults included), so a saved scene reads back to an
-equal ``SceneSpec`` whatever the defaults of a later version. Paths are rewritten relative to the directory of
-the new file; a path that still resolves to the same file from there is kept as it was written.
+equal ``SceneSpec`` whatever the defaults of a later version. A path that still resolves to the same file from
+the new file's directory is kept as it was written; else it is rewritten relative to that directory, or absolute
+when the relative path would climb more than MAX_CLIMB directories up (see ``_relative_path``).
 """
 
 from __future__ import annotations
@@ -23,16 +24,25 @@ __all__ = ["to_data", "dump_scene", "save_scene"]
 
 #: Region keys whose small tables are written inline (``sphere = { center = [...], radius = 1.0 }``).
 _INLINE_KEYS = {"sphere", "halfspace"}
+#: a rewritten relative path may climb this many directories up; further, the path is written absolute
+MAX_CLIMB = 2
 _HEADER = "softsim scene: every key, its range, unit and default in docs/scene-format.md"
 
 
 def _relative_path(text: str, resolved: Path, new_base: Path) -> str:
+    """``text`` when it still names the file from ``new_base``; else the path relative to ``new_base`` when it
+    climbs at most MAX_CLIMB directories (or as many as ``text`` did): a scene saved within its project; else
+    absolute (a scene saved far away, e.g. in /tmp: ``/home/me/robot/meshes/finger.vtu``, not
+    ``../../home/me/robot/meshes/finger.vtu``)."""
     if (new_base / Path(text).expanduser()).resolve() == resolved:
         return text
     try:
-        return Path(os.path.relpath(resolved, new_base)).as_posix()
+        relative = Path(os.path.relpath(resolved, new_base))
     except ValueError:  # another drive (Windows): no relative path exists
         return resolved.as_posix()
+    if relative.parts.count("..") > max(MAX_CLIMB, Path(text).parts.count("..")):
+        return resolved.as_posix()
+    return relative.as_posix()
 
 
 def to_data(obj: Any, *, old_base: Path | None = None, new_base: Path | None = None) -> Any:

@@ -225,6 +225,17 @@ def test_round_trip_keeps_edited_values(example, tmp_path: Path) -> None:
     assert again.bodies[0].mesh == "../meshes/finger.vtu"  # same directory: paths kept as written
 
 
+def test_saving_far_away_writes_the_mesh_path_absolute(example, tmp_path: Path) -> None:
+    """Three directories up and down again (a scene saved outside its project): an absolute path, not
+    ``../../../meshes/finger.vtu``; it still loads the same mesh."""
+    target = tmp_path / "a" / "b" / "c"
+    target.mkdir(parents=True)
+    save_scene(example, target / "copy.toml")
+    data = tomllib.loads((target / "copy.toml").read_text())
+    assert data["body"][0]["mesh"] == (tmp_path / "meshes" / "finger.vtu").resolve().as_posix()
+    assert load_scene(target / "copy.toml") == example
+
+
 def test_saving_elsewhere_rewrites_paths_relative_to_the_new_file(example, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "deeper"
     target.mkdir(parents=True)
