@@ -20,6 +20,7 @@ from PyQt6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
+    QGridLayout,
     QInputDialog,
     QLabel,
     QMainWindow,
@@ -106,11 +107,10 @@ class MainWindow(QMainWindow):
         self.banner.setWordWrap(True)
         self.banner.hide()
         central = QWidget(self)
-        layout = QVBoxLayout(central)
+        layout = QGridLayout(central)  # the banner lies over the top of the view: showing it resizes nothing
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.banner)
-        layout.addWidget(self.viewport, 1)
+        layout.addWidget(self.viewport, 0, 0)
+        layout.addWidget(self.banner, 0, 0, Qt.AlignmentFlag.AlignTop)
         self.setCentralWidget(central)
         self.status_label = QLabel("no scene")
         self.frame_label = QLabel("")
@@ -128,6 +128,9 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.hover_label, 1)
         for label in (self.pick_label, self.frame_label, self.timing_label, self.warning_label, self.health_label):
             self.statusBar().addPermanentWidget(label)
+        # a temporary message hides the left widgets and a coloured label is taller: a fixed height keeps the
+        # view from resizing (and refitting) while frames play
+        self.statusBar().setFixedHeight(self.statusBar().sizeHint().height() + 6)
         self.problems: list = []  # the Problems of the frame shown (app.health)
         self._fit_on_next_frame = False
         self.last_probe = None  # the NodeProbe of the selected node

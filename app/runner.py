@@ -155,6 +155,27 @@ class WorkerOutput:
     replies: list[Reply] = field(default_factory=list)
 
 
+#: the worker thread runs this much "nicer" than the GUI thread (Linux): on a machine whose cores are all busy
+#: (the solver, a software OpenGL, the X server), the clicks, keys and draws get the CPU first; an idle window
+#: takes nothing from the solver
+WORKER_NICENESS = 10
+
+
+def _lower_priority(niceness: int) -> None:
+    """Lower the calling thread's scheduling priority (Linux: threads are tasks with their own nice value;
+    elsewhere nothing is done)."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux") or niceness <= 0:
+        return
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + niceness, 19))
+    except OSError as error:  # not allowed (a sandbox): run at the normal priority
+        logger.debug("cannot lower the worker's priority: %s", error)
+
+
 def default_snapshot(simulation, report):
     """The frame of a Scene (``scene.simulation.snapshot``) or of a bare Simulation (``snapshot``)."""
     inner = getattr(simulation, "simulation", simulation)
@@ -294,6 +315,7 @@ class SimulationRunner:
         return spec is not None and getattr(spec.scene, "mode", "static") == "static"
 
     def _loop(self) -> None:
+        _lower_priority(WORKER_NICENESS)
         while not self._stopping:
             changed = self._apply_commands()
             edited, self._edited = self._edited, False

@@ -630,11 +630,10 @@ class Viewport(QtInteractor):
     def _fit(self) -> None:
         """Frame the whole drawn body (its bounds, with a margin for the deformation and the colour legend)."""
         body = self.bodies.get("body")
+        # the renderer's own reset (the plotter's would render twice); the caller draws
+        self.renderer.reset_camera(render=False, bounds=body.surface.bounds if body is not None else None)
         if body is not None:
-            self.reset_camera(bounds=body.surface.bounds)
             self.camera.zoom(0.9)
-        else:
-            self.reset_camera()
         self._fitted = self._camera_state()
 
     def _camera_state(self) -> tuple:
@@ -648,6 +647,7 @@ class Viewport(QtInteractor):
         super().resizeEvent(event)
         if fitted and self.bodies:
             self._fit()
+            self.draw()
 
     def body_display_bounds(self) -> tuple[float, float, float, float]:
         """(xmin, ymin, xmax, ymax) in widget pixels (y down) of the drawn body's surface points."""

@@ -106,10 +106,11 @@ def measure(scene: str, seconds: float) -> dict:
     """Open ``resources/scenes/<scene>.toml`` in the main window, warm up, then probe paused and playing."""
     import pyvista as pv
     from PyQt6.QtWidgets import QApplication
+    from softsim.app.cli import _delete_window
     from softsim.app.main_window import MainWindow
     from softsim.app.settings import Settings
 
-    app = QApplication.instance() or QApplication([])
+    app = QApplication.instance()  # made by main(): a QApplication must outlive every window
     pv.OFF_SCREEN = False
     window = MainWindow(Settings(tempfile.mkdtemp(prefix="softsim-bench-")))
     window.resize(1280, 800)
@@ -138,7 +139,7 @@ def measure(scene: str, seconds: float) -> dict:
     drawn = window.frames_drawn - drawn_before
     draws = np.asarray(list(window.draw_times)[draw_times_before:]) * 1e3
     viewport_share = window.viewport.width() / window.width()
-    window.close()
+    _delete_window(window)  # while the QApplication exists, as softsim's CLI does
     app.processEvents()
     return {"scene": scene, "seconds": seconds, "paused": _gap_stats(paused), "playing": _gap_stats(playing),
             "solved_fps": solved / elapsed, "drawn_fps": drawn / elapsed,
@@ -160,6 +161,9 @@ def main(argv=None) -> int:
             return 2
         return _rerun_under_xvfb()
     seconds = 4.0 if args.quick else args.seconds
+    from PyQt6.QtWidgets import QApplication
+
+    app = QApplication([])  # noqa: F841 - held for the whole run
     results = [measure(scene, seconds) for scene in args.scenes]
     rows = []
     for r in results:

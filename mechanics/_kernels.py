@@ -34,14 +34,14 @@ ROTATION_CODES = {"polarF": ROT_POLAR_F, "svdF": ROT_SVD_F, "large": ROT_LARGE, 
 SOFA_SVD_MIN_DET = 1e-6
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _det3(F):
     return (F[0, 0] * (F[1, 1] * F[2, 2] - F[1, 2] * F[2, 1])
             - F[0, 1] * (F[1, 0] * F[2, 2] - F[1, 2] * F[2, 0])
             + F[0, 2] * (F[1, 0] * F[2, 1] - F[1, 1] * F[2, 0]))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cofactor(F, G):
     """G = cof(F) = det(F) F^-T = dJ/dF."""
     G[0, 0] = F[1, 1] * F[2, 2] - F[1, 2] * F[2, 1]
@@ -55,12 +55,12 @@ def _cofactor(F, G):
     G[2, 2] = F[0, 0] * F[1, 1] - F[0, 1] * F[1, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _levi(i, j, k):
     return (i - j) * (j - k) * (k - i) // 2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sym_eig3(C, a, w, V):
     """Cyclic Jacobi eigen-decomposition of the symmetric 3x3 ``C`` (``a`` is scratch).
 
@@ -124,7 +124,7 @@ def _sym_eig3(C, a, w, V):
             V[k, 2] = -V[k, 2]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rotation_from_f(F, proper, R, C, a, w, V, u):
     """Rotation part of F from its SVD F = U S V^T computed through the eigenvectors of F^T F.
 
@@ -181,7 +181,7 @@ def rotation_from_f(F, proper, R, C, a, w, V, u):
             R[i, j] = u1[i] * V[j, 0] + u2[i] * V[j, 1] + u3i * V[j, 2]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _frame(x, tet, Q):
     """SOFA 'large' frame of the first three nodes: rows x_hat, y_hat, z_hat."""
     a = tet[0]
@@ -210,7 +210,7 @@ def _frame(x, tet, Q):
     Q[1, 2] = Q[2, 0] * Q[0, 1] - Q[2, 1] * Q[0, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _corotated_linear(F, R, mu, lam, P, eps):
     """Linear law on the unrotated gradient R^T F; P = R P_lin(R^T F) (3, 3). Returns Psi; ``eps`` is scratch.
 
@@ -243,7 +243,7 @@ def _corotated_linear(F, R, mu, lam, P, eps):
     return psi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _corotated_exact_tangent(F, R, V, mu, lam, vol, dNe, project, Ke, U, sig, coef, w, h):
     """Exact element tangent of the corotated energy Psi = mu sum (s_i - 1)^2 + lam/2 (sum s_i - 3)^2.
 
@@ -299,7 +299,7 @@ def _corotated_exact_tangent(F, R, V, mu, lam, vol, dNe, project, Ke, U, sig, co
                     Ke[3 * b + k, 3 * a + i] = v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _hyperelastic(model, F, mu, lam, P, A, want_A, G, H, E):
     """First Piola stress P, its derivative A = dP/dF (9x9, if ``want_A``) and Psi for STVK, NEOHOOKEAN and
     STABLE_NEOHOOKEAN (for the latter ``mu``/``lam`` are the reparametrised mu'/lam'). Returns Psi."""
@@ -400,7 +400,7 @@ def _hyperelastic(model, F, mu, lam, P, A, want_A, G, H, E):
     return psi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _project_psd(A):
     """Replace the symmetric 9x9 ``A`` by its nearest positive semi-definite matrix (negative eigenvalues
     clamped to 0). Makes K_e = V dN^T A dN positive semi-definite."""
@@ -416,7 +416,7 @@ def _project_psd(A):
             A[i, j] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ke_from_a(A, dNe, vol, Ke, Gt):
     """K_e[3a+i, 3b+k] = V sum_{J,L} dN_a,J A[3i+J, 3k+L] dN_b,L (blocks b >= a, mirrored)."""
     for a in range(4):
@@ -434,7 +434,7 @@ def _ke_from_a(A, dNe, vol, Ke, Gt):
                     Ke[3 * b + k, 3 * a + i] = v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scatter_blocks(k_data, block_base, row_stride, tet, e, vol, dNe, u, s, alpha, beta, gamma, M):
     """Add the element tangent K_ab = V (s_ab I + alpha u_a u_b^T + beta u_b u_a^T + gamma (dN_a.dN_b) M) to
     ``k_data`` for every node pair, computing each block b >= a once and writing its transpose to (b, a).
@@ -480,7 +480,7 @@ def _scatter_blocks(k_data, block_base, row_stride, tet, e, vol, dNe, u, s, alph
                     k_data[column + 2 * stride_b] += v2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dyads(T, dNe, u, s, S, scale):
     """u_a = T dN_a (4, 3) and s_ab (4, 4): dN_a . S dN_b when ``S`` is given, else scale dN_a . dN_b."""
     for a in range(4):
@@ -498,7 +498,7 @@ def _dyads(T, dNe, u, s, S, scale):
             s[b, a] = v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def polar_newton(F, R):
     """Orthogonal polar factor of F by Higham's scaled Newton iteration R <- (g R + R^-T / g) / 2 (Frobenius
     scaling g while the steps are large), about 4x faster than :func:`rotation_from_f` and equal to it to
@@ -576,7 +576,7 @@ def polar_newton(F, R):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _edges(x, tet, D):
     """D = [x1 - x0, x2 - x0, x3 - x0] (edges as columns)."""
     for i in range(3):
@@ -586,7 +586,7 @@ def _edges(x, tet, D):
         D[i, 2] = x[tet[3], i] - x0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _element_rotation(rot, x, tet, F, R01, dm_inv, R, Q, C, a, w, V, u, D, P, need_V):
     """The element rotation R (3, 3) of a corotational method (the stress is R P_lin(R^T F)).
 
@@ -636,7 +636,7 @@ def _element_rotation(rot, x, tet, F, R01, dm_inv, R, Q, C, a, w, V, u, D, P, ne
         rotation_from_f(F, rot == ROT_SVD_F, Q, C, a, w, V, u)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _gradient(x, tet, dNe, F):
     for i in range(3):
         for j in range(3):
@@ -748,7 +748,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
                             k_data[row + k] += Ke[3 * a + i, 3 * b + k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_rotations, dm_inv, sigma_out, psi_out):
     """Cauchy stress (m, 3, 3) and energy density (m,) per element.
 

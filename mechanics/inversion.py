@@ -14,7 +14,7 @@ from numba import njit
 __all__ = ["count_new_inversions"]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _edge_determinant(x, tets, e):
     i0, i1, i2, i3 = tets[e, 0], tets[e, 1], tets[e, 2], tets[e, 3]
     ax, ay, az = x[i1, 0] - x[i0, 0], x[i1, 1] - x[i0, 1], x[i1, 2] - x[i0, 2]

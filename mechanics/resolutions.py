@@ -268,7 +268,7 @@ class Blocks:
 
 
 # ---------------------------------------------------------------------- Gauss-Seidel kernel (one block)
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def resolve_block(k, W, d_local, f, start, size, kind, target, lo, hi, mu, inv3):
     """One resolution step on block ``k``: update ``f[start[k]:start[k]+size[k]]`` in place.
 

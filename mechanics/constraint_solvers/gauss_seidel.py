@@ -11,7 +11,7 @@ from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.resolutions import resolve_block
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def gauss_seidel_sweep(W, dfree, f, start, size, kind, target, lo, hi, mu, inv3, tol):
     """One sweep over the blocks in order (SOFA ``gaussSeidel_increment``); returns (error, all_verified).
 
@@ -51,7 +51,7 @@ def gauss_seidel_sweep(W, dfree, f, start, size, kind, target, lo, hi, mu, inv3,
     return error, verified
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def block_gauss_seidel(
     W, dfree, f, start, size, kind, target, lo, hi, mu, inv3, tol, max_it, sor, all_verified, graph
 ):
@@ -79,7 +79,7 @@ def block_gauss_seidel(
     return sweeps, error, converged
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def nncg(W, dfree, f, start, size, kind, target, lo, hi, mu, inv3, tol, max_it, all_verified, graph):
     """SOFA NNCG (reference section 1.7): GS sweeps accelerated by a non-linear conjugate gradient step.
 

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["CableConstraint", "cable_length_and_gradient"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _polyline_length_and_gradient(points, pull_point, has_pull_point, gradient):
     """Length of ``[pull_point,] points`` and its gradient with respect to ``points`` written into
     ``gradient`` (k, 3) (zeroed first); a zero-length segment contributes nothing."""
