@@ -12,7 +12,6 @@ import time
 from collections import deque
 from pathlib import Path
 
-import numpy as np
 from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
 from PyQt6.QtWidgets import (
@@ -26,7 +25,6 @@ from PyQt6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QToolBar,
-    QVBoxLayout,
     QWidget,
 )
 from softsim.app.frames import FIELDS
@@ -37,7 +35,6 @@ from softsim.app.session import Session
 from softsim.app.settings import Settings
 from softsim.app.undo import EditHistory
 from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS, STYLES, Viewport
-from softsim.mechanics.units import unit_label
 
 logger = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 The real main window (1280x800, every dock as a user first sees it) opens a shipped scene and plays it. A
 QTimer with a 10 ms interval runs on the GUI thread; the gaps between its timeouts measure how long the event
-loop is kept from answering the user (a click, a key, a slider) while frames are solved and drawn. While it plays, the first actuator's
-slider moves back and forth (a user dragging it: every frame solves a new load). Recorded per
-scene: the probe gap (median, p95, max) paused and playing, the frames solved per second by the worker and the
-frames drawn per second by the window, and the cost of one draw (median).
+loop is kept from answering the user (a click, a key, a slider) while frames are solved and drawn. While it
+plays, the first actuator's slider moves back and forth (a user dragging it: every frame solves a new load).
+Recorded per scene: the probe gap (median, p95, max) paused and playing, the frames solved per second by the
+worker and the frames drawn per second by the window, and the cost of one draw (median).
 
 Needs an X display (Qt's xcb platform): without DISPLAY the script runs itself again under ``xvfb-run``.
 Targets (issue 17): playing, p95 gap <= 50 ms and max <= 150 ms on the finger and the trunk.
@@ -19,8 +19,8 @@ import argparse
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -76,7 +76,7 @@ class SliderDrive:
 
     def __init__(self, window) -> None:
         from PyQt6.QtCore import QTimer
-        from softsim.app.panels.actuators import ActuatorsPanel, SLIDER_STEPS
+        from softsim.app.panels.actuators import SLIDER_STEPS, ActuatorsPanel
 
         panel = next(dock.widget() for dock in window.docks if isinstance(dock.widget(), ActuatorsPanel))
         self.slider = next(iter(panel.controls.values())).slider

@@ -38,7 +38,7 @@ __all__ = ["ActuatorRange", "actuator_range", "Throttle", "ActuatorControl", "Ac
 
 MAX_EDITS_PER_SECOND = 30
 #: The panel asks for the height of its controls up to this many pixels (then it scrolls).
-MAX_MIN_HEIGHT = 320
+MAX_MIN_HEIGHT = 200
 SLIDER_STEPS = 1000
 #: Default displacement range of a cable without maxPositiveDisp/maxNegativeDisp: this share of its length.
 CABLE_DISPLACEMENT_SHARE = 0.3
@@ -198,10 +198,10 @@ class ActuatorControl(QGroupBox):
         self.value_type.setToolTip(f"{self.prefix}.valueType: what the slider imposes")
         self.slider = QSlider(Qt.Orientation.Horizontal, self)
         self.slider.setRange(0, SLIDER_STEPS)
-        self.slider.setMinimumWidth(160)
+        self.slider.setMinimumWidth(90)
         self.spin = QDoubleSpinBox(self)
         self.spin.setKeyboardTracking(False)
-        self.spin.setMinimumWidth(100)
+        self.spin.setMinimumWidth(90)
         self.spin.setMaximumWidth(150)
         self.range_label = QLabel(self)
         self.range_label.setWordWrap(True)
@@ -360,7 +360,9 @@ class ActuatorsPanel(QWidget):
         self.effectors: dict[str, EffectorReadout] = {}
         self.scroll = QScrollArea(self)
         self.scroll.setWidgetResizable(True)
-        self.scroll.setMinimumWidth(300)
+        self.scroll.setMinimumWidth(260)
+        # the controls shrink to the dock's width (a slider, a spin box, wrapped text): never a sideways scroll
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.scroll)

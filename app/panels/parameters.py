@@ -36,7 +36,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["CollapsibleSection", "ParametersPanel"]
 
 #: Width range of the scrolled list [pixels].
-MIN_WIDTH, MAX_WIDTH = 320, 440
+#: the panel's narrowest width: it shares the dock column with the Actuators (a wider row scrolls sideways)
+MIN_WIDTH = 240
 
 
 class CollapsibleSection(QWidget):
@@ -98,7 +99,9 @@ class ParametersPanel(QWidget):
         self.filter.textChanged.connect(self._apply_filter)
         self.scroll = QScrollArea(self)
         self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # long key names scroll sideways rather than widen the dock column (and narrow the 3D view)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.scroll.setMinimumWidth(MIN_WIDTH)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.filter)
@@ -141,9 +144,6 @@ class ParametersPanel(QWidget):
         layout.addStretch(1)
         self.scroll.setWidget(content)  # deletes the previous content widget
         self._content = content
-        # Wide enough for the widest row (long Caribou key names), within reason; longer rows wrap.
-        width = content.sizeHint().width() + self.scroll.verticalScrollBar().sizeHint().width() + 4
-        self.scroll.setMinimumWidth(max(MIN_WIDTH, min(width, MAX_WIDTH)))
         self._apply_filter(self.filter.text())
 
     def _add_row(self, section: CollapsibleSection, info: ParameterInfo, spec) -> None:

@@ -64,7 +64,7 @@ class SeriesPlot(QWidget):
         self.plot.setLogMode(x=False, y=log_y)
         for axis in ("left", "bottom"):
             self.plot.getAxis(axis).enableAutoSIPrefix(False)
-        self.plot.setMinimumHeight(120)
+        self.plot.setMinimumHeight(70)
         self.legend = self.plot.addLegend(offset=(-10, 10))
         self.empty_text = pg.TextItem("no data yet", color="#888888", anchor=(0.5, 0.5))
         view = self.plot.getPlotItem().getViewBox()
@@ -201,7 +201,7 @@ class PlotsPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(top)
         layout.addWidget(self.tabs, 1)
-        self.setMinimumHeight(260)
+        self.setMinimumHeight(200)
         self.history: deque[tuple[int, dict[str, float]]] = deque(maxlen=history)
         self._actuator_keys: list[str] = []
         self._force_keys: list[str] = []

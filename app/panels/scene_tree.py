@@ -65,7 +65,8 @@ def scene_components(spec) -> list[Component]:
             for o in spec.obstacles)))
     if spec.attachments:
         tree.append(Component("Attachments", children=tuple(
-            Component(f"Attachment {a.name}: {a.bodyA} - {a.bodyB}", f"attachment.{a.name}") for a in spec.attachments)))
+            Component(f"Attachment {a.name}: {a.bodyA} - {a.bodyB}", f"attachment.{a.name}")
+            for a in spec.attachments)))
     solver = spec.solver
     solvers = [Component("Newton (static)", "solver.newton"),
                Component(f"Linear solver: {solver.linear.type}", "solver.linear"),

@@ -1,0 +1,72 @@
+"""The window's arithmetic without a window: colour ranges, frame rates, frame problems, the video writer."""
+
+import numpy as np
+import pytest
+from softsim.app.colour_range import NOISE_FLOOR, auto_color_range, nice_ceiling, noise_floor
+from softsim.app.health import frame_problems
+from softsim.app.rates import FrameRates
+from softsim.app.recording import Recorder, count_video_frames
+from softsim.app.resources import default_scene
+from softsim.mechanics.scene import load_scene
+from softsim.mechanics.scene_runtime import Scene
+
+
+@pytest.mark.parametrize(("value", "expected"), [(1.0, 1.0), (1.01, 2.0), (2.2, 2.5), (3.0, 5.0), (7.66, 10.0),
+                                                 (0.073, 0.1), (1.9e-10, 2e-10), (250.0, 250.0), (251.0, 500.0)])
+def test_nice_ceiling_is_the_next_1_2_2_5_5_step(value, expected):
+    assert nice_ceiling(value) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_automatic_range_starts_at_zero_is_steady_and_reads_round_off_as_zero():
+    floor = noise_floor("length", body_size=160.0, young_modulus=600.0)
+    assert floor == pytest.approx(160.0 * NOISE_FLOOR)
+    # a body at rest: round-off 1e-12 mm is below the floor: 0 .. 0.2 mm (1e-3 of the size, rounded up)
+    assert auto_color_range(np.array([0.0, 3e-13, 1e-12]), floor) == (0.0, 0.2)
+    first = auto_color_range(np.array([0.0, 7.66]), floor)
+    assert first == (0.0, 10.0)
+    # the maximum moves within 40..100 % of the range: the labels stay
+    assert auto_color_range(np.array([0.0, 5.2]), floor, first) == first
+    assert auto_color_range(np.array([0.0, 3.9]), floor, first) == (0.0, 5.0)  # below 40 %: a new range
+    assert auto_color_range(np.array([0.0, 10.5]), floor, first) == (0.0, 20.0)
+    stress_floor = noise_floor("pressure", body_size=160.0, young_modulus=600.0)
+    assert stress_floor == pytest.approx(600.0 * NOISE_FLOOR)
+
+
+def test_frame_rates_count_draws_and_solved_frames_over_the_window():
+    rates = FrameRates(window=2.0)
+    for k in range(11):  # a draw every 0.1 s, each 3 solved frames further
+        rates.add(3 * k, 0.1 * k)
+    assert rates.drawn == pytest.approx(10.0) and rates.solved == pytest.approx(30.0)
+    rates.add(0, 1.1)  # a reset: the count starts again
+    assert rates.drawn == 0.0 and rates.solved == 0.0
+
+
+def test_frame_problems_name_the_solver_and_the_actuator_and_by_how_much():
+    scene = Scene.load(default_scene())
+    scene.set("body.finger.cable.cable.maxPositiveDisp", 5.0)
+    scene.set("body.finger.cable.cable.value", 8.0)
+    report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    problems = frame_problems(frame, scene.spec)
+    assert [p.level for p in problems] == ["warning"]
+    assert problems[0].text == ("cable 'cable' is short of its target: displacement 5 mm of 8 mm "
+                                "(a limit of the actuator stops it)")
+    scene.set("solver.constraint.maxIterations", 1)
+    scene.set("solver.constraint.tolerance", 1e-14)
+    scene.set("body.finger.cable.cable.value", 3.0)
+    report = scene.step()
+    texts = [p.text for p in frame_problems(scene.simulation.snapshot(report), scene.spec)]
+    error = report.constraint.currentError
+    assert f"BlockGaussSeidel did not converge: error {error:.3g} mm after 1 iteration(s)" in texts
+    assert frame_problems(scene.simulation.snapshot(None), load_scene(default_scene())) == []
+
+
+def test_the_recorder_writes_a_video_that_ffmpeg_reads_back_with_every_frame(tmp_path):
+    recorder = Recorder(tmp_path, fps=10)
+    rng = np.random.default_rng(0)
+    for k in range(7):
+        size = (121, 161) if k != 3 else (130, 150)  # odd sizes; one frame of another size (a resize)
+        recorder.add(rng.integers(0, 255, size=(*size, 3), dtype=np.uint8))
+    video = recorder.close()
+    assert video == tmp_path / "softsim.mp4" and recorder.frames == 7
+    assert count_video_frames(video) == 7
