@@ -6,6 +6,7 @@ session's poll timer and are drawn in place (see :mod:`app.viewport`).
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import time
@@ -61,6 +62,16 @@ BANNER_STYLE = {
     "warning": "background:#5a4a10; color:#ffe9a8; padding:4px 8px; font-weight:bold;",
     "error": "background:#6a1c1c; color:#ffd0d0; padding:4px 8px; font-weight:bold;",
 }
+
+
+def settle_heap() -> None:
+    """Collect the garbage of the scene closed, then freeze the objects alive (the new scene, VTK, Qt, numba):
+    Python's full garbage collections then skip them. Without it, a full collection every few seconds took
+    about 110 ms on the GUI thread while a scene played (a frozen window); with it, none is over 1 ms. The old
+    scene's objects are unfrozen first, so closing a scene still frees its cycles."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _ms(seconds: float | None) -> str:
@@ -492,6 +503,7 @@ class MainWindow(QMainWindow):
         self._update_title()
         mesh = scene.mesh
         self.status_label.setText(f"{self.session.path.name}: {mesh.n_points} nodes, {mesh.n_tets} tetrahedra")
+        QTimer.singleShot(0, settle_heap)  # once the panels are built for the scene
 
     def _on_frame(self, frame) -> None:
         """Take a new frame; it is drawn at once if the last draw is far enough behind, else by a timer (the

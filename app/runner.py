@@ -161,6 +161,16 @@ class WorkerOutput:
 WORKER_NICENESS = 10
 
 
+def _niceness() -> int:
+    """WORKER_NICENESS, or the environment's ``SOFTSIM_WORKER_NICENESS`` (0: the GUI's priority)."""
+    import os
+
+    try:
+        return int(os.environ.get("SOFTSIM_WORKER_NICENESS", WORKER_NICENESS))
+    except ValueError:
+        return WORKER_NICENESS
+
+
 def _lower_priority(niceness: int) -> None:
     """Lower the calling thread's scheduling priority (Linux: threads are tasks with their own nice value;
     elsewhere nothing is done)."""
@@ -315,7 +325,7 @@ class SimulationRunner:
         return spec is not None and getattr(spec.scene, "mode", "static") == "static"
 
     def _loop(self) -> None:
-        _lower_priority(WORKER_NICENESS)
+        _lower_priority(_niceness())
         while not self._stopping:
             changed = self._apply_commands()
             edited, self._edited = self._edited, False
