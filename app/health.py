@@ -49,12 +49,25 @@ def _constraint(report, units: str | None) -> Problem | None:
                               f"{_unit('length', units)} after {constraint.currentIterations} iteration(s)")
 
 
+def _slack(kind: str, item, outputs: dict[str, float]) -> bool:
+    """A cable told to shorten less than the body makes it (e.g. a passive cable at 0 while another bends the
+    body) goes slack: it cannot push, its force stays at its lower bound. That is what a cable does, not a
+    shortfall."""
+    if kind != "cable" or item.valueType != "displacement":
+        return False
+    achieved, force = outputs.get(f"{item.name}.displacement"), outputs.get(f"{item.name}.force")
+    if achieved is None or force is None:
+        return False
+    floor = 0.0 if item.minForce is None else float(item.minForce)
+    return achieved > float(item.value) and force <= floor + 1e-9 * max(1.0, abs(floor))
+
+
 def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Problem]:
     problems = []
     for body in spec.bodies:
         for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
             for item in items:
-                if not outputs.get(f"{item.name}.limited"):
+                if not outputs.get(f"{item.name}.limited") or _slack(kind, item, outputs):
                     continue
                 achieved = outputs.get(f"{item.name}.{item.valueType}")
                 quantity = {"displacement": "length", "force": "force", "pressure": "pressure",

@@ -53,6 +53,8 @@ MOUSE_BINDINGS = (
     "Hover over the body   the values under the mouse",
     "Ctrl+left drag        drag a node (or Left drag in Drag mode, D)",
 )
+#: the banner names this many problems of a frame (the health label's tooltip lists them all)
+BANNER_PROBLEMS = 2
 HEALTH_STYLE = {
     "ok": "color:#2e9a3e; font-weight:bold; padding:0 6px;",
     "warning": "background:#c08000; color:white; font-weight:bold; padding:0 6px;",
@@ -603,7 +605,10 @@ class MainWindow(QMainWindow):
         self.health_label.setStyleSheet(HEALTH_STYLE[level])
         self.health_label.setToolTip("\n".join(p.text for p in self.problems))
         self.banner.setStyleSheet(BANNER_STYLE[level])
-        self.banner.setText(("✖ " if level == "error" else "⚠ ") + "; ".join(p.text for p in self.problems)
+        shown = "; ".join(p.text for p in self.problems[:BANNER_PROBLEMS])
+        if len(self.problems) > BANNER_PROBLEMS:
+            shown += f"; and {len(self.problems) - BANNER_PROBLEMS} more (hover the status)"
+        self.banner.setText(("✖ " if level == "error" else "⚠ ") + shown
                             + ("  (the last good state is shown)" if level == "error" else ""))
         self.banner.show()
 

@@ -70,5 +70,5 @@ def _place(window: QMainWindow, docks: dict[str, QDockWidget]) -> None:
     actuators.raise_()
     width = int(DOCK_WIDTH_SHARE * window.width())
     window.resizeDocks([actuators, plots], [width, width], Qt.Orientation.Horizontal)
-    window.resizeDocks([actuators, plots], [int(0.55 * window.height()), int(0.45 * window.height())],
+    window.resizeDocks([actuators, plots], [int(0.45 * window.height()), int(0.55 * window.height())],
                        Qt.Orientation.Vertical)

@@ -41,6 +41,20 @@ REDRAW_COST_FACTOR = 5.0
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
+class DecadeAxis(pg.AxisItem):
+    """A log axis with ticks and labels on whole decades only (at most six labels): pyqtgraph's own log ticks
+    put 2e-7, 3e-7, ... all at one level, which a short plot draws on top of each other."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph API)
+        if not self.logMode:
+            return super().tickValues(minVal, maxVal, size)
+        low, high = math.ceil(minVal), math.floor(maxVal)
+        if high < low:
+            return []
+        step = max(1, math.ceil((high - low + 1) / 6))
+        return [(float(step), [float(v) for v in range(low, high + 1, step)])]
+
+
 class SeriesPlot(QWidget):
     """One plot of named curves over a shared x; ``export_csv`` writes exactly the plotted data.
 
@@ -55,7 +69,7 @@ class SeriesPlot(QWidget):
         self.x = np.zeros(0)
         self.series: dict[str, np.ndarray] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
-        self.plot = pg.PlotWidget(self)
+        self.plot = pg.PlotWidget(self, axisItems={"left": DecadeAxis("left")} if log_y else None)
         self.plot.setBackground("w")
         self.plot.setTitle(title, color="k", size="9pt")
         self.plot.setLabel("bottom", x_name)
@@ -105,13 +119,30 @@ class SeriesPlot(QWidget):
         if empty:  # no meaningless ticks (a log axis would show 10^0 .. 10^1 of nothing)
             self.plot.setXRange(0.0, 1.0, padding=0.0)
             self.plot.setYRange(0.0, 1.0, padding=0.0)
-        elif self.x.size == 1:  # one point: a unit-wide range around it instead of pyqtgraph's +/- 0.5 %
-            self.plot.setXRange(self.x[0] - 1.0, self.x[0] + 1.0, padding=0.0)
-            self.plot.enableAutoRange(axis="y")
         else:
-            self.plot.enableAutoRange()
+            if self.x.size == 1:  # one point: a unit-wide range around it instead of pyqtgraph's +/- 0.5 %
+                self.plot.setXRange(self.x[0] - 1.0, self.x[0] + 1.0, padding=0.0)
+            else:
+                self.plot.enableAutoRange(axis="x")
+            self._y_range()
         self.status.setStyleSheet("color: gray;")
         self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
+
+    def _y_range(self) -> None:
+        """Automatic, but a log axis spans at least two decades (one value, or values within a few percent of
+        each other, would get ticks packed into a sliver: 3.01e-9, 3.02e-9, ...)."""
+        if not self.log_y:
+            self.plot.enableAutoRange(axis="y")
+            return
+        values = np.concatenate([y[np.isfinite(y) & (y > 0)] for y in self.series.values()] or [np.zeros(0)])
+        if values.size == 0:
+            return
+        low, high = np.log10(values.min()), np.log10(values.max())
+        if high - low < 2.0:
+            middle = 0.5 * (low + high)
+            self.plot.setYRange(middle - 1.0, middle + 1.0, padding=0.05)
+        else:
+            self.plot.enableAutoRange(axis="y")
 
     def clear(self) -> None:
         """No curves; the axes forget the previous data's range (a new scene starts from nothing)."""
