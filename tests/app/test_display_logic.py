@@ -6,7 +6,7 @@ from softsim.app.colour_range import NOISE_FLOOR, auto_color_range, nice_ceiling
 from softsim.app.health import frame_problems
 from softsim.app.rates import FrameRates
 from softsim.app.recording import Recorder, count_video_frames
-from softsim.app.resources import default_scene
+from softsim.app.resources import default_scene, resource_path
 from softsim.mechanics.scene import load_scene
 from softsim.mechanics.scene_runtime import Scene
 
@@ -70,3 +70,20 @@ def test_the_recorder_writes_a_video_that_ffmpeg_reads_back_with_every_frame(tmp
     video = recorder.close()
     assert video == tmp_path / "softsim.mp4" and recorder.frames == 7
     assert count_video_frames(video) == 7
+
+
+def test_a_slack_cable_is_not_a_problem_but_a_ramping_one_is():
+    """The trunk with cableL0 at 12 mm: its maxDispVariation ramps it 1 mm per frame (flagged as short of its
+    target, with the value reached); the seven cables left at 0 go slack as the trunk bends (displacement > 0
+    at zero force): a cable cannot push, so they are not flagged. Once at 12 mm nothing is flagged."""
+    scene = Scene.load(resource_path("scenes", "trunk.toml"))
+    scene.set("body.trunk.cable.cableL0.value", 12.0)
+    report = scene.step()
+    problems = frame_problems(scene.simulation.snapshot(report), scene.spec)
+    assert [p.text.split(":")[0] for p in problems] == ["cable 'cableL0' is short of its target"]
+    for _ in range(13):
+        report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    slack = [n for n in ("cableL1", "cableL2", "cableS1") if frame.outputs[f"{n}.limited"]]
+    assert slack and all(frame.outputs[f"{n}.force"] == 0.0 for n in slack)
+    assert frame.outputs["cableL0.displacement"] == pytest.approx(12.0) and frame_problems(frame, scene.spec) == []
