@@ -284,6 +284,10 @@ class MainWindow(QMainWindow):
         return actions
 
     def _build_toolbars(self) -> None:
+        for action, short in ((self.save_action, "Save"), (self.reload_action, "Reload"),
+                              (self.screenshot_action, "Screenshot"), (self.record_action, "Record"),
+                              (self.drag_action, "Drag")):
+            action.setIconText(short)  # the toolbar's label; the menus keep the full text
         main = QToolBar("Main", self)
         main.setObjectName("main_toolbar")
         for action in (self.open_action, self.save_action, self.reload_action, None, self.reset_action,
@@ -319,6 +323,21 @@ class MainWindow(QMainWindow):
         for preset in (*CAMERA_PRESETS, "fit"):
             display.addAction(self.camera_actions[preset])
         self.addToolBar(display)
+        self.toolbars = (main, display)
+        self._toolbar_break = False
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        """On a window too narrow for both toolbars, the second goes to a row of its own (nothing hidden
+        behind an overflow arrow)."""
+        super().resizeEvent(event)
+        main, display = self.toolbars
+        narrow = self.width() < main.sizeHint().width() + display.sizeHint().width() + 24
+        if narrow != self._toolbar_break:
+            if narrow:
+                self.insertToolBarBreak(display)
+            else:
+                self.removeToolBarBreak(display)
+            self._toolbar_break = narrow
 
     def _build_docks(self) -> None:
         """The panels of app.panels (parameters, actuators, plots), when that package provides them."""

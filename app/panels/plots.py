@@ -71,7 +71,6 @@ class SeriesPlot(QWidget):
         self._curves: dict[str, pg.PlotDataItem] = {}
         self.plot = pg.PlotWidget(self, axisItems={"left": DecadeAxis("left")} if log_y else None)
         self.plot.setBackground("w")
-        self.plot.setTitle(title, color="k", size="9pt")
         self.plot.setLabel("bottom", x_name)
         self.plot.setLabel("left", y_label)
         self.plot.showGrid(x=True, y=True, alpha=0.3)
@@ -84,18 +83,21 @@ class SeriesPlot(QWidget):
         view = self.plot.getPlotItem().getViewBox()
         self.empty_text.setParentItem(view)
         view.sigResized.connect(lambda _view: self._place_empty_text())
-        self.export_button = QPushButton("Export CSV...", self)
+        self.title_label = QLabel(f"<b>{title}</b>", self)
+        self.export_button = QPushButton("CSV...", self)
         self.export_button.setToolTip(f"Write the data of '{title}' to a CSV file")
         self.export_button.clicked.connect(self._export_dialog)
         self.status = QLabel(self)
         self.status.setStyleSheet("color: gray;")
-        bar = QHBoxLayout()
+        bar = QHBoxLayout()  # one row above the plot: a short plot keeps its height for the curves
+        bar.addWidget(self.title_label)
         bar.addWidget(self.status, 1)
         bar.addWidget(self.export_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.plot, 1)
+        layout.setSpacing(0)
         layout.addLayout(bar)
+        layout.addWidget(self.plot, 1)
 
     def set_data(self, x, series: dict[str, np.ndarray]) -> None:
         """Replace the plotted data: ``x`` (k,), ``series`` name -> (k,) values (NaN = no value)."""
@@ -324,7 +326,8 @@ class PlotsPanel(QWidget):
             self.constraint_plot.set_data(np.arange(1, errors.size + 1), {"error": errors})
         else:
             self.constraint_plot.clear()
-        self.summary.setText(_summary(frame))
+        self.summary.setText(_summary(frame, short=True))
+        self.summary.setToolTip(_summary(frame))
 
     def _update_time_plots(self) -> None:
         frames = np.array([index for index, _ in self.history], dtype=np.float64)
@@ -348,14 +351,15 @@ class PlotsPanel(QWidget):
             raise KeyError(f"no plot {plot!r}; plots: {', '.join(self.plots)}") from None
 
 
-def _summary(frame) -> str:
+def _summary(frame, *, short: bool = False) -> str:
+    """One line about the frame's solves; ``short`` leaves out the reasons (they go into the tooltip)."""
     report = frame.report
     parts = [f"frame {frame.index}" + ("" if report.ok else f": FAILED ({report.message})")]
     solve = report.dynamic if report.dynamic is not None else report.newton
     if solve is not None:
         state = "converged" if solve.converged else ("diverged" if solve.diverged else "not converged")
         reason = getattr(solve, "reason", "") or getattr(solve, "message", "")
-        parts.append(f"Newton {report.iterations} it, {state}" + (f" ({reason})" if reason else ""))
+        parts.append(f"Newton {report.iterations} it, {state}" + (f" ({reason})" if reason and not short else ""))
     constraint = report.constraint
     if constraint is not None:
         state = "converged" if constraint.converged else "not converged"
