@@ -55,6 +55,9 @@ def test_the_view_owns_most_of_the_window_and_the_actuators_need_no_sideways_scr
         assert main_window.viewport.width() >= share * width, (width, main_window.viewport.width())
         actuators = main_window.dock("actuators_dock").widget()
         assert not actuators.scroll.horizontalScrollBar().isVisible()
+        for bar in main_window.toolbars:  # every toolbar shows all of itself (no overflow arrow)
+            assert bar.width() >= bar.sizeHint().width(), (width, bar.objectName())
+        assert main_window._toolbar_break == (width == 1024)  # the display toolbar on a row of its own
 
 
 def test_the_view_keeps_its_size_while_a_scene_plays_with_warnings(main_window, qtbot):
