@@ -10,13 +10,13 @@ import argparse
 import logging
 import sys
 
-SUBCOMMANDS = ("run", "check", "info")
+SUBCOMMANDS = ("run", "check", "info", "sweep")
 
 
 def _gui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="softsim", description="Interactive soft-robot simulator.",
-        epilog="Subcommands (no window): softsim run|check|info ... (see softsim run --help).")
+        epilog="Subcommands (no window): softsim run|check|info|sweep ... (see softsim run --help).")
     parser.add_argument("path", nargs="?", help="scene (.toml) or tetrahedral mesh file; default: the finger")
     parser.add_argument("--frames", type=int, default=0, metavar="N",
                         help="run N frames after opening (then, with --screenshot, save it and exit)")
@@ -148,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         from softsim.meshes.info import main as info_main
 
         return info_main(argv[1:])
+    if argv and argv[0] == "sweep":
+        from softsim.app.sweep.command import main as sweep_main  # never imports Qt or VTK
+
+        return sweep_main(argv[1:])
     if argv and argv[0] in ("run", "check"):
         from softsim.app.headless import main as headless_main  # never imports Qt or VTK
 

@@ -16,3 +16,12 @@ _HERE = Path(__file__).resolve().parent
 if not (_HERE / "mechanics").is_dir() and (_HERE.parent / "mechanics" / "__init__.py").is_file():
     # source checkout: the subpackages are the repository's top-level folders
     __path__.append(str(_HERE.parent))  # noqa: F821 - the package's own __path__
+
+
+def __getattr__(name: str):
+    """``softsim.sweep``: :func:`softsim.app.sweep.sweep`, imported on first use (it needs Dask and pandas)."""
+    if name == "sweep":
+        from softsim.app.sweep import sweep
+
+        return sweep
+    raise AttributeError(f"module 'softsim' has no attribute {name!r}")
