@@ -28,6 +28,7 @@ Solvers:
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import time
@@ -172,6 +173,16 @@ def _single_threaded_openblas() -> None:
     ThreadpoolController().select(internal_api="openblas").limit(limits=1)
 
 
+
+@functools.cache
+def _pardiso_library():
+    """pypardiso's wrapper, made once per process: it finds MKL's library by a recursive glob over the
+    environment (0.3 s each time, twice per scene load before this cache); only its library handle, its
+    ``pardiso`` function and its pointer type are used."""
+    from pypardiso.pardiso_wrapper import PyPardisoSolver
+
+    return PyPardisoSolver()
+
 class _PardisoBackend:
     """Direct calls to MKL ``pardiso`` through the library handle that pypardiso loads.
 
@@ -184,10 +195,8 @@ class _PardisoBackend:
     SYMMETRIC_INDEFINITE = -2
 
     def __init__(self):
-        from pypardiso.pardiso_wrapper import PyPardisoSolver
-
         _single_threaded_openblas()
-        wrapper = PyPardisoSolver()
+        wrapper = _pardiso_library()
         self._library = wrapper.libmkl  # keep the shared library alive as long as the function pointer
         self._pardiso = wrapper._mkl_pardiso
         self._pt_ctype = wrapper._pt_type[0]

@@ -1,8 +1,9 @@
 """Running the samples of a sweep on Dask and collecting their rows into ``results.parquet``.
 
-Without a client or a scheduler address, a local cluster of worker processes is started (one thread each, and
-``cores // workers`` BLAS/numba threads per process, so the workers do not oversubscribe the cores) and closed
-at the end. The scene travels to the workers as a bundle (scattered once); a worker that dies mid-sample has its
+Without a client or a scheduler address, a local cluster of worker processes is started (one thread each) and
+closed at the end. On any cluster, a sample uses ``cores // tasks running at once`` BLAS/numba threads of its
+host, so the workers of one machine do not oversubscribe its cores. The scene travels to the workers as a
+bundle (scattered once); samples go in tasks of a few (``MAX_CHUNK``); a worker that dies mid-task has its
 samples run again elsewhere (Dask reschedules them). ``results.parquet`` is rewritten atomically (a temporary
 file, then a rename) as results come in, at most every ``FLUSH_SECONDS`` and at the end, so an interrupted
 sweep keeps what it finished; run again with the same ``out``, only the missing samples run.
@@ -35,6 +36,10 @@ RESULTS_NAME = "results.parquet"
 PLAN_NAME = "sweep.json"
 SAMPLES_DIR = "samples"
 FLUSH_SECONDS = 2.0
+#: samples are sent in tasks of up to MAX_CHUNK samples, about CHUNKS_PER_SLOT tasks per worker thread (fewer
+#: tasks: less scheduling per sample; several per thread: the load stays balanced and a lost worker costs little)
+MAX_CHUNK = 8
+CHUNKS_PER_SLOT = 4
 
 
 def _load_spec(scene):
@@ -120,11 +125,24 @@ def _write_files(out: Path, sample_id: int, files: dict[str, bytes]) -> None:
 def _local_client(workers: int):
     from dask.distributed import Client, LocalCluster
 
-    cores = os.cpu_count() or 1
-    threads = max(1, cores // workers)
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.ERROR)
-    return Client(cluster), cluster, threads
+    return Client(cluster), cluster
+
+
+def _threads_by_host(client) -> dict[str, int]:
+    """BLAS/numba threads per task on each host: its cores over the tasks that run there at once (the worker
+    processes' threads), at least 1, so the workers of one machine do not oversubscribe its cores."""
+    from urllib.parse import urlparse
+
+    cores = client.run(os.cpu_count)
+    slots: dict[str, int] = {}
+    host_cores: dict[str, int] = {}
+    for address, info in client.scheduler_info()["workers"].items():
+        host = urlparse(address).hostname or address
+        slots[host] = slots.get(host, 0) + int(info.get("nthreads", 1))
+        host_cores[host] = int(cores.get(address) or 1)
+    return {host: max(1, host_cores[host] // slots[host]) for host in slots}
 
 
 def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=None, *,
@@ -150,7 +168,7 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
     """
     from dask.distributed import as_completed
     from softsim.app.sweep.bundle import bundle_scene
-    from softsim.app.sweep.task import run_sample
+    from softsim.app.sweep.task import run_samples
 
     frames = int(frames)
     if frames < 1:
@@ -171,7 +189,6 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
     finished = {int(row["sample"]) for row in rows}
     todo = [sample for sample in plan if sample.id not in finished]
     own_cluster = None
-    threads = None
     if client is None:
         if scheduler is not None:
             from dask.distributed import Client
@@ -181,26 +198,31 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
             except OSError as error:
                 raise SweepError(f"--scheduler {scheduler}: cannot connect ({error})") from None
         else:
-            client, own_cluster, threads = _local_client(int(workers or os.cpu_count() or 1))
+            client, own_cluster = _local_client(int(workers or os.cpu_count() or 1))
     try:
         if on_start is not None:
             on_start(client)
         if todo:
+            threads = _threads_by_host(client)
             shared = client.scatter(bundle, broadcast=True)
-            futures = [client.submit(run_sample, shared, sets, sample, frames, keep_dir=None,
+            slots = sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()) or 1
+            size = max(1, min(MAX_CHUNK, len(todo) // (CHUNKS_PER_SLOT * slots)))
+            chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+            futures = [client.submit(run_samples, shared, sets, chunk, frames, keep_dir=None,
                                      keep_files=keep_frames, vtu=vtu, threads=threads,
-                                     key=f"softsim-sample-{bundle.digest}-{sample.id}", pure=False)
-                       for sample in todo]
+                                     key=f"softsim-samples-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}",
+                                     pure=False)
+                       for chunk in chunks]
             last_flush = time.perf_counter()
             try:
                 for future in as_completed(futures):
-                    row = future.result()
-                    files = row.pop("_files", None)
-                    if files and out_dir is not None:
-                        _write_files(out_dir, int(row["sample"]), files)
-                    rows.append(row)
-                    if on_result is not None:
-                        on_result(row)
+                    for row in future.result():
+                        files = row.pop("_files", None)
+                        if files and out_dir is not None:
+                            _write_files(out_dir, int(row["sample"]), files)
+                        rows.append(row)
+                        if on_result is not None:
+                            on_result(row)
                     if out_dir is not None and time.perf_counter() - last_flush >= FLUSH_SECONDS:
                         _write_results(out_dir, rows)
                         last_flush = time.perf_counter()

@@ -14,7 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["STATUSES", "run_sample", "limit_threads"]
+__all__ = ["STATUSES", "run_sample", "run_samples", "limit_threads"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,20 @@ def limit_threads(threads: int) -> None:
         logger.debug("numba.set_num_threads failed", exc_info=True)
 
 
+def _this_host() -> str | None:
+    from urllib.parse import urlparse
+
+    try:
+        from distributed import get_worker
+
+        return urlparse(get_worker().address).hostname
+    except (ImportError, ValueError):  # not in a Dask worker
+        return None
+
+
 def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *,
                keep_dir: str | None = None, keep_files: bool = False, vtu: bool = False,
-               threads: int | None = None) -> dict:
+               threads: int | dict | None = None) -> dict:
     """Run ``sample`` (a :class:`~app.sweep.plan.Sample`) of the scene ``bundle``; the row described above.
     With ``keep_dir``, the sample's ``frames.csv`` (and .vtu files with ``vtu``) are written there; with
     ``keep_files``, they are written to a temporary directory of this process and returned as bytes in
@@ -60,6 +71,8 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
     from softsim.app.sweep.bundle import unpacked
     from softsim.mechanics.scene_runtime import Scene
 
+    if isinstance(threads, dict):  # per host (the engine's count of cores over tasks): find this one's
+        threads = threads.get(_this_host())
     if threads is not None:
         limit_threads(threads)
     started = time.perf_counter()
@@ -107,3 +120,9 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
     row.update(last)
     row["wall_s"] = time.perf_counter() - started
     return row
+
+
+def run_samples(bundle, sets, samples, frames: int, **options) -> list[dict]:
+    """:func:`run_sample` for each of ``samples`` in turn (one Dask task runs a few samples: less scheduling
+    per sample); the rows in order."""
+    return [run_sample(bundle, sets, sample, frames, **options) for sample in samples]
