@@ -110,6 +110,7 @@ def main(argv=None) -> int:
         wall["constraints"] = run("bench_constraint_solvers.py", ["--sizes", "10", "100"] if args.quick else [])
         wall["meshes"] = run("bench_mesh_load.py", ["--repeat", "1" if args.quick else "2"])
         wall["gui"] = run("bench_gui.py", [*quick, "--json", str(tmp / "gui.json")])  # starts its own Xvfb
+        wall["sweep"] = run("bench_sweep.py", [*quick])
         scenes, scaling, render, gui = (_load(tmp / f"{n}.json") for n in ("scenes", "scaling", "render", "gui"))
 
     info = versions()
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
         "",
     ]
     sections = []
-    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md",
+    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():

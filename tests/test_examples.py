@@ -47,3 +47,16 @@ def test_the_tip_bends_up_and_the_run_settles(printed):
     assert match and int(match.group(1)) < 50 and float(match.group(2)) < 1e-6
     assert "converged: True" in printed["stdout"]
     assert 0.0 < float(printed["max von Mises stress"]) < 1e4
+
+
+def test_the_calibration_example_recovers_the_young_modulus(tmp_path):
+    """examples/calibrate_finger.py: a sweep of 11 moduli on 2 workers and a Brent refinement find the
+    modulus that made the "measured" tip height (655 kPa) to 1e-5 relative, with 11 + at most 30 simulations."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "calibrate_finger.py"), "--workers", "2"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    values = dict(line.split(" = ", 1) for line in done.stdout.splitlines() if " = " in line)
+    assert float(values["recovered youngModulus"]) == pytest.approx(655.0, rel=1e-5)
+    assert values["coarse best"].startswith(("600.0", "700.0"))
+    sweep_count, refine_count = re.findall(r"\d+", values["simulations"])
+    assert int(sweep_count) == 11 and int(refine_count) <= 30
