@@ -20,6 +20,7 @@ from PyQt6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTabWidget,
@@ -89,6 +90,8 @@ class SeriesPlot(QWidget):
         self.export_button.clicked.connect(self._export_dialog)
         self.status = QLabel(self)
         self.status.setStyleSheet("color: gray;")
+        # a long note must not widen the dock column (and narrow the 3D view): it is cut, whole in the tooltip
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = QHBoxLayout()  # one row above the plot: a short plot keeps its height for the curves
         bar.addWidget(self.title_label)
         bar.addWidget(self.status, 1)
@@ -129,6 +132,7 @@ class SeriesPlot(QWidget):
             self._y_range()
         self.status.setStyleSheet("color: gray;")
         self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
+        self.status.setToolTip(self.status.text())
 
     def _y_range(self) -> None:
         """Automatic, but a log axis spans at least two decades (one value, or values within a few percent of
