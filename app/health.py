@@ -62,6 +62,15 @@ def _slack(kind: str, item, outputs: dict[str, float]) -> bool:
     return achieved > float(item.value) and force <= floor + 1e-9 * max(1.0, abs(floor))
 
 
+def _round_off(item, achieved: float, outputs: dict[str, float]) -> bool:
+    """A shortfall within 1e-6 of the actuator's own scale (its cable's length, its cavity's volume, its
+    target) is the solver's accuracy, not a limit: a cable at 0 that reads 7.7e-09 mm is at its target."""
+    scale = {"displacement": outputs.get(f"{item.name}.cableLength", 0.0),
+             "volumeGrowth": outputs.get(f"{item.name}.initialCavityVolume", 0.0)}.get(item.valueType, 0.0)
+    target = float(item.value)
+    return abs(achieved - target) <= 1e-6 * max(abs(scale), abs(target), abs(achieved))
+
+
 def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Problem]:
     problems = []
     for body in spec.bodies:
@@ -70,6 +79,8 @@ def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Probl
                 if not outputs.get(f"{item.name}.limited") or _slack(kind, item, outputs):
                     continue
                 achieved = outputs.get(f"{item.name}.{item.valueType}")
+                if achieved is not None and _round_off(item, achieved, outputs):
+                    continue
                 quantity = {"displacement": "length", "force": "force", "pressure": "pressure",
                             "volumeGrowth": "volume"}[item.valueType]
                 unit = _unit(quantity, units)

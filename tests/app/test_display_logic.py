@@ -1,5 +1,7 @@
 """The window's arithmetic without a window: colour ranges, frame rates, frame problems, the video writer."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from softsim.app.colour_range import NOISE_FLOOR, auto_color_range, nice_ceiling, noise_floor
@@ -87,3 +89,14 @@ def test_a_slack_cable_is_not_a_problem_but_a_ramping_one_is():
     slack = [n for n in ("cableL1", "cableL2", "cableS1") if frame.outputs[f"{n}.limited"]]
     assert slack and all(frame.outputs[f"{n}.force"] == 0.0 for n in slack)
     assert frame.outputs["cableL0.displacement"] == pytest.approx(12.0) and frame_problems(frame, scene.spec) == []
+
+
+def test_a_shortfall_at_the_solver_accuracy_is_not_flagged():
+    """A cable at 0 mm that reads 7.7e-09 mm (the mechanics' ``limited`` flag sees 1e-12 absolute) is at its
+    target within 1e-6 of its 157.8 mm length: no problem; 0.5 mm short is one."""
+    scene = Scene.load(default_scene())
+    frame = scene.simulation.snapshot(scene.step())
+    outputs = dict(frame.outputs, **{"cable.limited": 1.0, "cable.displacement": 7.7e-9})
+    assert frame_problems(dataclasses.replace(frame, outputs=outputs), scene.spec) == []
+    outputs["cable.displacement"] = -0.5
+    assert len(frame_problems(dataclasses.replace(frame, outputs=outputs), scene.spec)) == 1
