@@ -283,3 +283,20 @@ def test_a_slider_value_is_rounded_to_the_slider_resolution_and_saved_so(main_wi
     main_window.session.save(path, lambda error: done.append(error))
     qtbot.waitUntil(lambda: done == [None], timeout=5000)
     assert f"value = {value!r}" in path.read_text()
+
+
+def test_while_playing_the_status_shows_solved_and_drawn_frame_rates(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    control = main_window.dock("actuators_dock").widget().controls["cable"]
+    session.play()
+    for position in range(0, 300, 15):  # a slider dragged: every frame solves a new load
+        control.slider.setValue(position)
+        qtbot.wait(50)
+    qtbot.waitUntil(lambda: "solved" in main_window.frame_label.text(), timeout=10000)
+    text = main_window.frame_label.text()
+    solved = float(text.split("solved ")[1].split("/s")[0])
+    drawn = float(text.split("drawn ")[1].split("/s")[0])
+    assert solved >= drawn > 0  # a frame is drawn only after it is solved
+    session.pause()
+    qtbot.waitUntil(lambda: not session.playing, timeout=5000)
