@@ -88,8 +88,9 @@ def _check_out(out: Path, record: dict) -> None:
             old = json.loads(plan_file.read_text())
         except (OSError, ValueError) as error:
             raise SweepError(f"{plan_file}: cannot read it ({error})") from None
-        if old != json.loads(json.dumps(record)):
-            what = [k for k in record if old.get(k) != json.loads(json.dumps(record[k]))]
+        record = json.loads(json.dumps(record))  # as it reads back: tuples become lists
+        if old != record:
+            what = [key for key in record if old.get(key) != record[key]]
             raise SweepError(f"{out} holds another sweep (its {', '.join(what)} differ): choose another --out")
         return
     if out.exists() and any(out.iterdir()):
@@ -208,10 +209,9 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
             slots = sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()) or 1
             size = max(1, min(MAX_CHUNK, len(todo) // (CHUNKS_PER_SLOT * slots)))
             chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-            futures = [client.submit(run_samples, shared, sets, chunk, frames, keep_dir=None,
-                                     keep_files=keep_frames, vtu=vtu, threads=threads,
-                                     key=f"softsim-samples-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}",
-                                     pure=False)
+            futures = [client.submit(run_samples, shared, sets, chunk, frames, keep_files=keep_frames, vtu=vtu,
+                                     threads=threads, pure=False,
+                                     key=f"softsim-samples-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}")
                        for chunk in chunks]
             last_flush = time.perf_counter()
             try:

@@ -48,26 +48,17 @@ def _this_host() -> str | None:
         return None
 
 
-def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *,
-               keep_dir: str | None = None, keep_files: bool = False, vtu: bool = False,
-               threads: int | dict | None = None) -> dict:
+def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *, keep_files: bool = False,
+               vtu: bool = False, threads: int | dict | None = None) -> dict:
     """Run ``sample`` (a :class:`~app.sweep.plan.Sample`) of the scene ``bundle``; the row described above.
-    With ``keep_dir``, the sample's ``frames.csv`` (and .vtu files with ``vtu``) are written there; with
-    ``keep_files``, they are written to a temporary directory of this process and returned as bytes in
-    ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's)."""
-    if keep_files and keep_dir is None:
-        import shutil
-        import tempfile
 
-        folder = tempfile.mkdtemp(prefix="softsim-sample-")
-        try:
-            row = run_sample(bundle, sets, sample, frames, keep_dir=folder, vtu=vtu, threads=threads)
-            row["_files"] = {path.name: path.read_bytes() for path in sorted(Path(folder).iterdir())
-                             if path.is_file() and not path.name.startswith(".")}
-            return row
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    from softsim.app.headless import frame_row, run_frames
+    The frames run through :func:`app.headless.run_frames` (the loop of ``softsim run``) into a temporary
+    directory of this process; with ``keep_files``, its ``frames.csv`` (and .vtu files with ``vtu``) are
+    returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's)."""
+    import shutil
+    import tempfile
+
+    from softsim.app.headless import run_frames
     from softsim.app.sweep.bundle import unpacked
     from softsim.mechanics.scene_runtime import Scene
 
@@ -82,41 +73,32 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
         for key, value in (*sets, *sample.values):
             scene.set(key, value)
     except ValueError as error:  # SceneError, ParameterError, MeshError: the input's fault
-        row.update(status="invalid", message=" ".join(str(error).split()))
-        row["wall_s"] = time.perf_counter() - started
+        row.update(status="invalid", message=" ".join(str(error).split()), wall_s=time.perf_counter() - started)
         return row
     except Exception as error:  # noqa: BLE001 - a defect is a row too, never a failed sweep
-        row.update(status="error", message=f"{type(error).__name__}: {error}")
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
-        row["wall_s"] = time.perf_counter() - started
+        row.update(status="error", message=f"{type(error).__name__}: {error}", wall_s=time.perf_counter() - started)
         return row
     last: dict = {}
+    first_not_converged: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="softsim-sample-"))
     try:
-        if keep_dir is not None:
-            result = run_frames(scene, frames, Path(keep_dir), write_vtu=vtu,
-                                on_frame=lambda _scene, _index, frame: last.update(frame))
-            failed, not_converged, message = result.diverged, result.not_converged, result.message
-        else:
-            failed, not_converged, message = False, 0, ""
-            for _ in range(frames):
-                frame_started = time.perf_counter()
-                report = scene.step()
-                if not report.ok:
-                    failed, message = True, report.message
-                    break
-                if not report.converged:
-                    not_converged += 1
-                    message = message or report.message
-                last = frame_row(int(scene.simulation.frame), time.perf_counter() - frame_started, report,
-                                 scene.simulation, scene.outputs())
-        if failed:
-            row.update(status="diverged", message=" ".join(message.split()))
-        elif not_converged:
-            row.update(status="not_converged",
-                       message=f"{not_converged} of {frames} frame(s) did not converge: " + " ".join(message.split()))
+        result = run_frames(scene, frames, folder, write_vtu=vtu and keep_files,
+                            on_frame=lambda _scene, _index, frame_row: last.update(frame_row),
+                            on_not_converged=lambda _index, message: first_not_converged.append(message))
+        if result.diverged:
+            row.update(status="diverged", message=" ".join(result.message.split()))
+        elif result.not_converged:
+            row.update(status="not_converged", message=f"{result.not_converged} of {frames} frame(s) did not "
+                                                       f"converge: {first_not_converged[0]}")
+        if keep_files:
+            row["_files"] = {path.name: path.read_bytes() for path in sorted(folder.iterdir())
+                             if path.is_file() and not path.name.startswith(".")}
     except Exception as error:  # noqa: BLE001
         row.update(status="error", message=f"{type(error).__name__}: {error}")
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     row.update(last)
     row["wall_s"] = time.perf_counter() - started
     return row
