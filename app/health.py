@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from softsim.mechanics.units import unit_label
+from softsim.mechanics.units import output_quantity, unit_label
 
 __all__ = ["Problem", "frame_problems"]
 
 
 @dataclass(frozen=True)
 class Problem:
-    """``level``: "error" (the frame failed: the last good state is shown) or "warning" (an answer outside the
-    tolerances); ``text``: one line naming what and by how much."""
+    """``kind``: "failed" (the frame failed: the last good state is shown), "not_converged" (a solve stopped
+    outside its tolerances) or "actuator_limited" (an actuator short of its value); ``text``: one line naming
+    what and by how much."""
 
-    level: str
+    kind: str
     text: str
+
+    @property
+    def level(self) -> str:
+        """"error" for a failed frame, else "warning"."""
+        return "error" if self.kind == "failed" else "warning"
 
 
 def _unit(quantity: str, units: str | None) -> str:
@@ -36,7 +42,7 @@ def _nonlinear(report) -> Problem | None:
     if solve is None or solve.converged:
         return None
     reason = getattr(solve, "reason", "") or getattr(solve, "message", "")
-    return Problem("warning", f"{name} did not converge in {solve.iterations} iteration(s)"
+    return Problem("not_converged", f"{name} did not converge in {solve.iterations} iteration(s)"
                               + (f": {reason}" if reason else ""))
 
 
@@ -45,7 +51,7 @@ def _constraint(report, units: str | None) -> Problem | None:
     if constraint is None or constraint.converged:
         return None
     solver = constraint.solver or "the constraint solver"
-    return Problem("warning", f"{solver} did not converge: error {constraint.currentError:.3g}"
+    return Problem("not_converged", f"{solver} did not converge: error {constraint.currentError:.3g}"
                               f"{_unit('length', units)} after {constraint.currentIterations} iteration(s)")
 
 
@@ -81,13 +87,11 @@ def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Probl
                 achieved = outputs.get(f"{item.name}.{item.valueType}")
                 if achieved is not None and _round_off(item, achieved, outputs):
                     continue
-                quantity = {"displacement": "length", "force": "force", "pressure": "pressure",
-                            "volumeGrowth": "volume"}[item.valueType]
-                unit = _unit(quantity, units)
+                unit = _unit(output_quantity(item.valueType), units)
                 text = f"{kind} '{item.name}' is short of its target: {item.valueType} "
                 text += (f"{achieved:.4g}{unit} of {float(item.value):.4g}{unit}" if achieved is not None
                          else f"not {float(item.value):.4g}{unit}")
-                problems.append(Problem("warning", text + " (a limit of the actuator stops it)"))
+                problems.append(Problem("actuator_limited", text + " (a limit of the actuator stops it)"))
     return problems
 
 
@@ -99,7 +103,7 @@ def frame_problems(frame, spec) -> list[Problem]:
         return []
     units = spec.scene.units if spec is not None else None
     if not report.ok:
-        return [Problem("error", f"frame {report.frame} failed: {report.message}")]
+        return [Problem("failed", f"frame {report.frame} failed: {report.message}")]
     problems = [p for p in (_nonlinear(report), _constraint(report, units)) if p is not None]
     if spec is not None:
         problems += _actuators(frame.outputs, spec, units)

@@ -10,7 +10,6 @@ import gc
 import logging
 import re
 import time
-from collections import deque
 from pathlib import Path
 
 from PyQt6.QtCore import Qt, QTimer
@@ -55,6 +54,8 @@ MOUSE_BINDINGS = (
 )
 #: the banner names this many problems of a frame (the health label's tooltip lists them all)
 BANNER_PROBLEMS = 2
+#: the health label's word for the worst kind of problem of a frame (app.health), worst first
+HEALTH_TEXT = {"failed": "FAILED", "not_converged": "NOT CONVERGED", "actuator_limited": "ACTUATOR LIMITED"}
 HEALTH_STYLE = {
     "ok": "color:#2e9a3e; font-weight:bold; padding:0 6px;",
     "warning": "background:#c08000; color:white; font-weight:bold; padding:0 6px;",
@@ -144,12 +145,8 @@ class MainWindow(QMainWindow):
         self.problems: list = []  # the Problems of the frame shown (app.health)
         self._fit_on_next_frame = False
         self.last_probe = None  # the NodeProbe of the selected node
-        self.hover_probe = None  # the NodeProbe under the mouse
         self.last_render_time: float | None = None
-        self.frames_drawn = 0
-        self.frames_received = 0
         self._rates = FrameRates()
-        self.draw_times: deque[float] = deque(maxlen=10_000)  # seconds per drawn frame, newest last
         self.recorder: Recorder | None = None
         self.docks = []
         self._pending_frame = None
@@ -516,7 +513,7 @@ class MainWindow(QMainWindow):
         self.pick_label.setText("")
         self.hover_label.setText("")
         self.health_label.setText("")
-        self.last_probe = self.hover_probe = None
+        self.last_probe = None
         self._hide_banner()
         self.warning_label.setText("")
         self.viewport.show_scene(self.session)
@@ -532,7 +529,6 @@ class MainWindow(QMainWindow):
         RENDER_INTERVAL_FACTOR times its last cost has passed since the last one ended, so drawing takes at most
         1 / (1 + factor) of the GUI thread however slow the OpenGL is, and the controls keep answering."""
         self._pending_frame = frame
-        self.frames_received += 1
         wait = self._next_draw_time() - time.perf_counter()
         if wait <= 0:
             self._draw_pending()
@@ -561,8 +557,6 @@ class MainWindow(QMainWindow):
             self.viewport.set_camera_preset("fit")
         self.viewport.draw()
         self.last_render_time = time.perf_counter() - started
-        self.frames_drawn += 1
-        self.draw_times.append(self.last_render_time + self.viewport.last_paint_seconds)
         self._rates.add(frame.index, started)
         self._show_health(frame)
         self._show_frame_status(frame)
@@ -601,9 +595,11 @@ class MainWindow(QMainWindow):
         if not re.match(r"frame \d+", text):  # a frame's problems come with the frame, drawn with it
             self._show_banner(level, text)
 
-    def _show_banner(self, level: str, text: str) -> None:
+    def _show_banner(self, level: str, text: str, *, last_good: bool = True) -> None:
+        """The banner over the view, coloured by ``level``; ``last_good`` adds that the last good state is shown."""
         self.banner.setStyleSheet(BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
-        self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + "  (the last good state is shown)")
+        self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text
+                            + ("  (the last good state is shown)" if last_good else ""))
         self.banner.show()
 
     def _show_health(self, frame) -> None:
@@ -619,17 +615,14 @@ class MainWindow(QMainWindow):
             self._hide_banner()
             return
         level = "error" if any(p.level == "error" for p in self.problems) else "warning"
-        self.health_label.setText("FAILED" if level == "error" else "NOT CONVERGED" if any(
-            "converge" in p.text for p in self.problems) else "ACTUATOR LIMITED")
+        kinds = {p.kind for p in self.problems}
+        self.health_label.setText(next(HEALTH_TEXT[kind] for kind in HEALTH_TEXT if kind in kinds))
         self.health_label.setStyleSheet(HEALTH_STYLE[level])
         self.health_label.setToolTip("\n".join(p.text for p in self.problems))
-        self.banner.setStyleSheet(BANNER_STYLE[level])
         shown = "; ".join(p.text for p in self.problems[:BANNER_PROBLEMS])
         if len(self.problems) > BANNER_PROBLEMS:
             shown += f"; and {len(self.problems) - BANNER_PROBLEMS} more (hover the status)"
-        self.banner.setText(("✖ " if level == "error" else "⚠ ") + shown
-                            + ("  (the last good state is shown)" if level == "error" else ""))
-        self.banner.show()
+        self._show_banner(level, shown, last_good=level == "error")
 
     def _hide_banner(self) -> None:
         self.banner.hide()
@@ -639,15 +632,6 @@ class MainWindow(QMainWindow):
         self.session.model.selected_node = int(node)
         self.viewport.mark_node(int(node))
         self._show_pick(int(node), self.session.latest_frame)
-
-    def select_node(self, node: int | None) -> None:
-        """Select ``node`` (None: nothing): its marker and its values in the status bar."""
-        if node is None:
-            self.session.model.selected_node = None
-            self.viewport.mark_node(None)
-            self.pick_label.setText("")
-        else:
-            self._on_node_picked(int(node), None)
 
     def _show_pick(self, node: int, frame) -> None:
         """Ask the worker for the values at the selected node of ``frame`` (they arrive as ``last_probe``)."""
@@ -666,11 +650,7 @@ class MainWindow(QMainWindow):
             self.hover_label.setText("")
             return
 
-        def show(probe) -> None:
-            self.hover_probe = probe
-            self.hover_label.setText(probe.text(self._units()))
-
-        self.session.probe(node, show)
+        self.session.probe(node, lambda probe: self.hover_label.setText(probe.text(self._units())))
 
     def _units(self) -> str | None:
         return self.session.spec.scene.units if self.session.spec is not None else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,8 +70,6 @@ class Session:
         self.fixed_nodes = np.zeros(0, dtype=np.int64)
         self.cavity_triangles: dict[str, np.ndarray] = {}
         self.frames_received = 0
-        self.frame_rate = 0.0  # frames shown per second (exponential average)
-        self._last_frame_time: float | None = None
         self._replies: dict[int, Callable[[object, Exception | None], None]] = {}
         self._tokens = itertools.count(1)
         self._drag_auto_play = False
@@ -137,7 +134,7 @@ class Session:
         self.cavity_triangles = {c.name: np.array(c.triangles, dtype=np.int64) for c in simulation.constraints
                                  if isinstance(c, SurfacePressureConstraint)}
         field = self.model.field
-        self.frames_received, self.frame_rate, self._last_frame_time = 0, 0.0, None
+        self.frames_received = 0
         self._drag_auto_play = False
         self._probe_waiting, self._next_probe = False, None
         self._replies.clear()  # a request to the old worker is never answered
@@ -384,11 +381,6 @@ class Session:
             if on_done is not None:
                 on_done(reply.result, reply.error)
         if output.frame is not None:
-            now = time.perf_counter()
-            if self._last_frame_time is not None:
-                rate = 1.0 / max(now - self._last_frame_time, 1e-6)
-                self.frame_rate = rate if self.frame_rate == 0.0 else 0.8 * self.frame_rate + 0.2 * rate
-            self._last_frame_time = now
             self.frames_received += 1
             self.model.frame = output.frame
         if self.runner is not None:

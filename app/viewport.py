@@ -7,6 +7,7 @@ surface node with the left button while the drag mode is on or Ctrl is held; oth
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 
@@ -266,7 +267,6 @@ class Viewport(QtInteractor):
         self.drag_mode = False
         self.body_size = 1.0
         self.last_paint_seconds = 0.0  # the cost of the last paint (one VTK render and the blit)
-        self.paints = 0
         self.deformation_scale = 1.0
         self.young_modulus = 1.0
         self.rest = np.zeros((0, 3))
@@ -307,7 +307,6 @@ class Viewport(QtInteractor):
         started = time.perf_counter()
         super().paintGL()
         self.last_paint_seconds = time.perf_counter() - started
-        self.paints += 1
 
     def draw(self) -> None:
         """Ask for one repaint with the current data (drawn at the next paint event; several asks before it make
@@ -467,16 +466,16 @@ class Viewport(QtInteractor):
         self.render()
 
     def _effector_points(self, name: str) -> np.ndarray:
-        """The effector's points (k, 3) from the frame's outputs ``name.x``, ``name.y``, ``name.z`` (or ``x0``...)."""
+        """The effector's points (k, 3) from the frame's outputs: ``name.x``, ``name.y``, ``name.z`` for one
+        point, ``name.x0``, ... ``name.x1``, ... for several (mechanics.constraints.PositionEffector)."""
         outputs = self._frame.outputs if self._frame is not None else {}
-        points = []
-        for suffix in ("", *map(str, range(1000))):
+
+        def point(suffix: str) -> list[float] | None:
             keys = [f"{name}.{axis}{suffix}" for axis in "xyz"]
-            if not all(key in outputs for key in keys):
-                if suffix not in ("", "0"):
-                    break
-                continue
-            points.append([outputs[key] for key in keys])
+            return [outputs[key] for key in keys] if all(key in outputs for key in keys) else None
+
+        points = [point("")] if point("") is not None else list(
+            itertools.takewhile(lambda p: p is not None, (point(str(i)) for i in itertools.count())))
         return np.array(points, dtype=np.float64).reshape(-1, 3)
 
     def _floor(self, field: str) -> float:

@@ -300,3 +300,20 @@ def test_while_playing_the_status_shows_solved_and_drawn_frame_rates(main_window
     assert solved >= drawn > 0  # a frame is drawn only after it is solved
     session.pause()
     qtbot.waitUntil(lambda: not session.playing, timeout=5000)
+
+
+def test_an_effector_of_several_points_is_marked_at_each(main_window):
+    """PositionEffector names one point's outputs x, y, z and several points' x0, y0, z0, x1, ...: the marker
+    has one point per effector point either way."""
+    import dataclasses
+
+    assert main_window.open_path(default_scene())
+    viewport = main_window.viewport
+    frame = viewport._frame
+    viewport._frame = dataclasses.replace(frame, outputs={"pair.x0": 1.0, "pair.y0": 2.0, "pair.z0": 3.0,
+                                                          "pair.x1": 4.0, "pair.y1": 5.0, "pair.z1": 6.0})
+    np.testing.assert_array_equal(viewport._effector_points("pair"), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    viewport._frame = frame
+    np.testing.assert_array_equal(viewport._effector_points("tip"),
+                                  [[frame.outputs[f"tip.{axis}"] for axis in "xyz"]])
+    assert viewport._effector_points("nothing").shape == (0, 3)
