@@ -29,6 +29,7 @@ from PyQt6.QtWidgets import (
 )
 from softsim.app.frames import FIELDS
 from softsim.app.health import frame_problems
+from softsim.app.pacing import LatestPacer
 from softsim.app.rates import FrameRates
 from softsim.app.recording import Recorder
 from softsim.app.session import Session
@@ -149,11 +150,8 @@ class MainWindow(QMainWindow):
         self._rates = FrameRates()
         self.recorder: Recorder | None = None
         self.docks = []
-        self._pending_frame = None
-        self._last_render_end = 0.0
-        self._render_timer = QTimer(self)
-        self._render_timer.setSingleShot(True)
-        self._render_timer.timeout.connect(self._draw_pending)
+        self._draws = LatestPacer(self._draw, factor=RENDER_INTERVAL_FACTOR, parent=self,
+                                  extra_cost=lambda: self.viewport.last_paint_seconds)
         self.history = EditHistory(self.session, self)
         self._build_actions()
         self._build_menus()
@@ -524,32 +522,18 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, settle_heap)  # once the panels are built for the scene
 
     def _on_frame(self, frame) -> None:
-        """Take a new frame; it is drawn at once if the last draw is far enough behind, else by a timer (the
-        newest frame then wins). A draw (writing the arrays, then one paint) may start only after
-        RENDER_INTERVAL_FACTOR times its last cost has passed since the last one ended, so drawing takes at most
-        1 / (1 + factor) of the GUI thread however slow the OpenGL is, and the controls keep answering."""
-        self._pending_frame = frame
-        wait = self._next_draw_time() - time.perf_counter()
-        if wait <= 0:
-            self._draw_pending()
-        elif not self._render_timer.isActive():
-            self._render_timer.start(max(1, int(1e3 * wait)))
-
-    def _next_draw_time(self) -> float:
-        cost = (self.last_render_time or 0.0) + self.viewport.last_paint_seconds
-        return self._last_render_end + RENDER_INTERVAL_FACTOR * cost
+        """Take a new frame: drawn by the pacer (app.pacing) as soon as RENDER_INTERVAL_FACTOR times the last
+        draw's cost (writing the arrays and the paint it asks for) has passed, the newest frame winning; drawing
+        then takes at most 1 / (1 + factor) of the GUI thread however slow the OpenGL is."""
+        self._draws.offer(frame)
 
     def flush_frame(self) -> None:
-        """Draw the newest frame now if the render throttle is holding it back (rendered before returning)."""
-        self._render_timer.stop()
-        if self._draw_pending():
+        """Draw the newest frame now if the pacer is holding it back (rendered before returning)."""
+        if self._draws.flush():
             self.viewport.render()
 
-    def _draw_pending(self) -> bool:
-        """Write the pending frame into the view and ask for a paint; False when there was none."""
-        frame, self._pending_frame = self._pending_frame, None
-        if frame is None:
-            return False
+    def _draw(self, frame) -> None:
+        """Write ``frame`` into the view, ask for a paint, and show its status."""
         started = time.perf_counter()
         self.viewport.update_frame(frame)
         if self._fit_on_next_frame:
@@ -565,8 +549,6 @@ class MainWindow(QMainWindow):
         if self.recorder is not None:
             self.viewport.render()  # the frame must be rendered before it is read back
             self.recorder.add(self.viewport.screenshot(str(self.recorder.png_path()), return_img=True))
-        self._last_render_end = time.perf_counter()
-        return True
 
     def _show_frame_status(self, frame) -> None:
         rates = self._rates
@@ -753,8 +735,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         self.stop_recording()
-        self._render_timer.stop()
-        self._pending_frame = None
+        self._draws.discard()
         self.session.close()
         self.session.release_views()
         self.viewport.close()

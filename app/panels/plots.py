@@ -8,13 +8,12 @@ from __future__ import annotations
 import csv
 import logging
 import math
-import time
 from collections import deque
 from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PyQt6.QtCore import Qt, QTimer
+from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -27,6 +26,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from softsim.app.pacing import LatestPacer
 from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
 from softsim.mechanics.units import with_unit
 
@@ -243,12 +243,8 @@ class PlotsPanel(QWidget):
         self._actuator_keys: list[str] = []
         self._force_keys: list[str] = []
         self._effector_names: list[str] = []
-        self._latest_frame = None
-        self._last_redraw_end = 0.0
-        self.last_redraw_seconds = 0.0
-        self._redraw_timer = QTimer(self)
-        self._redraw_timer.setSingleShot(True)
-        self._redraw_timer.timeout.connect(self.flush)
+        self._redraws = LatestPacer(self._redraw, factor=REDRAW_COST_FACTOR, min_interval=REDRAW_INTERVAL,
+                                    parent=self)
         session.scene_opened.connect(self.reset)
         session.frame_ready.connect(self.update_frame)
         self.reset()
@@ -260,8 +256,7 @@ class PlotsPanel(QWidget):
     def reset(self, _scene=None) -> None:
         """Forget the history and take the actuator and effector names of ``session.spec``."""
         self.history.clear()
-        self._latest_frame = None
-        self._redraw_timer.stop()
+        self._redraws.discard()
         self._actuator_keys, self._force_keys, self._effector_names = [], [], []
         spec = self.session.spec
         if spec is not None:
@@ -289,32 +284,20 @@ class PlotsPanel(QWidget):
 
     def update_frame(self, frame) -> None:
         """Take one frame: one sample of the time plots now; the plots are redrawn (per-iteration plots from the
-        newest report) at once if the last redraw is at least ``REDRAW_INTERVAL`` (or RENDER_COST_FACTOR times
-        its cost) ago, else by a timer: while a scene plays the plots cost a bounded share of the GUI thread."""
+        newest report) at once if the last redraw is at least ``REDRAW_INTERVAL`` (or REDRAW_COST_FACTOR times
+        its cost) ago, else by a timer (app.pacing): while a scene plays the plots cost a bounded share of the GUI
+        thread."""
         if self.history and frame.index < self.history[-1][0]:
             self.history.clear()
         if self.history and frame.index == self.history[-1][0]:
             self.history[-1] = (frame.index, dict(frame.outputs))
         else:
             self.history.append((frame.index, dict(frame.outputs)))
-        self._latest_frame = frame
-        interval = max(REDRAW_INTERVAL, REDRAW_COST_FACTOR * self.last_redraw_seconds)
-        wait = self._last_redraw_end + interval - time.perf_counter()
-        if wait <= 0:
-            self.flush()
-        elif not self._redraw_timer.isActive():
-            self._redraw_timer.start(max(1, int(1e3 * wait)))
+        self._redraws.offer(frame)
 
     def flush(self) -> None:
         """Redraw the plots with every frame taken so far (the pending redraw is done now)."""
-        self._redraw_timer.stop()
-        frame, self._latest_frame = self._latest_frame, None
-        if frame is None:
-            return
-        started = time.perf_counter()
-        self._redraw(frame)
-        self._last_redraw_end = time.perf_counter()
-        self.last_redraw_seconds = self._last_redraw_end - started
+        self._redraws.flush()
 
     def _redraw(self, frame) -> None:
         self._update_time_plots()

@@ -1,6 +1,7 @@
 """The window's arithmetic without a window: colour ranges, frame rates, frame problems, the video writer."""
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -100,3 +101,26 @@ def test_a_shortfall_at_the_solver_accuracy_is_not_flagged():
     assert frame_problems(dataclasses.replace(frame, outputs=outputs), scene.spec) == []
     outputs["cable.displacement"] = -0.5
     assert len(frame_problems(dataclasses.replace(frame, outputs=outputs), scene.spec)) == 1
+
+
+def test_the_pacer_runs_the_newest_item_no_sooner_than_its_cost_allows(qtbot):
+    """A run of 20 ms with factor 2: an item offered right after waits about 40 ms; of the items offered
+    meanwhile only the newest runs; flush runs the waiting one at once."""
+    from softsim.app.pacing import LatestPacer
+
+    ran = []
+
+    def handle(item):
+        ran.append((item, time.perf_counter()))
+        time.sleep(0.02)
+
+    pacer = LatestPacer(handle, factor=2.0)
+    pacer.offer("a")  # nothing ran before: at once
+    ended = time.perf_counter()
+    for item in ("b", "c", "d"):
+        pacer.offer(item)
+    assert [item for item, _ in ran] == ["a"]
+    qtbot.waitUntil(lambda: len(ran) == 2, timeout=2000)
+    assert ran[1][0] == "d" and ran[1][1] - ended >= 0.035
+    pacer.offer("e")
+    assert pacer.flush() and ran[-1][0] == "e" and not pacer.flush()
