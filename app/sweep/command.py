@@ -9,11 +9,22 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
-from softsim.app.sweep.plan import SweepError, parse_vary
+from softsim.app.headless import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_NOT_CONVERGED,
+    EXIT_OK,
+    UsageError,
+    _Parser,
+    parse_override,
+)
+from softsim.app.sweep.plan import parse_vary
 
 __all__ = ["main", "build_parser", "EXIT_STATUS_HELP"]
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INVALID, EXIT_SAMPLES_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+#: the statuses of ``softsim run`` (app.headless); 4 here means some samples are not ok
+EXIT_SAMPLES_FAILED = EXIT_NOT_CONVERGED
 EXIT_STATUS_HELP = """exit status:
   0    every sample ran and converged (status ok)
   4    the sweep is complete, some samples are not ok (not_converged, diverged, invalid, error: see status)
@@ -21,11 +32,6 @@ EXIT_STATUS_HELP = """exit status:
        before any sample runs
   1    internal error (--verbose shows the traceback)
   130  interrupted: the samples finished so far are in results.parquet; the same command resumes"""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: D102 - argparse API
-        raise SweepError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,14 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     """``argv`` without the word ``sweep``; returns the exit status."""
-    from softsim.app.headless import parse_override
     from softsim.app.sweep.engine import RESULTS_NAME, sweep
 
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     try:
         args = build_parser().parse_args(list(argv))
-    except SweepError as error:
+    except UsageError as error:
         stderr.write(f"softsim sweep: {error}\n")
         return EXIT_INVALID
     except SystemExit as done:  # --help
