@@ -52,6 +52,7 @@ def test_specs_parse_and_bad_ones_are_named():
     assert parse_spec("1,2,5") == [1, 2, 5]
     assert parse_spec('true,"ImprovedJacobi"') == [True, "ImprovedJacobi"]
     for bad, message in (("1:5", "three parts"), ("a:2:3", "numbers"), ("0:1:2.5", "whole number"),
+                         ("0:1:inf", "whole number"), ("0:inf:3", "finite"),
                          ("1,,2", "empty item"), ("", "empty SPEC")):
         with pytest.raises(SweepError, match=message):
             parse_spec(bad)
@@ -173,11 +174,16 @@ def test_a_failing_sample_is_a_row_with_its_status(tmp_path):
     (["--vary", f"{YOUNG}=-1,400"], "youngModulus"),
     ([], "nothing to vary"),
     (["--samples", "EMPTY"], "the grid is empty"),
+    (["--samples", "RAGGED"], "line 2 has 2 cells, the header 1"),
+    (["--samples", "MISSING"], "--samples"),
+    (["--samples", "EMPTY", "--vary", f"{CABLE}=1,2"], "give --vary or --samples, not both"),
+    (["--vary", f"{CABLE}=1,2", "--workers", "0"], "--workers: 0 is not a positive number of workers"),
 ])
 def test_bad_input_exits_2_naming_it_before_any_work(tmp_path, capsys, arguments, message):
-    empty = tmp_path / "empty.csv"
-    empty.write_text(f"{CABLE}\n")
-    arguments = [str(empty) if a == "EMPTY" else a for a in arguments]
+    files = {"EMPTY": f"{CABLE}\n", "RAGGED": f"{CABLE}\n1.0,2.0\n"}
+    for name, text in files.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+    arguments = [str(tmp_path / f"{a}.csv") if a in (*files, "MISSING") else a for a in arguments]
     out = tmp_path / "out"
     started = time.perf_counter()
     code = sweep_main([str(FINGER), *arguments, "--frames", "2", "--out", str(out)])

@@ -64,13 +64,13 @@ def parse_spec(spec: str) -> list[Any]:
             raise SweepError(f"SPEC {spec!r}: start, stop and num must be numbers") from None
         if not (math.isfinite(start) and math.isfinite(stop)):
             raise SweepError(f"SPEC {spec!r}: start and stop must be finite")
-        if num != int(num) or num < 1 or num > MAX_SAMPLES:
+        if not math.isfinite(num) or num != int(num) or num < 1 or num > MAX_SAMPLES:
             raise SweepError(f"SPEC {spec!r}: num must be a whole number in [1, {MAX_SAMPLES}]")
         num = int(num)
         if num == 1:
             return [start]
         return [start + (stop - start) * i / (num - 1) for i in range(num)]
-    items = [item for item in spec.split(",")]
+    items = spec.split(",")
     if any(not item.strip() for item in items):
         raise SweepError(f"SPEC {spec!r}: an empty item in the comma list")
     try:
