@@ -95,6 +95,20 @@ def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Probl
     return problems
 
 
+def _inverse(report, units: str | None) -> list[Problem]:
+    """The inverse model's problems: unconverged linearisations, and a goal not reached with the limits that
+    stop the actuators."""
+    inverse, problems = report.inverse, []
+    if not inverse.converged:
+        problems.append(Problem("not_converged", inverse.message))
+    if not inverse.reached:
+        limits = ", ".join(f"{name} {key}" for name, key in inverse.limiting) or "no actuator limit"
+        problems.append(Problem("actuator_limited", f"goal not reached: an effector is "
+                                f"{inverse.goal_distance:.4g}{_unit('length', units)} from its goal; at their "
+                                f"limits: {limits}"))
+    return problems
+
+
 def frame_problems(frame, spec) -> list[Problem]:
     """The problems of a frame (a DisplayFrame) of the scene ``spec`` (its GUI copy); [] when it is sound.
     A frame without a report (the rest state, a reset) has none."""
@@ -105,6 +119,8 @@ def frame_problems(frame, spec) -> list[Problem]:
     if not report.ok:
         return [Problem("failed", f"frame {report.frame} failed: {report.message}")]
     problems = [p for p in (_nonlinear(report), _constraint(report, units)) if p is not None]
-    if spec is not None:
+    if report.inverse is not None:
+        problems += _inverse(report, units)
+    elif spec is not None:
         problems += _actuators(frame.outputs, spec, units)
     return problems

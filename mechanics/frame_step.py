@@ -137,6 +137,8 @@ class FrameReport:
     signature: tuple | None = None
     #: the implicit time step of a dynamic frame (mechanics.dynamics.DynamicReport); None for static frames
     dynamic: object | None = None
+    #: the inverse model's part of the frame (mechanics.inverse.frame.InverseReport); None in forward mode
+    inverse: object | None = None
 
     @property
     def wall_time(self) -> float:
@@ -148,6 +150,8 @@ class FrameReport:
         the linear correction or without constraint rows, the free Newton solve did) and the complementarity
         solve converged."""
         if not self.ok:
+            return False
+        if self.inverse is not None and not self.inverse.converged:
             return False
         if self.constraint is not None and not self.constraint.converged:
             return False
@@ -264,7 +268,7 @@ def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial
 def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarray, frame: int,
                 free_start: np.ndarray | None = None, correction: str = "equilibrium",
                 x_is_equilibrium: bool = False, last_report: FrameReport | None = None,
-                reuse_unchanged: bool = True,
+                reuse_unchanged: bool = True, equilibrium_start: np.ndarray | None = None,
                 constrained_tangent: ConstrainedTangent | None = None) -> tuple[np.ndarray | None, FrameReport]:
     """Run Steps I-III from the positions ``x`` (n, 3), then (``correction="equilibrium"``) the constrained
     Newton iterations that end the frame at the nonlinear constrained equilibrium; never mutates ``x``.
@@ -276,7 +280,8 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     times) or "linear" (SOFA's single correction x_free + K^-1 J^T lambda).
     ``x_is_equilibrium``: ``x`` is the previous frame's constrained equilibrium (with the same constraints);
     the equilibrium iterations then start from it instead of from the linear correction about x_free,
-    which is much farther away after a large actuation.
+    which is much farther away after a large actuation; ``equilibrium_start`` (n, 3), with ``last_report``'s
+    multipliers, starts them elsewhere (the inverse model's last equilibrium of the same frame).
     ``last_report``: the last frame's report; the complementarity solves start from its multipliers where a
     constraint's row count is unchanged. When that frame converged, Newton found the free configuration
     unchanged and the constraint rows built about it are the same as that frame's, nothing that the frame
@@ -350,7 +355,7 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
             started = time.perf_counter()
             start, start_force = x_new, constraint_report.force
             if x_is_equilibrium:
-                start = x
+                start = x if equilibrium_start is None else equilibrium_start
                 last = None if last_report is None else system.initial_force(last_report.forces)
                 start_force = constraint_report.force if last is None else last
             tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)

@@ -49,12 +49,16 @@ from softsim.mechanics.scene.schema import (
     LinearSpec,
     MaterialRegionSpec,
     MaterialSpec,
+    InverseSpec,
     NewtonSpec,
+    SolverSpec,
     SceneSettings,
     declarations,
     declared_values,
 )
 from softsim.mechanics.scene_checks import check_scene
+from softsim.mechanics.inverse.frame import InverseSettings
+from softsim.mechanics.inverse.problem import InverseParameters
 from softsim.mechanics.simulation import Simulation
 
 from softsim import meshes
@@ -145,6 +149,18 @@ def _dynamic_parameters(dynamic) -> dict:
     return declared_values(dynamic)
 
 
+def inverse_settings(inverse: InverseSpec | None) -> InverseSettings | None:
+    """The running inverse settings of a ``[solver.inverse]`` table (None when the scene has none)."""
+    if inverse is None:
+        return None
+    qp = InverseParameters(epsilon=inverse.epsilon, actuatorsOnly=inverse.actuatorsOnly,
+                           maxIterations=inverse.maxIterations, tolerance=inverse.tolerance,
+                           allowSliding=inverse.allowSliding, responseFriction=inverse.responseFriction,
+                           qpSolver=inverse.qpSolver)
+    return InverseSettings(active=inverse.active, qp=qp, linearizations=inverse.linearizations,
+                           linearization_tolerance=inverse.linearizationTolerance)
+
+
 def make_constraint_solver_from(constraint):
     return make_constraint_solver(constraint.type, **_constraint_parameters(constraint))
 
@@ -187,7 +203,8 @@ def _make_cavity(spec, body, cavity, mesh):
 
 
 def _make_effector(body, effector, mesh):
-    kwargs = {"useDirections": effector.useDirections, "weight": effector.weight}
+    kwargs = {"useDirections": effector.useDirections, "weight": effector.weight,
+              "limitShiftToTarget": effector.limitShiftToTarget, "maxShiftToTarget": effector.maxShiftToTarget}
     if effector.position is not None:
         kwargs["position"] = np.asarray(effector.position, dtype=np.float64)
     else:
@@ -288,7 +305,8 @@ class Scene:
         self.simulation = Simulation(problem=model.static_problem(), newton=newton,
                                      constraint_solver=constraint_solver, constraints=constraints,
                                      correction=spec.solver.newton.correction, name=name,
-                                     dynamic_solver=dynamic_solver, mode=spec.scene.mode)
+                                     dynamic_solver=dynamic_solver, mode=spec.scene.mode,
+                                     inverse=inverse_settings(spec.solver.inverse))
 
     def _attachments(self, offsets) -> list:
         """One BilateralAttachment per ``[[attachment]]`` over the concatenated DOFs (rest offsets kept)."""
@@ -458,6 +476,8 @@ class Scene:
         elif isinstance(table, SceneSettings) and key == "gravity":
             for gravity in self.gravities:
                 gravity.g = spec.scene.gravity
+        elif isinstance(table, InverseSpec) or (isinstance(table, SolverSpec) and key == "inverse"):
+            sim.set_inverse(inverse_settings(spec.solver.inverse))
         elif isinstance(table, SceneSettings) and key == "mode":
             self._check_grounded(ParameterError)
             sim.set_mode(spec.scene.mode)

@@ -19,6 +19,7 @@ from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
 from softsim.mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
+from softsim.mechanics.inverse.frame import InverseSettings, solve_inverse_frame
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,12 @@ class Simulation:
         (SOFA's single linear correction x_free + K^-1 J^T lambda).
     dynamic_solver : a mechanics.dynamics.DynamicSolver over this body (needed for ``mode="dynamic"``).
     mode : "static" or "dynamic".
+    inverse : mechanics.inverse.frame.InverseSettings: the inverse model (static mode only), or None.
     """
 
     def __init__(self, *, problem, newton, constraint_solver, constraints=(), correction: str = "equilibrium",
-                 name: str = "body", dynamic_solver=None, mode: str = "static") -> None:
+                 name: str = "body", dynamic_solver=None, mode: str = "static",
+                 inverse: InverseSettings | None = None) -> None:
         self.problem = problem
         self.newton = newton
         self.constraint_solver = constraint_solver
@@ -91,7 +94,9 @@ class Simulation:
         self.dynamic_solver = dynamic_solver
         self.mode_of_last_frame = ""
         self.mode = "static"
+        self.inverse: InverseSettings | None = None
         self.set_mode(mode)
+        self.set_inverse(inverse)
         self.frame = 0
         self.last_report: FrameReport | None = None
         self.failed_frames = 0
@@ -103,14 +108,36 @@ class Simulation:
             raise ParameterError(f"mode must be 'static' or 'dynamic', got {mode!r}")
         if mode == "dynamic" and self.dynamic_solver is None:
             raise ParameterError("dynamic mode needs a mass (totalMass or massDensity) and a dynamic solver")
+        if mode == "dynamic" and self.inverse_active:
+            raise ParameterError("the inverse model runs in static mode: turn it off (solver.inverse.active = "
+                                 "false) before switching to dynamic mode")
         if mode != self.mode:
             self.v = np.zeros_like(self.X)  # switching starts from rest velocities
             self.x_free = None
         self.mode = mode
 
+    @property
+    def inverse_active(self) -> bool:
+        """True when frames solve the inverse problem (an ``[solver.inverse]`` that is active)."""
+        return self.inverse is not None and self.inverse.active
+
+    def set_inverse(self, settings: InverseSettings | None) -> None:
+        """Solve the inverse problem from the next frame on (``settings.active``), or forward (None or inactive:
+        the actuators' own values apply again)."""
+        if settings is not None and settings.active and self.mode == "dynamic":
+            raise ParameterError("the inverse model runs in static mode (scene.mode = \"static\")")
+        self.inverse = settings
+        if not self.inverse_active:
+            for constraint in self.constraints:
+                if hasattr(constraint, "inverse_target"):
+                    constraint.inverse_target, constraint.inverse_bound = None, ""
+        self.mark_edited()
+
     def mark_edited(self) -> None:
         """A parameter changed: the next static frame is solved even if its constraint rows look unchanged."""
         self._edited = True
+        if self.inverse is not None:
+            self.inverse.forget_weight()
 
     def set_correction(self, correction: str) -> None:
         """How static frames end: "equilibrium" or "linear" (see :data:`mechanics.frame_step.CORRECTIONS`)."""
@@ -124,14 +151,16 @@ class Simulation:
         """One frame from the current state; on failure the state stays as it was."""
         if self.mode == "dynamic":
             return self._dynamic_step()
-        x_new, report = solve_frame(problem=self.problem, newton=self.newton,
-                                    constraint_solver=self.constraint_solver, constraints=self.constraints,
-                                    x=self.x, frame=self.frame + 1, free_start=self.x_free,
-                                    correction=self.correction,
-                                    x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
-                                    last_report=self._last_static_report if self.mode_of_last_frame == "static"
-                                    else None, reuse_unchanged=not self._edited,
-                                    constrained_tangent=self._constrained_tangent)
+        common = dict(problem=self.problem, newton=self.newton, constraint_solver=self.constraint_solver,
+                      constraints=self.constraints, x=self.x, frame=self.frame + 1, free_start=self.x_free,
+                      correction=self.correction,
+                      x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
+                      last_report=self._last_static_report if self.mode_of_last_frame == "static" else None,
+                      constrained_tangent=self._constrained_tangent)
+        if self.inverse_active:
+            x_new, report = solve_inverse_frame(settings=self.inverse, **common)
+        else:
+            x_new, report = solve_frame(reuse_unchanged=not self._edited, **common)
         self._edited = False
         if x_new is None:
             self.failed_frames += 1
@@ -206,6 +235,8 @@ class Simulation:
         self._last_static_report = None
         self.frame = 0
         self.last_report = None
+        if self.inverse is not None:
+            self.inverse.forget_weight()
 
     # -- reading --------------------------------------------------------------------------------------
     def constraint(self, name: str):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from softsim.mechanics.scene.schema import check_parameters
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Constraint", "PointSet", "check_positions", "empty_jacobian"]
+__all__ = ["Constraint", "InverseLimits", "PointSet", "check_positions", "empty_jacobian", "inverse_range"]
 
 
 def empty_jacobian(n_dofs: int) -> sp.csr_matrix:
@@ -261,6 +262,39 @@ class Constraint(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, n_rows={self.n_rows})"
+
+
+# ---------------------------------------------------------------------- inverse mode
+@dataclass(frozen=True)
+class InverseLimits:
+    """The admissible set of one actuator row in inverse mode: its multiplier (force or pressure) in
+    ``[force_lo, force_hi]`` and its constraint value (displacement or volume growth) in ``[delta_lo,
+    delta_hi]``; infinite where unbounded. ``names`` gives, for each of the four, the scene key that set it
+    (e.g. ``"maxPositiveDisp"`` or ``"maxDispVariation"``), "" when unbounded."""
+
+    force_lo: float
+    force_hi: float
+    delta_lo: float
+    delta_hi: float
+    names: tuple[str, str, str, str]
+
+
+def inverse_range(lo: float | None, hi: float | None, lo_key: str, hi_key: str, reference: float,
+                  variation: float | None, variation_key: str) -> tuple[float, float, str, str]:
+    """``[lo, hi]`` intersected with ``reference +- variation`` (SoftRobots.Inverse's per-step limit), with the
+    keys that set each end. ``reference`` is first brought into ``[lo, hi]``: an actuator whose value lies
+    beyond its range (a slack cable whose path shortened further, a bound edited live) has its motor at the
+    range's end."""
+    low, high = or_inf(lo, -1), or_inf(hi, 1)
+    low_key, high_key = (lo_key if lo is not None else ""), (hi_key if hi is not None else "")
+    if variation is None:
+        return low, high, low_key, high_key
+    reference = min(max(reference, low), high)
+    if reference - variation > low:
+        low, low_key = reference - variation, variation_key
+    if reference + variation < high:
+        high, high_key = reference + variation, variation_key
+    return low, high, low_key, high_key
 
 
 # ---------------------------------------------------------------------- validators

@@ -26,9 +26,11 @@ import scipy.sparse as sp
 from numba import njit
 from softsim.mechanics.constraints.base import (
     Constraint,
+    InverseLimits,
     PointSet,
     check_order,
     check_positions,
+    inverse_range,
     or_inf,
     short_of,
 )
@@ -167,6 +169,10 @@ class CableConstraint(Constraint):
         )
         self.cableLength = rest_length
         self.force = 0.0
+        #: inverse mode: the displacement the inverse solver imposes (None: forward mode, ``value`` applies),
+        #: and the bound it found active ("" when none)
+        self.inverse_target: float | None = None
+        self.inverse_bound = ""
 
     def _check_consistency(self) -> None:
         check_order(self.name, "minForce", self.minForce, "maxForce", self.maxForce)
@@ -261,6 +267,9 @@ class CableConstraint(Constraint):
         maxPositiveDisp])."""
         if not self.active:
             return Blocks.empty()
+        if self.inverse_target is not None:
+            return Blocks.bounded(1, target=self.inverse_target, lo=or_inf(self.minForce, -1),
+                                  hi=or_inf(self.maxForce, 1))
         if self.valueType == "displacement":
             target = self.displacement_target(self.L0 - self.length(x))
             return Blocks.bounded(1, target=target, lo=or_inf(self.minForce, -1), hi=or_inf(self.maxForce, 1))
@@ -282,10 +291,29 @@ class CableConstraint(Constraint):
         """``L0 - cableLength`` after the last :meth:`store`."""
         return self.L0 - self.cableLength
 
+    def inverse_limits(self, displacement: float, force: float) -> InverseLimits:
+        """The admissible set in inverse mode from the displacement at the start of the frame: the tension in
+        ``[minForce, maxForce]``, the displacement in ``[-maxNegativeDisp, maxPositiveDisp]`` and within
+        ``maxDispVariation`` of ``displacement`` (SoftRobots.Inverse ``CableActuator::updateLimit``); ``force``
+        (the tension then) is not used: a cable has no force-rate limit."""
+        lo, hi, lo_key, hi_key = inverse_range(None if self.maxNegativeDisp is None else -self.maxNegativeDisp,
+                                               self.maxPositiveDisp, "maxNegativeDisp", "maxPositiveDisp",
+                                               displacement, self.maxDispVariation, "maxDispVariation")
+        return InverseLimits(or_inf(self.minForce, -1), or_inf(self.maxForce, 1), lo, hi,
+                             ("minForce" if self.minForce is not None else "",
+                              "maxForce" if self.maxForce is not None else "", lo_key, hi_key))
+
+    @property
+    def inverse_state(self) -> tuple[float, float]:
+        """(displacement, force) after the last store: where the next inverse frame starts."""
+        return self.displacement, self.force
+
     @property
     def limited(self) -> float:
         """1.0 when the commanded value was not reached (a force or displacement bound, or maxDispVariation,
-        stopped the cable), else 0.0."""
+        stopped the cable), else 0.0; in inverse mode, when the solution sits on one of the limits."""
+        if self.inverse_target is not None:
+            return float(bool(self.inverse_bound))
         achieved = self.displacement if self.valueType == "displacement" else self.force
         return short_of(achieved, float(self.value))
 

@@ -34,6 +34,8 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 from softsim.mechanics.constraints.base import (
+    InverseLimits,
+    inverse_range,
     Constraint,
     PointSet,
     check_order,
@@ -170,6 +172,10 @@ class SurfacePressureConstraint(Constraint):
         self.cavityVolume = abs(rest_volume)
         self.volumeGrowth = 0.0
         self.pressure = 0.0
+        #: inverse mode: the volume growth the inverse solver imposes (None: forward mode) and the bound it
+        #: found active ("" when none)
+        self.inverse_target: float | None = None
+        self.inverse_bound = ""
 
     def _check_closed(self) -> None:
         """Warn if some edge is not shared by exactly two triangles (the volume gradient needs a closed
@@ -280,6 +286,9 @@ class SurfacePressureConstraint(Constraint):
         pressure: FORCE(target pressure, [minVolumeGrowth, maxVolumeGrowth])."""
         if not self.active:
             return Blocks.empty()
+        if self.inverse_target is not None:
+            return Blocks.bounded(1, target=self.inverse_target, lo=or_inf(self.minPressure, -1),
+                                  hi=or_inf(self.maxPressure, 1))
         target = self.imposed_value(x)
         if self.valueType == "volumeGrowth":
             return Blocks.bounded(
@@ -296,13 +305,32 @@ class SurfacePressureConstraint(Constraint):
         self.cavityVolume = abs(signed)
         self.volumeGrowth = self.orientation * (signed - self._signed_rest_volume)
 
+    def inverse_limits(self, growth: float, pressure: float) -> InverseLimits:
+        """The admissible set in inverse mode from the growth and pressure at the start of the frame:
+        the pressure in ``[minPressure, maxPressure]`` and within ``maxPressureVariation`` of ``pressure``, the
+        growth in ``[minVolumeGrowth, maxVolumeGrowth]`` and within ``maxVolumeGrowthVariation`` of ``growth``."""
+        p_lo, p_hi, p_lo_key, p_hi_key = inverse_range(self.minPressure, self.maxPressure, "minPressure",
+                                                       "maxPressure", pressure, self.maxPressureVariation,
+                                                       "maxPressureVariation")
+        g_lo, g_hi, g_lo_key, g_hi_key = inverse_range(self.minVolumeGrowth, self.maxVolumeGrowth,
+                                                       "minVolumeGrowth", "maxVolumeGrowth", growth,
+                                                       self.maxVolumeGrowthVariation, "maxVolumeGrowthVariation")
+        return InverseLimits(p_lo, p_hi, g_lo, g_hi, (p_lo_key, p_hi_key, g_lo_key, g_hi_key))
+
+    @property
+    def inverse_state(self) -> tuple[float, float]:
+        """(volume growth, pressure) after the last store: where the next inverse frame starts."""
+        return self.volumeGrowth, self.pressure
+
     @property
     def outputs(self) -> dict[str, float]:
+        limited = (float(bool(self.inverse_bound)) if self.inverse_target is not None else
+                   short_of(self.volumeGrowth if self.valueType == "volumeGrowth" else self.pressure,
+                            float(self.value)))
         return {
             "cavityVolume": self.cavityVolume,
             "initialCavityVolume": self.initialCavityVolume,
             "pressure": self.pressure,
             "volumeGrowth": self.volumeGrowth,
-            "limited": short_of(self.volumeGrowth if self.valueType == "volumeGrowth" else self.pressure,
-                                float(self.value)),
+            "limited": limited,
         }

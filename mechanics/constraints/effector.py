@@ -38,6 +38,9 @@ class PositionEffector(Constraint):
         effectorGoal: goal ``(3,)`` for every point or ``(p, 3)``.
         useDirections: three 0/1 flags selecting the x, y, z rows.
         weight: the weight of every row, > 0.
+        limitShiftToTarget, maxShiftToTarget: SoftRobots.Inverse's goal limit: each goal component is brought
+            within ``maxShiftToTarget`` of the point's position at the start of the frame
+            (:meth:`begin_frame`), so that a far goal gives bounded steps.
         name: identifier.
 
     Outputs: the current position of each point (``x``, ``y``, ``z`` for a single point; ``x0``, ``y0``,
@@ -55,6 +58,8 @@ class PositionEffector(Constraint):
         effectorGoal=None,
         useDirections=(1, 1, 1),
         weight=1.0,
+        limitShiftToTarget: bool = False,
+        maxShiftToTarget: float = 1.0,
         name: str = "effector",
         mapping_tolerance: float | None = None,
     ) -> None:
@@ -69,12 +74,16 @@ class PositionEffector(Constraint):
             effectorGoal=rest if effectorGoal is None else effectorGoal,
             useDirections=useDirections,
             weight=weight,
+            limitShiftToTarget=limitShiftToTarget,
+            maxShiftToTarget=maxShiftToTarget,
         )
         self.current_positions = rest.copy()
+        self.has_goal = effectorGoal is not None
+        self.frame_start_positions: np.ndarray | None = None
 
     # ------------------------------------------------------------------ parameters
     SPEC = EffectorSpec
-    PARAMETERS = frozenset({"effectorGoal", "useDirections", "weight"})
+    PARAMETERS = frozenset({"effectorGoal", "useDirections", "weight", "limitShiftToTarget", "maxShiftToTarget"})
 
     def set_parameters(self, **parameters) -> None:
         """``effectorGoal`` ((3,) for every point, or (p, 3)), ``useDirections`` (3 flags), ``weight`` (> 0)."""
@@ -85,6 +94,7 @@ class PositionEffector(Constraint):
             if goal.shape[0] not in (1, p):
                 raise ParameterError(f"{self.name}: effectorGoal: expected 1 or {p} goals, got {goal.shape[0]}")
             new["effectorGoal"] = np.array(np.broadcast_to(goal, (p, 3)))
+            self.has_goal = True
         if "useDirections" in new:
             new["useDirections"] = np.asarray(new["useDirections"], dtype=bool)
         if "weight" in new:
@@ -120,8 +130,21 @@ class PositionEffector(Constraint):
         if not self.active:
             return np.zeros(0)
         axes = self.directions
-        delta = (self.point_set.positions(x) - self.effectorGoal)[:, axes] * self.weight[axes]
+        delta = (self.point_set.positions(x) - self.goal())[:, axes] * self.weight[axes]
         return J @ (x_free - x).reshape(-1) + delta.reshape(-1)
+
+    def begin_frame(self, x: np.ndarray) -> None:
+        """Remember the points' positions at the start of a frame (``x`` (n, 3)): the goal shift is limited
+        from them."""
+        self.frame_start_positions = self.point_set.positions(check_positions(self.name, x, self.n_nodes))
+
+    def goal(self) -> np.ndarray:
+        """The goal the rows measure ``(p, 3)``: ``effectorGoal``, or with ``limitShiftToTarget`` each component
+        brought within ``maxShiftToTarget`` of the frame's start position (SoftRobots ``Effector::getTarget``)."""
+        if not self.limitShiftToTarget or self.frame_start_positions is None:
+            return self.effectorGoal
+        start = self.frame_start_positions
+        return np.clip(self.effectorGoal, start - self.maxShiftToTarget, start + self.maxShiftToTarget)
 
     def blocks(self, x: np.ndarray) -> Blocks:
         """EQUALITY(target 0) per row (used only by a solver that enforces the effector)."""

@@ -324,6 +324,13 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
         for key, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
             actuators += [(f"body[{i}].{key}[{j}]", item.name) for j, item in enumerate(items)]
     _unique(actuators, "actuator/effector", ctx)
+    inverse = obj.solver.inverse
+    if inverse is not None and inverse.active and obj.scene.mode == "dynamic":
+        ctx.error("solver.inverse", "the inverse model runs in static mode; set scene.mode = \"static\" or "
+                                    "solver.inverse.active = false")
+    if inverse is not None and inverse.active and obj.bodies and not any(
+            b.cables or b.cavities for b in obj.bodies):
+        ctx.warn("solver.inverse", "inverse mode without a [[body.cable]] or [[body.cavity]]: nothing to solve for")
     gravity = any(obj.scene.gravity)
     for i, body in enumerate(obj.bodies):
         massless = body.material.totalMass is None and body.material.massDensity is None

@@ -59,6 +59,8 @@ __all__ = [
     "ConstraintSpec",
     "DynamicSpec",
     "SolverSpec",
+    "InverseSpec",
+    "QP_SOLVERS",
     "DragSpec",
     "SceneSpec",
     "AttachmentSpec",
@@ -413,6 +415,10 @@ class EffectorSpec:
         VectorList(), None, unit="length", help="One goal per tracked point; unset: no goal.")
     useDirections: tuple[int, int, int] = _key(Flags(3), (1, 1, 1), help="Which axes count (1) or not (0).")
     weight: float = _key(_POSITIVE, 1.0, help="Weight of this effector's rows.")
+    limitShiftToTarget: bool = _key(Flag(), False, help="Inverse mode: bring each goal component at most "
+                                                        "maxShiftToTarget from the frame's start position.")
+    maxShiftToTarget: float = _key(_POSITIVE, 1.0, unit="length",
+                                   help="Largest goal shift per frame when limitShiftToTarget is set.")
 
     @property
     def n_points(self) -> int:
@@ -587,14 +593,48 @@ class DynamicSpec:
                          "complement with the constraint solver.")
 
 
+QP_SOLVERS = ("daqp", "proxqp", "quadprog", "piqp", "osqp", "clarabel")
+
+
+@dataclass(kw_only=True)
+class InverseSpec:
+    """``[solver.inverse]``: SoftRobots.Inverse QPInverseProblemSolver. Its presence turns the inverse mode on:
+    cables and cavities become the unknowns of a quadratic program whose objective is the effectors' distance
+    to their goals."""
+
+    type: str = _key(Choice("QPInverseProblemSolver"), "QPInverseProblemSolver", help="The inverse solver.")
+    active: bool = _key(Flag(), True, help="false: solve forward (the actuators' values apply) and keep these "
+                                           "settings for later.")
+    epsilon: float = _key(_NON_NEGATIVE, 1e-3, alias="energyWeight",
+                          help="Weight of the actuation-energy term (relative to the effector term).")
+    actuatorsOnly: bool = _key(Flag(), False, help="The energy term covers the actuators only (false: contacts "
+                                                   "and equalities too).")
+    maxIterations: int = _key(Integer(1, 100_000), 250, help="Most contact pivots per QP solve.")
+    tolerance: float = _key(_POSITIVE, 1e-10, help="Tolerance of the QP solver and of the contact pivots.")
+    allowSliding: bool = _key(Flag(), False, help="The QP's frictional contacts may slide (their tangential "
+                                                  "forces are bounded by the friction pyramid).")
+    responseFriction: float | None = _key(_NON_NEGATIVE, None,
+                                          help="Friction coefficient of the QP's contact model; unset: each "
+                                               "obstacle's own friction.")
+    qpSolver: str = _key(Choice(*QP_SOLVERS), "daqp", help="QP backend (through qpsolvers); daqp is exact and "
+                                                           "fastest on these small dense problems.")
+    linearizations: int = _key(Integer(1, 1000), 20,
+                               help="Most QP solves per frame, each about the last constrained equilibrium "
+                                    "(1: SoftRobots' single QP per step).")
+    linearizationTolerance: float = _key(_POSITIVE, 1e-6,
+                                         help="The frame ends when a new QP would move no node farther than this "
+                                              "fraction of the body's size.")
+
+
 @dataclass(kw_only=True)
 class SolverSpec:
-    """``[solver]``: the four solver tables."""
+    """``[solver]``: the solver tables; ``inverse`` is set only in inverse mode."""
 
     newton: NewtonSpec = _key(Table(NewtonSpec), factory=NewtonSpec, help="Static Newton solver.")
     linear: LinearSpec = _key(Table(LinearSpec), factory=LinearSpec, help="Linear solver.")
     constraint: ConstraintSpec = _key(Table(ConstraintSpec), factory=ConstraintSpec, help="Constraint solver.")
     dynamic: DynamicSpec = _key(Table(DynamicSpec), factory=DynamicSpec, help="Dynamic mode.")
+    inverse: InverseSpec | None = _key(Table(InverseSpec), None, help="Inverse mode (SoftRobots.Inverse).")
 
 
 @dataclass(kw_only=True)

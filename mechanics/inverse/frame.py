@@ -1,0 +1,314 @@
+"""One static frame of the inverse model: the actuation that brings the effectors closest to their goals.
+
+SoftRobots.Inverse solves one QP per time step, about the free configuration, and applies its linear
+correction; the next step starts from there. softsim does that with ``correction = "linear"``. By default
+(``correction = "equilibrium"``) a frame is a sequence of linearisations, each followed by the forward frame
+it implies:
+
+1. the rows (actuators, contacts, equalities and the effectors with a goal) are linearised about the current
+   state x_k with its multipliers lambda_k: the tangent K at x_k (with the constraint forces' stiffness when
+   the material tangent is exact), the free step K^-1 R(x_k), ``dfree`` about x_k + K^-1 R(x_k) and
+   W = J K^-1 J^T; the first linearisation is about the last frame's equilibrium (about the free configuration
+   on a first frame, where lambda = 0);
+2. the QP of :mod:`mechanics.inverse.problem` gives the actuators' multipliers and, through W, the
+   displacement (volume growth) each actuator should reach;
+3. each actuator is driven to that value by the forward frame (:func:`mechanics.frame_step.solve_frame`, its
+   force bounds kept), which ends at the nonlinear constrained equilibrium, contacts included;
+4. the frame ends when a new QP would move no node farther than ``linearizationTolerance`` times the body's
+   size (the actuation is the QP's optimum about its own equilibrium: a Gauss-Newton fixed point), or after
+   ``linearizations`` QPs, unconverged.
+
+So the effector positions reported are the equilibrium's, not the QP's linear prediction, and a goal that the
+actuators can reach is reached within the Newton tolerances and the epsilon term, in one frame. Limits hold in
+every QP (they are computed once per frame, from the state at its start, as SoftRobots' ``updateLimit``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.frame_step import (
+    FrameReport,
+    _body_size,
+    _force_stiffness,
+    build_constraint_system,
+    check_state,
+    compliance_in_constraint_space,
+    solve_frame,
+)
+from softsim.mechanics.inverse.problem import (
+    InverseParameters,
+    energy_weight,
+    merit,
+    row_roles,
+    solve_inverse_qp,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["InverseReport", "InverseSettings", "solve_inverse_frame"]
+
+
+@dataclass
+class InverseSettings:
+    """The inverse mode of a simulation: ``active`` (False: forward frames), the QP's parameters and the
+    linearisation loop's ``linearizations`` (most forward frames, each after a QP) and ``linearization_tolerance``
+    (relative to the body's size)."""
+
+    active: bool = True
+    qp: InverseParameters = field(default_factory=InverseParameters)
+    linearizations: int = 20
+    linearization_tolerance: float = 1e-6
+    #: the energy term's scale w, computed on the first frame after a reset or an edit and kept with the rows it
+    #: was computed for (SoftRobots recomputes it every step, which moves the optimum of a goal that stands still)
+    weight: float | None = None
+    weight_rows: tuple = ()
+
+    def forget_weight(self) -> None:
+        self.weight, self.weight_rows = None, ()
+
+
+@dataclass
+class InverseReport:
+    """What the inverse part of a frame did.
+
+    linearizations: QPs solved; forward_frames: forward frames run; converged: the last QP would not move the
+    state (within the tolerance); change: how far (length) the last QP would still move a node; objective:
+    ``1/2 |delta_E|^2`` of the last QP (weighted length squared); pivots: contact state changes over all QPs;
+    qp_time (s): time in the QP backend; backend: the one that solved the last QP; active: ``(actuator, key)``
+    of the limits the answer sits on.
+    """
+
+    linearizations: int = 0
+    forward_frames: int = 0
+    converged: bool = False
+    message: str = ""
+    change: float = float("nan")
+    objective: float = float("nan")
+    pivots: int = 0
+    qp_time: float = 0.0
+    backend: str = ""
+    active: list = field(default_factory=list)
+    #: the largest distance of an effector point to its goal after the frame; within GOAL_TOLERANCE of the body's
+    #: size it is ``reached``; otherwise ``limiting`` lists the limits (actuator, key) that stop the actuators
+    goal_distance: float = float("nan")
+    reached: bool = True
+    limiting: list = field(default_factory=list)
+
+
+@dataclass
+class _Linearization:
+    system: object
+    dfree: np.ndarray
+    W: np.ndarray
+    KinvJt: np.ndarray
+    force: np.ndarray
+
+
+def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: ConstrainedTangent) -> _Linearization:
+    """The rows ``rows`` linearised about ``x_cur`` (n, 3) with the multipliers ``force_pairs`` (constraint,
+    lambda) (see the module docstring, step 1)."""
+    system = build_constraint_system(rows, x_last, x_cur, problem.free_dofs, linearize_at=x_cur)
+    force = system.initial_force(force_pairs)
+    force = np.zeros(system.n_rows) if force is None else force
+    solver = tangent.solver(newton.linear_solver)
+    exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+    terms = _force_stiffness(system, x_cur, force) if exact else []
+    solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
+    free_step = solver.solve(problem.residual(x_cur))
+    dfree = system.dfree + system.J_free @ free_step
+    W, KinvJt = compliance_in_constraint_space(solver, system.J_free, tangent.responses)
+    W[np.diag_indices_from(W)] += system.compliance
+    return _Linearization(system, dfree, W, KinvJt, force)
+
+
+def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarray, frame: int,
+                        settings: InverseSettings, free_start: np.ndarray | None = None,
+                        correction: str = "equilibrium", x_is_equilibrium: bool = False,
+                        last_report: FrameReport | None = None,
+                        constrained_tangent: ConstrainedTangent | None = None
+                        ) -> tuple[np.ndarray | None, FrameReport]:
+    """One inverse frame from the positions ``x`` (n, 3) (the arguments are :func:`solve_frame`'s).
+
+    Returns the new positions (None when the frame failed: a diverged solve, an infeasible QP) and the report,
+    whose ``inverse`` field is an :class:`InverseReport`. Sets each actuator's ``inverse_target`` and
+    ``inverse_bound``."""
+    started = time.perf_counter()
+    tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)
+    actuators = [c for c in constraints if hasattr(c, "inverse_limits") and c.active]
+    effectors = [c for c in constraints if getattr(c, "has_goal", False) and c.active and not c.enforced]
+    for effector in effectors:
+        effector.begin_frame(x)
+    limits = {c: c.inverse_limits(*c.inverse_state) for c in actuators}
+    info = InverseReport()
+    newton_report = newton.solve(problem, x if free_start is None else free_start)
+    if newton_report.diverged or not np.all(np.isfinite(newton_report.x)):
+        return None, FrameReport(frame, False, f"Newton solve diverged: {newton_report.reason}",
+                                 newton=newton_report, inverse=info)
+    x_free = newton_report.x
+    for constraint in constraints:
+        constraint.update(x_free)
+    rows = [c for c in constraints if c.enforced and c.active] + effectors
+    size = _body_size(problem.elasticity.rest_positions)
+    tolerance = settings.linearization_tolerance * size
+    on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
+    x_cur, report = (x, None)
+    times: dict[str, float] = {}
+
+    def linearize(x_at, pairs):
+        begun = time.perf_counter()
+        linear = _linearize(problem, newton, rows, x, x_at, pairs, tangent)
+        times["inverse_linearization"] = times.get("inverse_linearization", 0.0) + time.perf_counter() - begun
+        return linear, row_roles(linear.system, settings.qp)
+
+    try:
+        linear, roles = linearize(x, last_report.forces) if on_equilibrium else linearize(x_free, [])
+        if not on_equilibrium:
+            x_cur = x_free
+        structure = (tuple(id(c) for c, _row in roles.actuators), roles.effectors.size)
+        if settings.weight is None or settings.weight_rows != structure:
+            settings.weight, settings.weight_rows = energy_weight(linear.W, roles, settings.qp), structure
+        weight = settings.weight
+    except (ValueError, ParameterError) as error:
+        return None, _failed(frame, f"inverse model: {error}", newton_report, info, times)
+    while True:
+        solution = solve_inverse_qp(linear.W, linear.dfree, roles, limits, settings.qp, linear.force, weight)
+        info.linearizations += 1
+        info.qp_time += solution.qp_time
+        info.pivots += solution.pivots
+        info.backend, info.objective = solution.backend, solution.objective
+        if not solution.ok:
+            return None, _failed(frame, f"inverse model: {solution.message}", newton_report, info, times)
+        change = linear.KinvJt @ (solution.force - linear.force)
+        info.change = float(np.max(np.linalg.norm(problem.expand(change), axis=1), initial=0.0))
+        settled = info.change <= tolerance and (report is not None or on_equilibrium)
+        if settled or correction == "linear" or info.forward_frames >= settings.linearizations:
+            break
+        step = _line_search(problem, newton, constraint_solver, constraints, x, x_free, frame, tangent, linear,
+                            roles, solution, x_cur, report or last_report, settings, weight, linearize, info, times)
+        if step is None or isinstance(step, FrameReport):
+            failed = step if isinstance(step, FrameReport) else _failed(
+                frame, "inverse model: no step along the QP's actuation gives a plausible state", newton_report,
+                info, times)
+            failed.inverse = info
+            return None, failed
+        x_cur, report, linear, roles = step
+    info.active = [(c.name, key) for c, key in solution.active]
+    if correction == "linear":
+        return _linear_answer(problem, constraints, linear, roles, solution, x_free, frame, newton_report, info,
+                              times, started)
+    info.converged = info.change <= tolerance
+    if not info.converged:
+        info.message = (f"inverse model not converged after {info.linearizations} linearisation(s): a new QP would "
+                        f"still move a node by {info.change:.3g}")
+    elif solution.message:
+        info.message = f"inverse model: {solution.message}"
+    if report is None:  # the first QP kept the last frame's actuation: its state stands
+        for constraint, force in last_report.forces:
+            constraint.store(force, x)
+        report = FrameReport(frame, True, "", newton=newton_report, constraint=last_report.constraint,
+                             n_constraint_rows=last_report.n_constraint_rows, equilibrium=last_report.equilibrium,
+                             unchanged=True)
+        report.x_free, report.forces = x_free, last_report.forces
+        report.projection_forces, report.signature = last_report.projection_forces, last_report.signature
+        x_cur = x
+    report.times = {**times, "inverse_qp": info.qp_time,
+                    "inverse_total": time.perf_counter() - started}
+    _goal_reached(info, effectors, actuators, solution, size)
+    report.inverse = info
+    if info.message:
+        report.message = "; ".join(m for m in (report.message, info.message) if m)
+    return x_cur, report
+
+
+#: a goal within this fraction of the body's size counts as reached
+GOAL_TOLERANCE = 1e-3
+#: halvings of a step toward the QP's actuation that does not lower the objective
+MAX_HALVINGS = 6
+
+
+def _line_search(problem, newton, constraint_solver, constraints, x, x_free, frame, tangent, linear, roles, solution,
+                 x_cur, last, settings, weight, linearize, info, times):
+    """Drive the actuators a fraction alpha = 1, 1/2, ... of the way from their current values to the QP's and
+    solve the forward frame, until the objective (:func:`merit`, measured at the new equilibrium) falls, or
+    after :data:`MAX_HALVINGS` halvings (then the smallest step is kept). Returns ``(x, report, linearisation,
+    roles)`` of the accepted state, the failed forward report when every step failed, or None."""
+    current = merit(linear.W, linear.dfree, linear.force, roles, settings.qp, weight)
+    actual = linear.dfree + linear.W @ linear.force
+    failure = None
+    for halving in range(MAX_HALVINGS + 1):
+        alpha = 0.5 ** halving
+        for constraint, row in roles.actuators:
+            constraint.inverse_target = float(actual[row] + alpha * (solution.delta[row] - actual[row]))
+        x_new, forward = solve_frame(problem=problem, newton=newton, constraint_solver=constraint_solver,
+                                     constraints=constraints, x=x, frame=frame, free_start=x_free,
+                                     correction="equilibrium", x_is_equilibrium=True, equilibrium_start=x_cur,
+                                     last_report=last, reuse_unchanged=False, constrained_tangent=tangent)
+        info.forward_frames += 1
+        for phase, seconds in forward.times.items():
+            times[phase] = times.get(phase, 0.0) + seconds
+        if x_new is None:
+            failure = forward
+            continue
+        try:
+            new_linear, new_roles = linearize(x_new, forward.forces)
+        except (ValueError, ParameterError):
+            continue
+        value = merit(new_linear.W, new_linear.dfree, new_linear.force, new_roles, settings.qp, weight)
+        if value < current or halving == MAX_HALVINGS:
+            return x_new, forward, new_linear, new_roles
+    if failure is not None:
+        failure.message = f"inverse model: the forward frame failed: {failure.message}"
+    return failure
+
+
+def _linear_answer(problem, constraints, linear, roles, solution, x_free, frame, newton_report, info, times,
+                   started):
+    """SoftRobots' step: x_free + K^-1 J^T lambda of the single QP about the free configuration."""
+    x_new = x_free + problem.expand(linear.KinvJt @ solution.force)
+    found = check_state(problem, x_new)
+    if found:
+        return None, _failed(frame, found, newton_report, info, times)
+    system = linear.system
+    forces = []
+    for constraint in constraints:
+        rows = system.rows_of(constraint)
+        constraint.store(np.zeros(constraint.n_rows) if rows is None else solution.force[rows], x_new)
+        if rows is not None:
+            forces.append((constraint, solution.force[rows].copy()))
+    for constraint, row in roles.actuators:
+        constraint.inverse_target = float(solution.delta[row])
+    info.converged = solution.converged_pivots
+    info.message = solution.message
+    report = FrameReport(frame, True, info.message, newton=newton_report, n_constraint_rows=system.n_rows,
+                         times={**times, "inverse_qp": info.qp_time, "inverse_total": time.perf_counter() - started})
+    report.x_free, report.forces, report.inverse = x_free, forces, info
+    _goal_reached(info, [c for c in constraints if getattr(c, "has_goal", False) and not c.enforced],
+                  [c for c, _row in roles.actuators], solution, _body_size(problem.elasticity.rest_positions))
+    return x_new, report
+
+
+def _goal_reached(info: InverseReport, effectors, actuators, solution, size: float) -> None:
+    """Fill ``goal_distance``, ``reached`` and ``limiting`` and mark the limiting actuators (``inverse_bound``):
+    a goal farther than :data:`GOAL_TOLERANCE` of the body's size is not reached, and the actuator limits the
+    answer sits on (other than a lower force bound: a cable that cannot push, an unused cavity) are what stops
+    it."""
+    distances = [float(np.max(np.linalg.norm((e.current_positions - e.effectorGoal)[:, e.directions], axis=1),
+                              initial=0.0)) for e in effectors]
+    info.goal_distance = max(distances, default=0.0)
+    info.reached = info.goal_distance <= GOAL_TOLERANCE * size
+    info.limiting = [] if info.reached else [(c.name, key) for c, key in solution.active
+                                             if key not in ("minForce", "minPressure")]
+    names = {name: key for name, key in info.limiting}
+    for constraint in actuators:
+        constraint.inverse_bound = names.get(constraint.name, "")
+
+
+def _failed(frame, message, newton_report, info, times) -> FrameReport:
+    info.message = message
+    return FrameReport(frame, False, message, newton=newton_report, times=dict(times), inverse=info)
