@@ -68,9 +68,13 @@ class InverseSettings:
     #: was computed for (SoftRobots recomputes it every step, which moves the optimum of a goal that stands still)
     weight: float | None = None
     weight_rows: tuple = ()
+    #: the QP's proposal (m,) that the last frame could not follow (its line search stalled); a frame that starts
+    #: there and gets the same proposal ends at once
+    stalled_force: np.ndarray | None = None
 
     def forget_weight(self) -> None:
-        self.weight, self.weight_rows = None, ()
+        """Forget the cached weight and the stalled proposal (after an edit or a reset)."""
+        self.weight, self.weight_rows, self.stalled_force = None, (), None
 
 
 @dataclass
@@ -99,6 +103,9 @@ class InverseReport:
     goal_distance: float = float("nan")
     reached: bool = True
     limiting: list = field(default_factory=list)
+    #: no step along the last QP's actuation lowers the objective measured on the forward model (a stationary
+    #: point of it where the tangent, and so W, is approximate); the frame then keeps its last state
+    stalled: bool = False
 
 
 @dataclass
@@ -189,8 +196,20 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         settled = info.change <= tolerance and (report is not None or on_equilibrium)
         if settled or correction == "linear" or info.forward_frames >= settings.linearizations:
             break
+        if (report is None and on_equilibrium and settings.stalled_force is not None
+                and settings.stalled_force.shape == solution.force.shape
+                and np.allclose(solution.force, settings.stalled_force, rtol=1e-6,
+                                atol=1e-9 * float(np.max(np.abs(solution.force), initial=1.0)))):
+            info.stalled = True  # the last frame found no step along this very proposal
+            break
         step = _line_search(problem, newton, constraint_solver, constraints, x, x_free, frame, tangent, linear,
-                            roles, solution, x_cur, report or last_report, settings, weight, linearize, info, times)
+                            roles, solution, x_cur, report or last_report, settings, weight, linearize, info, times,
+                            must_move=report is None and not on_equilibrium)
+        if step == "stalled":
+            info.stalled = True
+            settings.stalled_force = solution.force.copy()
+            _restore(constraints, linear, roles, report or last_report, x_cur)
+            break
         if step is None or isinstance(step, FrameReport):
             failed = step if isinstance(step, FrameReport) else _failed(
                 frame, "inverse model: no step along the QP's actuation gives a plausible state", newton_report,
@@ -202,7 +221,9 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
     if correction == "linear":
         return _linear_answer(problem, constraints, linear, roles, solution, x_free, frame, newton_report, info,
                               times, started)
-    info.converged = info.change <= tolerance
+    if not info.stalled:
+        settings.stalled_force = None
+    info.converged = info.change <= tolerance or info.stalled
     if not info.converged:
         info.message = (f"inverse model not converged after {info.linearizations} linearisation(s): a new QP would "
                         f"still move a node by {info.change:.3g}")
@@ -229,15 +250,27 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
 #: a goal within this fraction of the body's size counts as reached
 GOAL_TOLERANCE = 1e-3
 #: halvings of a step toward the QP's actuation that does not lower the objective
-MAX_HALVINGS = 6
+MAX_HALVINGS = 4
+
+
+def _restore(constraints, linear, roles, report, x_cur) -> None:
+    """Put the constraints back at the accepted state ``x_cur`` after rejected trial steps: their outputs and the
+    actuators' targets."""
+    for constraint, force in report.forces:
+        constraint.store(force, x_cur)
+    actual = linear.dfree + linear.W @ linear.force
+    for constraint, row in roles.actuators:
+        constraint.inverse_target = float(actual[row])
 
 
 def _line_search(problem, newton, constraint_solver, constraints, x, x_free, frame, tangent, linear, roles, solution,
-                 x_cur, last, settings, weight, linearize, info, times):
+                 x_cur, last, settings, weight, linearize, info, times, must_move):
     """Drive the actuators a fraction alpha = 1, 1/2, ... of the way from their current values to the QP's and
-    solve the forward frame, until the objective (:func:`merit`, measured at the new equilibrium) falls, or
-    after :data:`MAX_HALVINGS` halvings (then the smallest step is kept). Returns ``(x, report, linearisation,
-    roles)`` of the accepted state, the failed forward report when every step failed, or None."""
+    solve the forward frame, until the objective (:func:`merit`, measured at the new equilibrium) falls, at most
+    :data:`MAX_HALVINGS` halvings. Returns ``(x, report, linearisation, roles)`` of the accepted state,
+    ``"stalled"`` when no step lowered the objective (``must_move``: the current state is the free configuration,
+    not an equilibrium; the first plausible step is taken), the failed forward report when every step failed,
+    or None."""
     current = merit(linear.W, linear.dfree, linear.force, roles, settings.qp, weight)
     actual = linear.dfree + linear.W @ linear.force
     failure = None
@@ -260,9 +293,10 @@ def _line_search(problem, newton, constraint_solver, constraints, x, x_free, fra
         except (ValueError, ParameterError):
             continue
         value = merit(new_linear.W, new_linear.dfree, new_linear.force, new_roles, settings.qp, weight)
-        if value < current or halving == MAX_HALVINGS:
+        if value < current or must_move:
             return x_new, forward, new_linear, new_roles
-    if failure is not None:
+        failure = "stalled"
+    if isinstance(failure, FrameReport):
         failure.message = f"inverse model: the forward frame failed: {failure.message}"
     return failure
 

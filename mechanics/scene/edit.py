@@ -102,7 +102,10 @@ def _resolve(spec: SceneSpec, path: str) -> tuple[Any, str, str, Kind, list[tupl
                 canonical = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
                 return obj, attribute, toml_key, kind, steps, canonical
             if value is None:
-                raise _error(spec, path, f"{toml_key} is not set; set the whole table first")
+                try:  # an optional table that is not set (``[solver.inverse]``): its keys have defaults
+                    value = kind.cls()
+                except TypeError:
+                    raise _error(spec, path, f"{toml_key} is not set; set the whole table first") from None
             obj = value
         if position == len(tokens):
             canonical = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps)
@@ -212,6 +215,8 @@ def set_values(spec: SceneSpec, values: Mapping[str, Any]) -> None:
             messages.append(message)
         raise SceneError(messages) from None
     for _path, _canonical, steps, parent in edits:
+        if _attach_new_table(spec, new, steps):
+            continue
         new_parent: Any = new
         for key, index in steps[:-1]:
             new_parent = _child(new_parent, key, index)
@@ -223,6 +228,19 @@ def set_values(spec: SceneSpec, values: Mapping[str, Any]) -> None:
                 continue
             setattr(parent, f.name, new_value)
     spec.warnings = new.warnings
+
+
+def _attach_new_table(spec: SceneSpec, new: SceneSpec, steps) -> bool:
+    """When ``steps`` pass through an optional table that ``spec`` does not have, store the new spec's table in
+    its place and return True (the edit created it)."""
+    old, fresh = spec, new
+    for key, index in steps[:-1]:
+        old_child, fresh_child = _child(old, key, index), _child(fresh, key, index)
+        if old_child is None:
+            setattr(old, _field(old, key)[1], fresh_child)
+            return True
+        old, fresh = old_child, fresh_child
+    return False
 
 
 def _child(obj: Any, key: str, index: int | None) -> Any:
