@@ -28,6 +28,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 from softsim.app.frames import FIELDS
+from softsim.app.goals import GoalHandles
 from softsim.app.health import frame_problems
 from softsim.app.pacing import LatestPacer
 from softsim.app.rates import FrameRates
@@ -52,6 +53,7 @@ MOUSE_BINDINGS = (
     "Click on the body     select a node (its values in the status bar)",
     "Hover over the body   the values under the mouse",
     "Ctrl+left drag        drag a node (or Left drag in Drag mode, D)",
+    "Left drag a green dot move an effector's goal (inverse mode)",
 )
 #: the banner names this many problems of a frame (the health label's tooltip lists them all)
 BANNER_PROBLEMS = 2
@@ -166,6 +168,7 @@ class MainWindow(QMainWindow):
         self.viewport.drag_started.connect(self.session.start_drag)
         self.viewport.drag_moved.connect(self.session.move_drag)
         self.viewport.drag_finished.connect(self.session.stop_drag)
+        self.goal_handles = GoalHandles(self.session, self.viewport, self)
 
     # -- building ------------------------------------------------------------------------------------
     def _action(self, text: str, slot, *, shortcut=None, checkable: bool = False, tip: str = "") -> QAction:

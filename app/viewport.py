@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 
 import numpy as np
@@ -27,6 +28,9 @@ BACKGROUND = "#20242b"
 STYLES = ("surface", "wireframe", "surface with edges")
 OVERLAYS = ("fixed", "cables", "cavities", "contacts", "obstacles")
 HIGHLIGHT_RGB = (1.0, 0.82, 0.0)
+#: the effector goal handles' colour, and how near (logical pixels) a press must be to grab one
+GOAL_RGB = (0.2, 0.9, 0.35)
+GOAL_PICK_PIXELS = 12
 #: a press and release of the left button at most this many pixels apart is a click (selects a node)
 CLICK_TOLERANCE = 4
 #: the mouse hovering over the body is probed at most this often (seconds)
@@ -244,7 +248,9 @@ class Viewport(QtInteractor):
     of a drag); ``node_hovered(node)`` while the mouse moves over the body without a button (-1: off the body;
     at most every HOVER_INTERVAL seconds); ``drag_started(node, target)``,
     ``drag_moved(target)``, ``drag_finished()`` while the mouse drags it (targets are (3,) arrays in the
-    camera plane through the picked point).
+    camera plane through the picked point). ``goal_moved(effector, point index, goal (3,))`` while the mouse
+    drags an effector's goal handle (shown in inverse mode, :meth:`show_goals`), ``goal_released(effector)`` at
+    the end.
     """
 
     node_picked = pyqtSignal(int, object)
@@ -252,6 +258,8 @@ class Viewport(QtInteractor):
     drag_started = pyqtSignal(int, object)
     drag_moved = pyqtSignal(object)
     drag_finished = pyqtSignal()
+    goal_moved = pyqtSignal(str, int, object)
+    goal_released = pyqtSignal(str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent, auto_update=False)
@@ -292,6 +300,10 @@ class Viewport(QtInteractor):
         self._drag_line: pv.PolyData | None = None
         self._drag_actor = None
         self._dragging: dict | None = None
+        self.goals: dict[str, np.ndarray] = {}  # effector name -> goals (k, 3) drawn as handles
+        self._goal_actor = None
+        self._goal_poly: pv.PolyData | None = None
+        self._goal_drag: dict | None = None
         self._picker = vtk.vtkCellPicker()
         self._picker.SetTolerance(0.002)
         self._picker.PickFromListOn()
@@ -352,6 +364,7 @@ class Viewport(QtInteractor):
         self.selected_marker, self._frame = None, None
         self._named_actors, self._highlighted, self._effector_marker, self.highlighted = {}, [], None, None
         self._drag_line, self._drag_actor, self._dragging = None, None, None
+        self.goals, self._goal_actor, self._goal_poly, self._goal_drag = {}, None, None, None
 
     def show_scene(self, session) -> None:
         """Build every actor for the scene open in ``session`` (static geometry and its latest frame)."""
@@ -661,6 +674,71 @@ class Viewport(QtInteractor):
             ys.append(self.height() - 1 - dy / scale)
         return min(xs), min(ys), max(xs), max(ys)
 
+    # -- effector goals (inverse mode) ------------------------------------------------------------------
+    def show_goals(self, goals: dict[str, np.ndarray]) -> None:
+        """Draw a handle (a green sphere) on each goal point, ``{effector name: goals (k, 3)}``; {} hides them.
+        Goals are positions in the simulation's space: the deformation scale does not move them."""
+        self.goals = {name: np.asarray(points, dtype=np.float64).reshape(-1, 3) for name, points in goals.items()}
+        points = np.concatenate(list(self.goals.values())) if self.goals else np.zeros((0, 3))
+        if self._goal_poly is not None and self._goal_poly.n_points == len(points):
+            self._goal_poly.points[:] = points
+            self._goal_poly.Modified()
+        else:
+            if self._goal_actor is not None:
+                self.top_renderer.RemoveActor(self._goal_actor)
+                self._goal_actor, self._goal_poly = None, None
+            if len(points):
+                self._goal_poly = pv.PolyData(points)
+                self._goal_actor = self._add_top(None, self._goal_poly, GOAL_RGB, line_width=1)
+                self._goal_actor.GetProperty().SetPointSize(18)
+                self._goal_actor.GetProperty().SetRenderPointsAsSpheres(True)
+        self.draw()
+
+    def _display_point(self, point: np.ndarray) -> tuple[float, float]:
+        self.renderer.SetWorldPoint(*point, 1.0)
+        self.renderer.WorldToDisplay()
+        x, y, _ = self.renderer.GetDisplayPoint()
+        return x, y
+
+    def goal_at(self, display_x: float, display_y: float) -> tuple[str, int] | None:
+        """The goal handle within GOAL_PICK_PIXELS of display coordinates: (effector, point index), or None."""
+        best, distance = None, GOAL_PICK_PIXELS * self.devicePixelRatioF()
+        for name, points in self.goals.items():
+            for index, point in enumerate(points):
+                x, y = self._display_point(point)
+                gap = math.hypot(x - display_x, y - display_y)
+                if gap <= distance:
+                    best, distance = (name, index), gap
+        return best
+
+    def begin_goal_drag(self, display_x: float, display_y: float) -> bool:
+        """Start dragging the goal handle under the mouse in the camera plane through it; False when none is."""
+        hit = self.goal_at(display_x, display_y)
+        if hit is None:
+            return False
+        name, index = hit
+        camera = self.camera
+        normal = np.asarray(camera.focal_point) - np.asarray(camera.position)
+        self._goal_drag = {"name": name, "index": index, "point": self.goals[name][index].copy(),
+                           "normal": normal / np.linalg.norm(normal)}
+        return True
+
+    def continue_goal_drag(self, display_x: float, display_y: float) -> None:
+        drag = self._goal_drag
+        origin, direction = self._display_ray(display_x, display_y)
+        denominator = float(np.dot(direction, drag["normal"]))
+        if abs(denominator) < 1e-12:
+            return
+        target = origin + float(np.dot(drag["point"] - origin, drag["normal"])) / denominator * direction
+        self.goals[drag["name"]][drag["index"]] = target
+        self.show_goals(self.goals)
+        self.goal_moved.emit(drag["name"], drag["index"], target)
+
+    def end_goal_drag(self) -> None:
+        if self._goal_drag is not None:
+            name, self._goal_drag = self._goal_drag["name"], None
+            self.goal_released.emit(name)
+
     # -- picking and dragging --------------------------------------------------------------------------
     def display_coordinates(self, x: float, y: float) -> tuple[float, float]:
         """VTK display coordinates (device pixels, y up) of a Qt widget position (logical pixels, y down)."""
@@ -775,6 +853,10 @@ class Viewport(QtInteractor):
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt API)
         position = event.position()
+        if event.button() == Qt.MouseButton.LeftButton and self.goals and self.begin_goal_drag(
+                *self.display_coordinates(position.x(), position.y())):
+            event.accept()
+            return
         if self._wants_drag(event):
             if self.begin_drag(*self.display_coordinates(position.x(), position.y())):
                 event.accept()
@@ -785,6 +867,10 @@ class Viewport(QtInteractor):
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt API)
         position = event.position()
+        if self._goal_drag is not None:
+            self.continue_goal_drag(*self.display_coordinates(position.x(), position.y()))
+            event.accept()
+            return
         if self._dragging is not None:
             self.continue_drag(*self.display_coordinates(position.x(), position.y()))
             event.accept()
@@ -798,6 +884,10 @@ class Viewport(QtInteractor):
         super().mouseMoveEvent(event)
 
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        if self._goal_drag is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.end_goal_drag()
+            event.accept()
+            return
         if self._dragging is not None and event.button() == Qt.MouseButton.LeftButton:
             self.end_drag()
             event.accept()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from PyQt6.QtCore import QObject, Qt, QTimer
 from PyQt6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -34,9 +35,14 @@ from softsim.mechanics.units import output_quantity, unit_label, with_unit
 logger = logging.getLogger(__name__)
 
 __all__ = ["ActuatorRange", "actuator_range", "Throttle", "ActuatorControl", "ActuatorsPanel",
-           "MAX_EDITS_PER_SECOND", "SLIDER_STEPS"]
+           "MAX_EDITS_PER_SECOND", "SLIDER_STEPS", "inverse_active"]
 
 MAX_EDITS_PER_SECOND = 30
+
+
+def inverse_active(spec) -> bool:
+    """True when ``spec`` solves the inverse problem (a ``[solver.inverse]`` that is active)."""
+    return spec is not None and spec.solver.inverse is not None and spec.solver.inverse.active
 #: The panel asks for the height of its controls up to this many pixels (then it scrolls).
 MAX_MIN_HEIGHT = 200
 SLIDER_STEPS = 1000
@@ -230,6 +236,7 @@ class ActuatorControl(QGroupBox):
 
         self.throttle = Throttle(self._send, parent=self)
         self.range = None
+        self.inverse = False
         self.sync_from_spec()
         self.slider.valueChanged.connect(self._slider_moved)
         self.slider.sliderReleased.connect(self.throttle.flush)
@@ -240,6 +247,17 @@ class ActuatorControl(QGroupBox):
     def _item(self):
         body = next(b for b in self.session.spec.bodies if b.name == self._body_name)
         return (body.cables if self.kind == "cable" else body.cavities)[self._index]
+
+    def set_inverse(self, inverse: bool) -> None:
+        """Inverse mode: the inverse model finds the value; the controls show it and cannot be edited."""
+        self.inverse = inverse
+        for widget in (self.value_type, self.slider, self.spin):
+            widget.setEnabled(not inverse)
+        self.setTitle(f"{self.kind} {self.name}" + (" (found by the inverse model)" if inverse else ""))
+        found = "displacement" if self.kind == "cable" else "volumeGrowth"
+        tip = (f"inverse mode: the {found} the inverse model found; its limits bound it" if inverse else
+               f"{self.value_path}: the imposed value")
+        self.spin.setToolTip(tip)
 
     def sync_from_spec(self) -> None:
         """Show the value type, range and value of ``session.spec`` (not while the user drags)."""
@@ -313,6 +331,10 @@ class ActuatorControl(QGroupBox):
     # -- readouts --------------------------------------------------------------------------------------
     def update_readouts(self, outputs: dict[str, float], units: str = "SI") -> None:
         update_readouts(self, self._readout_form, self.readouts, self.name, outputs, units)
+        if self.inverse:  # the slider shows what the inverse model found (in the slider's value type when it can)
+            found = outputs.get(f"{self.name}.{self._item().valueType}")
+            if found is not None:
+                self._show_value(float(found))
 
 
 def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel], name: str,
@@ -358,6 +380,11 @@ class ActuatorsPanel(QWidget):
         self.session = session
         self.controls: dict[str, ActuatorControl] = {}
         self.effectors: dict[str, EffectorReadout] = {}
+        self.inverse_box = QCheckBox("Inverse mode: drag the green goals, the actuators follow", self)
+        self.inverse_box.setObjectName("inverse_mode")
+        self.inverse_box.setToolTip("solver.inverse.active: find the actuation that brings the effectors to their "
+                                    "goals (SoftRobots.Inverse QPInverseProblemSolver)")
+        self.inverse_box.toggled.connect(self._inverse_toggled)
         self.scroll = QScrollArea(self)
         self.scroll.setWidgetResizable(True)
         self.scroll.setMinimumWidth(260)
@@ -365,6 +392,7 @@ class ActuatorsPanel(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.inverse_box)
         layout.addWidget(self.scroll)
         session.scene_opened.connect(self.rebuild)
         session.parameter_changed.connect(self._on_parameter_changed)
@@ -398,12 +426,49 @@ class ActuatorsPanel(QWidget):
         layout.addStretch(1)
         self.scroll.setWidget(content)
         self.scroll.setMinimumHeight(min(content.sizeHint().height() + 4, MAX_MIN_HEIGHT))
+        self._show_inverse()
         if frame is not None:
             self.update_frame(frame)
+
+    def _show_inverse(self) -> None:
+        """The inverse check box and the controls' read-only state from ``session.spec``."""
+        spec = self.session.spec
+        self.inverse_box.setVisible(bool(self.controls) and bool(self.effectors))
+        self.inverse_box.setEnabled(spec is not None and spec.scene.mode == "static")
+        active = inverse_active(spec)
+        self.inverse_box.blockSignals(True)
+        self.inverse_box.setChecked(active)
+        self.inverse_box.blockSignals(False)
+        for control in self.controls.values():
+            control.set_inverse(active)
+
+    def _inverse_toggled(self, on: bool) -> None:
+        """Switch inverse mode live; an effector without a goal gets one at its current position."""
+        spec = self.session.spec
+        if spec is None:
+            return
+        error = None
+        if on:
+            frame = self.session.latest_frame
+            for body in spec.bodies:
+                for effector in body.effectors:
+                    if effector.effectorGoal is None and frame is not None:
+                        points = [[frame.outputs.get(f"{effector.name}.{axis}{suffix}", 0.0) for axis in "xyz"]
+                                  for suffix in ([""] if effector.n_points == 1 else map(str, range(effector.n_points)))]
+                        error = error or self.session.set_parameter(
+                            f"body.{body.name}.effector.{effector.name}.effectorGoal", points)
+        if spec.solver.inverse is None:
+            error = error or self.session.set_parameter("solver.inverse", {} if on else None)
+        else:
+            error = error or self.session.set_parameter("solver.inverse.active", on)
+        if error is not None:
+            self.session.message.emit("error", error)
+        self._show_inverse()
 
     def _on_parameter_changed(self, _path: str, _value) -> None:
         for control in self.controls.values():
             control.sync_from_spec()
+        self._show_inverse()
 
     def update_frame(self, frame) -> None:
         """Readouts from ``frame.outputs``."""
