@@ -2,25 +2,30 @@
 
 SoftRobots.Inverse solves one QP per time step, about the free configuration, and applies its linear
 correction; the next step starts from there. softsim does that with ``correction = "linear"``. By default
-(``correction = "equilibrium"``) a frame is a sequence of linearisations, each followed by the forward frame
-it implies:
+(``correction = "equilibrium"``) a frame ends where both hold within the Newton tolerances: the body is at its
+nonlinear constrained equilibrium, and the actuation is the QP's optimum about that equilibrium (a Gauss-Newton
+fixed point: a goal the actuators can reach is reached, up to the epsilon term, in one frame).
 
-1. the rows (actuators, contacts, equalities and the effectors with a goal) are linearised about the current
-   state x_k with its multipliers lambda_k: the tangent K at x_k (with the constraint forces' stiffness when
-   the material tangent is exact), the free step K^-1 R(x_k), ``dfree`` about x_k + K^-1 R(x_k) and
-   W = J K^-1 J^T; the first linearisation is about the last frame's equilibrium (about the free configuration
-   on a first frame, where lambda = 0);
-2. the QP of :mod:`mechanics.inverse.problem` gives the actuators' multipliers and, through W, the
-   displacement (volume growth) each actuator should reach;
-3. each actuator is driven to that value by the forward frame (:func:`mechanics.frame_step.solve_frame`, its
-   force bounds kept), which ends at the nonlinear constrained equilibrium, contacts included;
-4. the frame ends when a new QP would move no node farther than ``linearizationTolerance`` times the body's
-   size (the actuation is the QP's optimum about its own equilibrium: a Gauss-Newton fixed point), or after
-   ``linearizations`` QPs, unconverged.
+1. **Linearisation** (:func:`_linearize`) about a state x with its multipliers lambda: the tangent K at x (with
+   the constraint forces' stiffness when the material tangent is exact), the free step K^-1 R(x), the rows
+   (actuators, contacts, equalities and the effectors with a goal) linearised to x + K^-1 R(x) (``dfree``) and
+   W = J K^-1 J^T. The first one is about the last frame's equilibrium (about the free configuration on a first
+   frame, where lambda = 0).
+2. **Fast path** (:func:`_sqp`): constrained Newton steps whose multipliers come from the QP of
+   :mod:`mechanics.inverse.problem` instead of the complementarity solve, ``x <- x + K^-1 (R + J^T lambda)``,
+   one factorization per step at most (kept while the steps converge well), with Aitken's relaxation of the
+   multipliers when the QP's answers alternate (an approximate tangent). It ends when the unbalanced force
+   meets the Newton tolerance and a new QP would move no node farther than ``linearizationTolerance`` times
+   the body's size. A goal that moves a little costs a few steps.
+3. **Robust path**, when the fast one does not converge in :data:`SQP_STEPS` steps or runs away: QPs each
+   followed by the forward frame they imply (each actuator driven to the QP's displacement or volume growth,
+   :func:`mechanics.frame_step.solve_frame`, contacts re-detected), with a line search on the QP's objective
+   measured at the forward equilibrium, at most ``linearizations`` forward frames. When no step lowers the
+   objective (an approximate tangent makes W, and so the QP's direction, approximate) the frame keeps its state
+   and says so (``stalled``).
 
-So the effector positions reported are the equilibrium's, not the QP's linear prediction, and a goal that the
-actuators can reach is reached within the Newton tolerances and the epsilon term, in one frame. Limits hold in
-every QP (they are computed once per frame, from the state at its start, as SoftRobots' ``updateLimit``).
+The effector positions reported are the equilibrium's, not the QP's linear prediction. The limits hold in every
+QP; they are computed once per frame, from the state at its start, as SoftRobots' ``updateLimit``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import numpy as np
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.frame_step import (
+    _ROUND_OFF_FACTOR,
     FrameReport,
     _body_size,
     _force_stiffness,
@@ -106,32 +112,117 @@ class InverseReport:
     #: no step along the last QP's actuation lowers the objective measured on the forward model (a stationary
     #: point of it where the tangent, and so W, is approximate); the frame then keeps its last state
     stalled: bool = False
+    #: the constrained Newton steps with the QP did not converge: the frame took QPs each followed by a forward
+    #: frame and a line search
+    sqp_fallback: bool = False
 
 
 @dataclass
 class _Linearization:
+    """The rows about a state: ``system`` (J at the state), ``dfree`` about the free step, W (with compliances),
+    K^-1 J^T (n_free, m), the state's multipliers ``force`` (m,), its unbalanced internal and external forces
+    ``residual`` (n_free,) (without the constraint forces) and the free step K^-1 R (n_free,)."""
+
     system: object
     dfree: np.ndarray
     W: np.ndarray
     KinvJt: np.ndarray
     force: np.ndarray
+    residual: np.ndarray
+    free_step: np.ndarray
+
+    def pairs(self, force: np.ndarray) -> list:
+        """``(constraint, multipliers)`` of the multipliers ``force`` (m,) of these rows."""
+        return [(c, force[rows].copy()) for c, rows in zip(self.system.constraints, self.system.row_ranges)]
 
 
-def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: ConstrainedTangent) -> _Linearization:
+def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: ConstrainedTangent,
+               refactorize: bool = True) -> _Linearization:
     """The rows ``rows`` linearised about ``x_cur`` (n, 3) with the multipliers ``force_pairs`` (constraint,
-    lambda) (see the module docstring, step 1)."""
+    lambda) (see the module docstring, step 1). ``refactorize=False`` keeps the tangent factorized at a nearby
+    state (the steps of :func:`_sqp` that converge well)."""
     system = build_constraint_system(rows, x_last, x_cur, problem.free_dofs, linearize_at=x_cur)
     force = system.initial_force(force_pairs)
     force = np.zeros(system.n_rows) if force is None else force
     solver = tangent.solver(newton.linear_solver)
-    exact = bool(getattr(problem.elasticity, "exact_tangent", False))
-    terms = _force_stiffness(system, x_cur, force) if exact else []
-    solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
-    free_step = solver.solve(problem.residual(x_cur))
+    if refactorize or not getattr(solver, "is_factorized", False):
+        exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+        terms = _force_stiffness(system, x_cur, force) if exact else []
+        solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
+    residual = problem.residual(x_cur)
+    free_step = solver.solve(residual)
     dfree = system.dfree + system.J_free @ free_step
     W, KinvJt = compliance_in_constraint_space(solver, system.J_free, tangent.responses)
     W[np.diag_indices_from(W)] += system.compliance
-    return _Linearization(system, dfree, W, KinvJt, force)
+    return _Linearization(system, dfree, W, KinvJt, force, residual, np.asarray(free_step).reshape(-1))
+
+
+#: constrained Newton steps with the QP in place of the complementarity solve (:func:`_sqp`) before the frame
+#: falls back to QPs each followed by a forward frame (an approximate tangent, SOFA's corotational one,
+#: converges linearly: about a third of the unbalanced force per step)
+SQP_STEPS = 40
+#: unbalanced force (relative to the force scale) above which every SQP step refactorizes the tangent
+SQP_FAR = 1e-3
+
+
+def _sqp(problem, newton, constraints, linearize, linear, roles, limits, settings, weight, x_cur, tolerance, info):
+    """The fast path: constrained Newton steps whose multipliers come from the QP (an SQP). From the state of
+    ``linear`` (x_cur with its multipliers): solve the QP, step to ``x + K^-1 (R + J^T lambda)``, linearise
+    there, until the unbalanced force |R + J^T lambda| meets the Newton tolerance and a new QP would move no
+    node farther than ``tolerance``: both the constrained equilibrium and the QP's optimum about it. One
+    factorization per step, so a goal that moves a little costs a few steps. Returns ``(x, linearisation,
+    roles, solution)`` at convergence, or None (too many steps, a growing unbalanced force, an implausible
+    state, a contact the rows miss): the caller then takes the robust path."""
+    residual_tolerance = max(newton.residual_tolerance_threshold, _ROUND_OFF_FACTOR)
+    reference, previous, refactorized = None, None, True
+    relaxation, last_proposal, alternations = 1.0, None, 0
+    exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+    for step in range(SQP_STEPS):
+        solution = solve_inverse_qp(linear.W, linear.dfree, roles, limits, settings.qp, linear.force, weight)
+        info.linearizations += 1
+        info.qp_time += solution.qp_time
+        info.pivots += solution.pivots
+        if not solution.ok:
+            return None
+        system = linear.system
+        unbalanced = float(np.linalg.norm(linear.residual + system.J_free.T @ linear.force))
+        if step <= 1:  # a start at the last equilibrium is balanced whatever the new goal: the first step sets it
+            reference = max(unbalanced, reference or 0.0, _ROUND_OFF_FACTOR * problem.last_force_scale)
+        change = float(np.max(np.linalg.norm(problem.expand(linear.KinvJt @ (solution.force - linear.force)),
+                                             axis=1), initial=0.0))
+        info.change, info.backend, info.objective = change, solution.backend, solution.objective
+        if unbalanced <= residual_tolerance * problem.last_force_scale and change <= tolerance:
+            if any(getattr(c, "missed_contacts", None) and c.missed_contacts(x_cur) for c in constraints):
+                return None
+            return x_cur, linear, roles, solution
+        if unbalanced > 1e3 * reference:
+            return None
+        # Aitken's dynamic relaxation of the multipliers (Kuttler & Wall 2008): with an approximate W the QP's
+        # answers about successive states can alternate around the fixed point; relaxing the step by the
+        # secant estimate of that rate makes it converge in a few steps instead of tens
+        proposal = solution.force - linear.force
+        turned = last_proposal is not None and proposal.shape == last_proposal.shape and proposal @ last_proposal < 0
+        alternations = alternations + 1 if turned else 0
+        if alternations >= 2:  # the answers keep alternating around the fixed point
+            difference = proposal - last_proposal
+            relaxation = float(np.clip(-relaxation * (last_proposal @ difference) / (difference @ difference),
+                                       0.1, 1.0))
+        elif not turned:  # the answers move one way: no relaxation
+            relaxation = 1.0
+        last_proposal = proposal
+        force = linear.force + relaxation * proposal
+        x_next = x_cur + problem.expand(linear.free_step + linear.KinvJt @ force)
+        if check_state(problem, x_next):
+            return None
+        # as the forward equilibrium: a new factorization far from the equilibrium, or when a step with the old
+        # one did not cut the unbalanced force enough; else the old factorization (the same rate with an
+        # approximate tangent, at the cost of a solve instead of an assembly and a factorization)
+        refactorize = (unbalanced > SQP_FAR * problem.last_force_scale or (
+            previous is not None and unbalanced > (0.5 if exact else 0.9) * previous and not refactorized))
+        previous, refactorized = unbalanced, refactorize
+        linear, roles = linearize(x_next, linear.pairs(force), refactorize)
+        x_cur = x_next
+    return None
 
 
 def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarray, frame: int,
@@ -168,9 +259,9 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
     x_cur, report = (x, None)
     times: dict[str, float] = {"free_solve": free_solve}
 
-    def linearize(x_at, pairs):
+    def linearize(x_at, pairs, refactorize=True):
         begun = time.perf_counter()
-        linear = _linearize(problem, newton, rows, x, x_at, pairs, tangent)
+        linear = _linearize(problem, newton, rows, x, x_at, pairs, tangent, refactorize)
         times["inverse_linearization"] = times.get("inverse_linearization", 0.0) + time.perf_counter() - begun
         return linear, row_roles(linear.system, settings.qp)
 
@@ -184,6 +275,16 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         weight = settings.weight
     except (ValueError, ParameterError) as error:
         return None, _failed(frame, f"inverse model: {error}", newton_report, info, times)
+    if correction == "equilibrium":
+        try:
+            fast = _sqp(problem, newton, constraints, linearize, linear, roles, limits, settings, weight,
+                        x_cur, tolerance, info)
+        except (ValueError, ParameterError):
+            fast = None
+        if fast is not None:
+            return _sqp_answer(fast, constraints, actuators, effectors, x_free, frame, newton_report, info, times,
+                               size)
+        info.sqp_fallback = True
     while True:
         solution = solve_inverse_qp(linear.W, linear.dfree, roles, limits, settings.qp, linear.force, weight)
         info.linearizations += 1
@@ -323,6 +424,29 @@ def _linear_answer(problem, constraints, linear, roles, solution, x_free, frame,
     report.x_free, report.forces, report.inverse = x_free, forces, info
     _goal_reached(info, [c for c in constraints if getattr(c, "has_goal", False) and not c.enforced],
                   [c for c, _row in roles.actuators], solution, _body_size(problem.elasticity.rest_positions))
+    return x_new, report
+
+
+def _sqp_answer(fast, constraints, actuators, effectors, x_free, frame, newton_report, info, times, size):
+    """The frame's state and report when the SQP converged: every constraint stores its multipliers at x."""
+    x_new, linear, roles, solution = fast
+    system, force = linear.system, linear.force
+    forces = []
+    for constraint in constraints:
+        rows = system.rows_of(constraint)
+        constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x_new)
+        if rows is not None:
+            forces.append((constraint, force[rows].copy()))
+    actual = linear.dfree + linear.W @ force
+    for constraint, row in roles.actuators:
+        constraint.inverse_target = float(actual[row])
+    info.converged, info.active = True, [(c.name, key) for c, key in solution.active]
+    if solution.message:
+        info.message = f"inverse model: {solution.message}"
+    report = FrameReport(frame, True, info.message, newton=newton_report, n_constraint_rows=system.n_rows,
+                         times={**times, "inverse_qp": info.qp_time})
+    report.x_free, report.forces, report.inverse = x_free, forces, info
+    _goal_reached(info, effectors, actuators, solution, size)
     return x_new, report
 
 

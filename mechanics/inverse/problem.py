@@ -194,15 +194,18 @@ def solve_inverse_qp(W: np.ndarray, dfree: np.ndarray, roles: RowRoles, limits: 
             break
         visited.add(states.tobytes())
         pivots += 1
+        widened = None  # new states: the limits hold again unless these states need a widening too
     force = np.zeros(m)
     force[U] = solution.x
     delta = dfree + W @ force
     objective = merit(W, dfree, force, roles, params, weight)
     bounds = _active_limits(roles, limits, force, delta, states[len(roles.contacts):])
     messages = [] if pivots_ended else [f"the contact and slack pivots did not settle after {pivots} change(s)"]
-    if widened is not None and np.any(widened > 0.0):
-        names = [f"{c.name} by {w.max():.3g}" for (c, _row), w in zip(roles.actuators, widened) if w.max() > 0.0]
-        messages.append("the actuators' limits cannot all hold; widened: " + ", ".join(names))
+    if widened is not None:
+        beyond = _beyond_limits(roles, limits, delta, states[len(roles.contacts):])
+        if beyond:
+            messages.append("the actuators' limits cannot all hold; beyond them: " + ", ".join(
+                f"{name} by {amount:.3g}" for name, amount in beyond))
     return InverseSolution(force, delta, objective, pivots, bounds, qp_time, solution.backend, True,
                            "; ".join(messages), pivots_ended)
 
@@ -398,6 +401,20 @@ def _most_blocking(solution, conditions, tolerance: float, delta: np.ndarray) ->
         if dual > strength:
             best, strength = k, dual
     return best
+
+
+def _beyond_limits(roles, limits, delta, taut) -> list:
+    """``(actuator name, amount)`` of every actuator whose predicted value ``delta`` lies beyond its displacement
+    limits (a slack one: below its lower limit only) by more than 1e-9 of the limit's scale."""
+    beyond = []
+    for k, (constraint, row) in enumerate(roles.actuators):
+        limit = limits[constraint]
+        above = delta[row] - limit.delta_hi if taut[k] else -np.inf
+        amount = max(above, limit.delta_lo - delta[row])
+        if amount > 1e-9 * max(1.0, abs(limit.delta_lo) if np.isfinite(limit.delta_lo) else 1.0,
+                               abs(limit.delta_hi) if np.isfinite(limit.delta_hi) else 1.0):
+            beyond.append((constraint.name, float(amount)))
+    return beyond
 
 
 def _active_limits(roles, limits, force, delta, taut) -> list:

@@ -38,7 +38,7 @@ def _run_until_settled(scene: Scene, frames: int):
     for _ in range(frames):
         reports.append(scene.step())
         assert reports[-1].ok, reports[-1].message
-        if reports[-1].inverse.forward_frames == 0 and len(reports) > 1:
+        if reports[-1].inverse.linearizations == 1 and len(reports) > 1:  # one QP: the state stood
             break
     return reports
 
@@ -120,10 +120,10 @@ def test_finger_round_trip():
     assert outputs["cable.displacement"] == pytest.approx(8.0, rel=5e-3)
     assert outputs["tip.distance"] <= 1e-3 * FINGER_CABLE_LENGTH
     assert np.linalg.norm(np.array(_tip(inverse)) - goal) == pytest.approx(outputs["tip.distance"], rel=1e-12)
-    assert report.inverse.reached and report.inverse.forward_frames >= 1
-    # the next frame keeps the answer without a forward frame
+    assert report.inverse.reached and report.inverse.linearizations >= 2
+    # the next frame keeps the answer after one QP
     again = inverse.step()
-    assert again.converged and again.inverse.forward_frames == 0
+    assert again.converged and again.inverse.linearizations == 1
     assert inverse.outputs()["cable.displacement"] == pytest.approx(outputs["cable.displacement"], abs=1e-6)
 
 
@@ -297,7 +297,8 @@ def test_switching_inverse_off_gives_the_forward_answer_again():
 
 
 def test_linear_correction_is_softrobots_single_qp():
-    """correction = "linear": one QP about the free configuration and its linear correction, no forward frame."""
+    """correction = "linear": one QP about the free configuration and its linear correction, no forward frame and
+    no constrained Newton step."""
     forward = Scene.load(SCENES / "finger.toml")
     forward.set("body.finger.cable.cable.value", 4.0)
     forward.step()
