@@ -48,7 +48,7 @@ def _load(path: Path):
         return None
 
 
-def targets(scenes, scaling, render, gui=None) -> str:
+def targets(scenes, scaling, render, gui=None, inverse=None) -> str:
     """The issue-8 targets and issue 17's responsiveness targets as rows (target, measured, PASS/FAIL)."""
     rows = []
 
@@ -89,6 +89,11 @@ def targets(scenes, scaling, render, gui=None) -> str:
         note = f"{r['solved_fps']:.1f} solved / {r['drawn_fps']:.1f} drawn frames/s; slider dragged"
         add(f"GUI probe gap while {r['scene']} plays, p95", playing["p95"], 50.0, note=note)
         add(f"GUI probe gap while {r['scene']} plays, max", playing["max"], 150.0)
+    if inverse:
+        moving = inverse["frames"]["inverse, goal on a 10 mm circle"]
+        add("inverse trunk: one QP (8 cables, one effector)", inverse["qp_per_solve_ms"], 1.0,
+            note=f"a moving goal: {moving['qps_mean']:.1f} QPs, {moving['qp_median']:.2f} ms per frame of "
+                 f"{moving['median']:.1f} ms (issue 18)")
     return markdown_table(["target", "measured", "limit", "result", "note"], rows)
 
 
@@ -111,7 +116,9 @@ def main(argv=None) -> int:
         wall["meshes"] = run("bench_mesh_load.py", ["--repeat", "1" if args.quick else "2"])
         wall["gui"] = run("bench_gui.py", [*quick, "--json", str(tmp / "gui.json")])  # starts its own Xvfb
         wall["sweep"] = run("bench_sweep.py", [*quick])
-        scenes, scaling, render, gui = (_load(tmp / f"{n}.json") for n in ("scenes", "scaling", "render", "gui"))
+        wall["inverse"] = run("bench_inverse.py", [*quick, "--json", str(tmp / "inverse.json")])
+        scenes, scaling, render, gui, inverse = (_load(tmp / f"{n}.json")
+                                                 for n in ("scenes", "scaling", "render", "gui", "inverse"))
 
     info = versions()
     header = [
@@ -129,11 +136,11 @@ def main(argv=None) -> int:
         "",
         "## Targets (issue 8: static mode, solver converged, median frame; issue 17: the window while playing)",
         "",
-        targets(scenes, scaling, render, gui),
+        targets(scenes, scaling, render, gui, inverse),
         "",
     ]
     sections = []
-    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
+    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md", "RESULTS_inverse.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():
