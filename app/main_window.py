@@ -561,6 +561,16 @@ class MainWindow(QMainWindow):
         if frame.report is None:
             self.timing_label.setText(f"render {_ms(self.last_render_time)} ms")
             return
+        inverse = frame.report.inverse
+        if inverse is not None:
+            times = frame.report.times
+            forward = sum(v for k, v in times.items() if k not in ("free_solve", "inverse_linearization",
+                                                                    "inverse_qp"))
+            self.timing_label.setText(
+                f"ms: free solve {_ms(times.get('free_solve'))} | {inverse.linearizations} linearisation(s) "
+                f"{_ms(times.get('inverse_linearization'))} | QP {_ms(inverse.qp_time)} | forward frames "
+                f"{_ms(forward) if inverse.forward_frames else '-'} | render {_ms(self.last_render_time)}")
+            return
         t = phase_times(frame.report, self.last_render_time)
         self.timing_label.setText(
             f"ms: assembly {_ms(t['assembly'])} | factorization {_ms(t['factorization'])} | "

@@ -140,7 +140,8 @@ def main(argv=None) -> int:
         "",
     ]
     sections = []
-    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md", "RESULTS_inverse.md",
+    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
+                 "RESULTS_inverse.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():

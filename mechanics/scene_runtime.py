@@ -31,6 +31,8 @@ from softsim.mechanics.constraints import (
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
+from softsim.mechanics.inverse.frame import InverseSettings
+from softsim.mechanics.inverse.problem import InverseParameters
 from softsim.mechanics.linear_solvers import make_linear_solver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 from softsim.mechanics.mass import TetMass
@@ -46,19 +48,17 @@ from softsim.mechanics.scene.schema import (
     DragSpec,
     DynamicSpec,
     EffectorSpec,
+    InverseSpec,
     LinearSpec,
     MaterialRegionSpec,
     MaterialSpec,
-    InverseSpec,
     NewtonSpec,
-    SolverSpec,
     SceneSettings,
+    SolverSpec,
     declarations,
     declared_values,
 )
 from softsim.mechanics.scene_checks import check_scene
-from softsim.mechanics.inverse.frame import InverseSettings
-from softsim.mechanics.inverse.problem import InverseParameters
 from softsim.mechanics.simulation import Simulation
 
 from softsim import meshes

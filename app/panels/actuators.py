@@ -453,8 +453,9 @@ class ActuatorsPanel(QWidget):
             for body in spec.bodies:
                 for effector in body.effectors:
                     if effector.effectorGoal is None and frame is not None:
+                        suffixes = [""] if effector.n_points == 1 else [str(i) for i in range(effector.n_points)]
                         points = [[frame.outputs.get(f"{effector.name}.{axis}{suffix}", 0.0) for axis in "xyz"]
-                                  for suffix in ([""] if effector.n_points == 1 else map(str, range(effector.n_points)))]
+                                  for suffix in suffixes]
                         error = error or self.session.set_parameter(
                             f"body.{body.name}.effector.{effector.name}.effectorGoal", points)
         if spec.solver.inverse is None:

@@ -351,5 +351,10 @@ def _summary(frame, *, short: bool = False) -> str:
     if constraint is not None:
         state = "converged" if constraint.converged else "not converged"
         parts.append(f"constraints {constraint.currentIterations} it, error {constraint.currentError:.3g}, {state}")
+    inverse = report.inverse
+    if inverse is not None:
+        state = "converged" if inverse.converged else "not converged"
+        parts.append(f"inverse {inverse.linearizations} QP(s), goal {inverse.goal_distance:.3g} away, {state}"
+                     + (f" ({inverse.message})" if inverse.message and not short else ""))
     parts.append(f"{1e3 * sum(report.times.values()):.1f} ms")
     return " | ".join(parts)

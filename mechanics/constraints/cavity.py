@@ -34,12 +34,12 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 from softsim.mechanics.constraints.base import (
-    InverseLimits,
-    inverse_range,
     Constraint,
+    InverseLimits,
     PointSet,
     check_order,
     check_positions,
+    inverse_range,
     or_inf,
     short_of,
 )

@@ -71,8 +71,8 @@ class RowRoles:
     """What each row of a linearisation is to the QP.
 
     actuators: ``(constraint, row)`` per actuator; effectors: effector rows (e,); equalities: rows with an
-    EQUALITY law (q,) and their targets (q,); contacts: ``(first row, rows, mu, target)`` per contact block; ``unknowns`` (u,): the
-    rows of lambda_U in QP order (actuators, then equalities, then contacts).
+    EQUALITY law (q,) and their targets (q,); contacts: ``(first row, rows, mu, target)`` per contact block;
+    ``unknowns`` (u,): the rows of lambda_U in QP order (actuators, then equalities, then contacts).
     """
 
     actuators: list = field(default_factory=list)
@@ -150,7 +150,7 @@ def solve_inverse_qp(W: np.ndarray, dfree: np.ndarray, roles: RowRoles, limits: 
     started = time.perf_counter()
     m = dfree.size
     U, E = roles.unknowns, roles.effectors
-    n_act, n_eq = len(roles.actuators), roles.equalities.size
+    n_act = len(roles.actuators)
     start = np.zeros(m) if start_force is None or start_force.size != m else start_force
     if weight is None:
         weight = energy_weight(W, roles, params)

@@ -15,3 +15,4 @@ shot gripper 3 gripper.png
 shot balloon 8 balloon.png --camera front --set body.balloon.cavity.cavity.value=500
 shot beam 2 beam.png
 shot gripper_object 40 gripper_object.png
+shot trunk_inverse 5 trunk_inverse.png --camera iso
