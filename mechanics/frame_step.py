@@ -295,19 +295,10 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     """
     if correction not in CORRECTIONS:
         raise ParameterError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
-    times: dict[str, float] = {}
-    started = time.perf_counter()
-    newton_report = newton.solve(problem, x if free_start is None else free_start)
-    newton_time = time.perf_counter() - started
-    times["assembly"] = newton_report.assembly_time + newton_report.residual_time
-    times["factorization"] = newton_report.factorization_time
-    times["newton_solve"] = max(0.0, newton_time - times["assembly"] - times["factorization"])
-    if newton_report.diverged or not np.all(np.isfinite(newton_report.x)):
-        return None, FrameReport(frame, False, f"Newton solve diverged: {newton_report.reason}",
-                                 newton=newton_report, times=times)
+    newton_report, times, failed = free_configuration(problem, newton, constraints, x, free_start, frame)
+    if failed is not None:
+        return None, failed
     x_free = newton_report.x
-    for constraint in constraints:
-        constraint.update(x_free)
     enforced = [c for c in constraints if c.enforced and c.active]
     system, constraint_report, projection_report, x_new, equilibrium = None, None, None, x_free, None
     started = time.perf_counter()
@@ -391,6 +382,25 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     report.projection_forces = projection_forces
     report.signature = signature
     return x_new, report
+
+
+def free_configuration(problem, newton, constraints, x: np.ndarray, free_start: np.ndarray | None, frame: int):
+    """Step I: the Newton solve with no constraint force from ``free_start`` (default ``x``), then every
+    constraint's active set at the free configuration (``update``). Returns ``(newton report, times by phase,
+    None)``, or the failed frame's report in place of None when Newton diverged."""
+    times: dict[str, float] = {}
+    started = time.perf_counter()
+    newton_report = newton.solve(problem, x if free_start is None else free_start)
+    newton_time = time.perf_counter() - started
+    times["assembly"] = newton_report.assembly_time + newton_report.residual_time
+    times["factorization"] = newton_report.factorization_time
+    times["newton_solve"] = max(0.0, newton_time - times["assembly"] - times["factorization"])
+    if newton_report.diverged or not np.all(np.isfinite(newton_report.x)):
+        return newton_report, times, FrameReport(frame, False, f"Newton solve diverged: {newton_report.reason}",
+                                                 newton=newton_report, times=times)
+    for constraint in constraints:
+        constraint.update(newton_report.x)
+    return newton_report, times, None
 
 
 def _signature(system: ConstraintSystem) -> tuple:

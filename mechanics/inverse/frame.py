@@ -45,6 +45,7 @@ from softsim.mechanics.frame_step import (
     build_constraint_system,
     check_state,
     compliance_in_constraint_space,
+    free_configuration,
     solve_frame,
 )
 from softsim.mechanics.inverse.problem import (
@@ -243,21 +244,17 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         effector.begin_frame(x)
     limits = {c: c.inverse_limits(*c.inverse_state) for c in actuators}
     info = InverseReport()
-    started = time.perf_counter()
-    newton_report = newton.solve(problem, x if free_start is None else free_start)
-    free_solve = time.perf_counter() - started
-    if newton_report.diverged or not np.all(np.isfinite(newton_report.x)):
-        return None, FrameReport(frame, False, f"Newton solve diverged: {newton_report.reason}",
-                                 newton=newton_report, inverse=info)
+    newton_report, free_times, failed = free_configuration(problem, newton, constraints, x, free_start, frame)
+    if failed is not None:
+        failed.inverse = info
+        return None, failed
     x_free = newton_report.x
-    for constraint in constraints:
-        constraint.update(x_free)
     rows = [c for c in constraints if c.enforced and c.active] + effectors
     size = _body_size(problem.elasticity.rest_positions)
     tolerance = settings.linearization_tolerance * size
     on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
     x_cur, report = (x, None)
-    times: dict[str, float] = {"free_solve": free_solve}
+    times: dict[str, float] = {"free_solve": sum(free_times.values())}
 
     def linearize(x_at, pairs, refactorize=True):
         begun = time.perf_counter()
