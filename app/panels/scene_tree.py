@@ -73,6 +73,9 @@ def scene_components(spec) -> list[Component]:
                Component(f"Constraint solver: {solver.constraint.type}", "solver.constraint")]
     if spec.scene.mode == "dynamic":
         solvers.append(Component("Dynamics", "solver.dynamic"))
+    if solver.inverse is not None:
+        state = "on" if solver.inverse.active else "off"
+        solvers.append(Component(f"Inverse model: {solver.inverse.type} ({state})", "solver.inverse"))
     tree.append(Component("Solvers", children=tuple(solvers)))
     tree.append(Component(f"Scene ({spec.scene.mode}, {spec.scene.units})", "scene"))
     tree.append(Component("Mouse drag", "drag"))
