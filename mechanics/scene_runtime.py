@@ -22,6 +22,8 @@ from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_
 from softsim.mechanics.constraints import (
     OBSTACLE_CLASSES,
     BilateralAttachment,
+    BodyContactConstraint,
+    ContactSurface,
     CableConstraint,
     ContactConstraint,
     DragConstraint,
@@ -296,6 +298,8 @@ class Scene:
                 surface_nodes, obstacles, contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
                 friction=[o.friction for o in spec.obstacles], n_nodes=model.n_nodes, name="contact"))
+        if spec.collision is not None:
+            constraints.append(self._body_contacts(checked, offsets, model.n_nodes))
         newton = StaticNewtonSolver(linear_solver=_linear_solver(spec.solver.linear),
                                     **_newton_parameters(spec.solver.newton))
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
@@ -307,6 +311,32 @@ class Scene:
                                      correction=spec.solver.newton.correction, name=name,
                                      dynamic_solver=dynamic_solver, mode=spec.scene.mode,
                                      inverse=inverse_settings(spec.solver.inverse))
+
+    def _body_contacts(self, checked, offsets, n_nodes: int) -> BodyContactConstraint:
+        """The ``[collision]`` contacts: each colliding body's outward surface and free surface nodes on the
+        model's DOFs, every pair of them (and each with itself with selfCollision), the pairs' friction."""
+        spec, collision = self.spec, self.spec.collision
+        names = [body.name for body in spec.bodies]
+        chosen = [names.index(name) for name in collision.bodies] if collision.bodies else list(range(len(names)))
+        surfaces = []
+        for index in chosen:
+            _body, _points, _fixed, _constraints, free_surface = checked[index]
+            offset = int(offsets[index])
+            surfaces.append(ContactSurface(names[index], self.meshes[index].surface_triangles() + offset,
+                                           free_surface + offset))
+        friction = {frozenset((p.bodyA, p.bodyB)): p.friction for p in collision.pairs}
+        pairs = [(i, j, friction.get(frozenset((names[a], names[b])), collision.friction))
+                 for i, a in enumerate(chosen) for j, b in enumerate(chosen)
+                 if i < j or (i == j and collision.selfCollision)]
+        diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
+        alarm = collision.alarmDistance
+        if alarm is None:
+            alarm = max(2.0 * collision.contactDistance, ALARM_FRACTION * diagonal)
+        if alarm < collision.contactDistance:
+            raise _error(spec, "collision.alarmDistance",
+                         f"{alarm:g} is below contactDistance {collision.contactDistance:g}")
+        return BodyContactConstraint(surfaces, pairs, contactDistance=collision.contactDistance,
+                                     alarmDistance=alarm, n_nodes=n_nodes, name="collision")
 
     def _attachments(self, offsets) -> list:
         """One BilateralAttachment per ``[[attachment]]`` over the concatenated DOFs (rest offsets kept)."""

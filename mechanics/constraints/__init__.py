@@ -2,6 +2,7 @@
 
 from softsim.mechanics.constraints.attachment import BilateralAttachment
 from softsim.mechanics.constraints.base import Constraint, PointSet
+from softsim.mechanics.constraints.body_contact import BodyContactConstraint, ContactSurface
 from softsim.mechanics.constraints.cable import CableConstraint, cable_length_and_gradient
 from softsim.mechanics.constraints.cavity import SurfacePressureConstraint, surface_volume, surface_volume_gradient
 from softsim.mechanics.constraints.contact import (
@@ -18,6 +19,8 @@ from softsim.mechanics.constraints.drag import DragConstraint
 from softsim.mechanics.constraints.effector import PositionEffector
 
 __all__ = [
+    "BodyContactConstraint",
+    "ContactSurface",
     "OBSTACLE_CLASSES",
     "BilateralAttachment",
     "BoxObstacle",

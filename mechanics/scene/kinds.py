@@ -336,6 +336,28 @@ class IndexList(Kind):
         return list(value)
 
 
+class NameList(Kind):
+    """A non-empty list of names (each a :class:`Name`), without repeats."""
+
+    description = "a list of names"
+
+    def convert(self, raw: Any) -> tuple[str, ...]:
+        if not isinstance(raw, list | tuple) or not raw:
+            raise Invalid(f"expected a non-empty list of names, got {show(raw)}")
+        names = []
+        for i, item in enumerate(raw):
+            try:
+                names.append(Name().convert(item))
+            except Invalid as error:
+                raise Invalid(f"item {i}: {error}") from None
+        if len(set(names)) != len(names):
+            raise Invalid(f"{show(raw)} names one item twice")
+        return tuple(names)
+
+    def to_toml(self, value: Any) -> Any:
+        return list(value)
+
+
 class Flags(Kind):
     """``n`` integers each 0 or 1 (SoftRobots ``useDirections``)."""
 

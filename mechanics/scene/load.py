@@ -324,6 +324,7 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
         for key, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
             actuators += [(f"body[{i}].{key}[{j}]", item.name) for j, item in enumerate(items)]
     _unique(actuators, "actuator/effector", ctx)
+    _check_collision(obj, ctx)
     inverse = obj.solver.inverse
     if inverse is not None and inverse.active and obj.scene.mode == "dynamic":
         ctx.error("solver.inverse", "the inverse model runs in static mode; set scene.mode = \"static\" or "
@@ -338,6 +339,29 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
             ctx.error(f"body[{i}].material", "scene.mode = \"dynamic\" needs totalMass or massDensity")
         elif massless and gravity:
             ctx.warn(f"body[{i}].material", "no totalMass or massDensity: gravity has no effect on this body")
+
+
+def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
+    """The collision table names existing bodies, and each pair once."""
+    collision = obj.collision
+    if collision is None:
+        return
+    names = [b.name for b in obj.bodies]
+    for i, name in enumerate(collision.bodies or ()):
+        if name not in names:
+            ctx.error(f"collision.bodies[{i}]", f"no body named {show(name)} (bodies: {', '.join(names) or 'none'})")
+    seen = set()
+    for i, pair in enumerate(collision.pairs):
+        for key in ("bodyA", "bodyB"):
+            if getattr(pair, key) not in names:
+                ctx.error(f"collision.pair[{i}].{key}", f"no body named {show(getattr(pair, key))} "
+                                                         f"(bodies: {', '.join(names) or 'none'})")
+        key = frozenset((pair.bodyA, pair.bodyB))
+        if key in seen:
+            ctx.error(f"collision.pair[{i}]", f"the pair {pair.bodyA} - {pair.bodyB} is given twice")
+        seen.add(key)
+        if pair.bodyA == pair.bodyB and not collision.selfCollision:
+            ctx.error(f"collision.pair[{i}]", f"a pair of {pair.bodyA} with itself needs selfCollision = true")
 
 
 _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {

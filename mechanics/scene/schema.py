@@ -31,6 +31,7 @@ from softsim.mechanics.scene.kinds import (
     Invalid,
     Kind,
     Name,
+    NameList,
     Real,
     Text,
     Vector,
@@ -64,6 +65,8 @@ __all__ = [
     "DragSpec",
     "SceneSpec",
     "AttachmentSpec",
+    "CollisionSpec",
+    "CollisionPairSpec",
     "MODELS",
     "EXCLUSIVE_KEYS",
     "schema_fields",
@@ -663,6 +666,32 @@ class AttachmentSpec:
 
 
 @dataclass(kw_only=True)
+class CollisionPairSpec:
+    """``[[collision.pair]]``: the friction of one pair of bodies (overrides ``collision.friction``)."""
+
+    bodyA: str = _key(Name(), help="Name of the first body.")
+    bodyB: str = _key(Name(), help="Name of the second body.")
+    friction: float = _key(_NON_NEGATIVE, help="Coulomb friction coefficient mu of this pair.")
+
+
+@dataclass(kw_only=True)
+class CollisionSpec:
+    """``[collision]``: contact between bodies (SOFA's collision pipeline: a broad phase over the surface
+    triangles, point-triangle proximity within ``alarmDistance``, frictional contact rows keeping
+    ``contactDistance``). Obstacles are not part of it: they always touch every body."""
+
+    alarmDistance: float | None = _key(_POSITIVE, None, unit="length",
+                                       help="Pairs closer than this are contact candidates; unset: 5 % of the "
+                                            "smallest body's size, at least 2 contactDistance.")
+    contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap the contact keeps.")
+    friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu of every pair.")
+    selfCollision: bool = _key(Flag(), False, help="A body's surface also touches itself.")
+    bodies: tuple[str, ...] | None = _key(NameList(), None, help="The bodies that collide; unset: all of them.")
+    pairs: list[CollisionPairSpec] = _key(TableList(CollisionPairSpec), factory=list, toml="pair",
+                                          help="Per-pair friction.")
+
+
+@dataclass(kw_only=True)
 class SceneSpec:
     """A validated scene. ``source`` is the file it was read from (``"<string>"`` otherwise), ``base_dir``
     the directory relative paths were resolved against, ``warnings`` what is allowed but probably unintended,
@@ -674,6 +703,7 @@ class SceneSpec:
                                          help="Static rigid obstacles.")
     attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment",
                                              help="Glue between bodies.")
+    collision: CollisionSpec | None = _key(Table(CollisionSpec), None, help="Contact between bodies.")
     solver: SolverSpec = _key(Table(SolverSpec), factory=SolverSpec, help="Solver settings.")
     drag: DragSpec = _key(Table(DragSpec), factory=DragSpec, help="Mouse drag.")
     source: str = field(default="<string>", compare=False)

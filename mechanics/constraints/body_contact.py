@@ -1,0 +1,346 @@
+"""Contact between deformable bodies: SOFA's collision pipeline (broad phase, point-triangle proximity within
+``alarmDistance``, frictional contact rows keeping ``contactDistance``) on the model's concatenated DOFs.
+
+Detection (:meth:`BodyContactConstraint.update`, at the free configuration as SOFA does after the free motion):
+
+- **broad phase**: per colliding pair of bodies (A, B), a k-d tree of A's surface nodes against a k-d tree of
+  B's triangle centroids (``scipy.spatial.cKDTree.sparse_distance_matrix``): a node and a triangle are
+  candidates when the node lies within ``alarmDistance`` plus the triangle's radius of its centroid, so only
+  nearby pairs are examined, never all of them; then the same with A and B swapped;
+- **narrow phase** (numba): the closest point q of each candidate triangle to the node p (Ericson's
+  region test), its barycentric weights w, the distance |p - q| and the normal: the triangle's outward normal
+  when q lies inside the triangle, else (p - q) / |p - q| signed by that normal. Each node keeps its nearest
+  triangle of each other body; it is a contact when that distance, at the free configuration or at the last
+  corrected positions (:meth:`remember`), is below ``alarmDistance``.
+
+Rows (SOFA's ``BaseContactLagrangianConstraint`` with the triangle as object 1 and the node as object 2): the
+normal row is ``+n`` on the node and ``-w_i n`` on the triangle's nodes, ``dfree_n = (p_free - q_free).n -
+contactDistance`` with q = sum w_i x_i; with friction two more rows along SOFA's tangent frame measure the
+relative tangential motion since the last frame. The rows of one contact sum to zero over the nodes: contact
+forces are internal, the total momentum is kept. Resolutions: BOUNDED(0, [0, inf)) without friction,
+FRICTION(mu) with it, as for the obstacles.
+
+Where softsim departs from SOFA: only point-triangle proximity (no edge-edge pairs; surfaces that cross with
+every node outside the other body are not detected), and self-collision ignores the triangles around the node
+(its one-ring and theirs).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from scipy.spatial import cKDTree
+from softsim.mechanics.constraints.base import Constraint, check_positions
+from softsim.mechanics.constraints.contact import friction_frames
+from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BodyContactConstraint", "ContactSurface", "closest_points_on_triangles"]
+
+
+@dataclass
+class ContactSurface:
+    """One body's surface on the model's DOFs: ``triangles (t, 3)`` global node ids, outward oriented;
+    ``nodes (k,)`` the surface nodes that can touch (free ones); ``name`` the body's."""
+
+    name: str
+    triangles: np.ndarray
+    nodes: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _closest_points(x, points, triangles, pair_point, pair_triangle, distance, weights, normal, gap):
+    """For each candidate (node pair_point[k], triangle pair_triangle[k]) at positions x: the distance of the
+    node to the triangle, the closest point's barycentric weights (k, 3), the contact normal (k, 3) and the
+    signed gap (distance along the normal; negative inside). Ericson, Real-Time Collision Detection, 5.1.5."""
+    for k in range(pair_point.shape[0]):
+        p = x[points[pair_point[k]]]
+        ia, ib, ic = triangles[pair_triangle[k], 0], triangles[pair_triangle[k], 1], triangles[pair_triangle[k], 2]
+        a, b, c = x[ia], x[ib], x[ic]
+        ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+        ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+        ap0, ap1, ap2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+        n0, n1, n2 = ab1 * ac2 - ab2 * ac1, ab2 * ac0 - ab0 * ac2, ab0 * ac1 - ab1 * ac0
+        area = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        if area > 0.0:
+            n0, n1, n2 = n0 / area, n1 / area, n2 / area
+        d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+        d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+        bp0, bp1, bp2 = p[0] - b[0], p[1] - b[1], p[2] - b[2]
+        d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+        d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+        cp0, cp1, cp2 = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+        d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+        d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+        va = d3 * d6 - d5 * d4
+        vb = d5 * d2 - d1 * d6
+        vc = d1 * d4 - d3 * d2
+        inside = False
+        if d1 <= 0.0 and d2 <= 0.0:
+            u, v, w = 1.0, 0.0, 0.0
+        elif d3 >= 0.0 and d4 <= d3:
+            u, v, w = 0.0, 1.0, 0.0
+        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+            t = d1 / (d1 - d3)
+            u, v, w = 1.0 - t, t, 0.0
+        elif d6 >= 0.0 and d5 <= d6:
+            u, v, w = 0.0, 0.0, 1.0
+        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+            t = d2 / (d2 - d6)
+            u, v, w = 1.0 - t, 0.0, t
+        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+            t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+            u, v, w = 0.0, 1.0 - t, t
+        else:
+            denominator = 1.0 / (va + vb + vc)
+            v = vb * denominator
+            w = vc * denominator
+            u = 1.0 - v - w
+            inside = True
+        q0 = u * a[0] + v * b[0] + w * c[0]
+        q1 = u * a[1] + v * b[1] + w * c[1]
+        q2 = u * a[2] + v * b[2] + w * c[2]
+        e0, e1, e2 = p[0] - q0, p[1] - q1, p[2] - q2
+        length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        side = e0 * n0 + e1 * n1 + e2 * n2
+        distance[k] = length
+        weights[k, 0], weights[k, 1], weights[k, 2] = u, v, w
+        if inside or length <= 1e-12 * (area + 1e-300) ** 0.5:
+            normal[k, 0], normal[k, 1], normal[k, 2] = n0, n1, n2
+            gap[k] = side
+        else:
+            sign = 1.0 if side >= 0.0 else -1.0
+            normal[k, 0], normal[k, 1], normal[k, 2] = sign * e0 / length, sign * e1 / length, sign * e2 / length
+            gap[k] = sign * length
+
+
+def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np.ndarray, pair_point: np.ndarray,
+                                pair_triangle: np.ndarray):
+    """The narrow phase for candidate pairs: ``(distance (k,), weights (k, 3), normal (k, 3), gap (k,))`` of the
+    nodes ``points[pair_point]`` to the triangles ``triangles[pair_triangle]`` at positions ``x (n, 3)``."""
+    k = pair_point.size
+    distance, gap = np.empty(k), np.empty(k)
+    weights, normal = np.empty((k, 3)), np.empty((k, 3))
+    if k:
+        _closest_points(np.ascontiguousarray(x, dtype=np.float64), points.astype(np.int64),
+                        np.ascontiguousarray(triangles, dtype=np.int64), pair_point.astype(np.int64),
+                        pair_triangle.astype(np.int64), distance, weights, normal, gap)
+    return distance, weights, normal, gap
+
+
+class BodyContactConstraint(Constraint):
+    """Frictional contacts between the surfaces of several bodies on the model's concatenated DOFs.
+
+    Args:
+        surfaces: one :class:`ContactSurface` per body.
+        pairs: ``(a, b, mu)`` per colliding pair of surface indices (a == b: self-collision).
+        contactDistance: the gap kept (>= 0); alarmDistance: the detection distance (>= contactDistance).
+        n_nodes: the model's node count.
+
+    After :meth:`update`: ``contact_nodes (c,)``, ``contact_triangles (c, 3)`` (node ids), ``weights (c, 3)``,
+    ``normals``, ``tangents``, ``bitangents`` (c, 3), ``gaps (c,)``, ``mu (c,)``. After :meth:`store`:
+    ``contact_points`` and ``contact_forces`` (c, 3) (the force on each contact's node).
+    """
+
+    measures_motion = True
+
+    def __init__(self, surfaces: list[ContactSurface], pairs: list[tuple[int, int, float]], *,
+                 contactDistance: float = 0.0, alarmDistance: float | None = None, n_nodes: int,
+                 name: str = "collision") -> None:
+        super().__init__(name)
+        self.surfaces = surfaces
+        self.pairs = [(int(a), int(b), float(mu)) for a, b, mu in pairs]
+        for a, b, mu in self.pairs:
+            if not (0 <= a < len(surfaces) and 0 <= b < len(surfaces)) or mu < 0.0:
+                raise ParameterError(f"{name}: a pair needs two surface indices and mu >= 0, got {(a, b, mu)}")
+        self.contactDistance = float(contactDistance)
+        self.alarmDistance = 2.0 * self.contactDistance if alarmDistance is None else float(alarmDistance)
+        if self.contactDistance < 0.0 or self.alarmDistance < self.contactDistance or self.alarmDistance <= 0.0:
+            raise ParameterError(f"{name}: need 0 <= contactDistance <= alarmDistance and alarmDistance > 0, got "
+                                 f"{self.contactDistance} and {self.alarmDistance}")
+        self.n_nodes = int(n_nodes)
+        self._rings = {a: _ring_triangles(surfaces[a].triangles) for a, b, _mu in self.pairs if a == b}
+        self.last_positions: np.ndarray | None = None
+        self._clear()
+        self.contact_points = np.zeros((0, 3))
+        self.contact_forces = np.zeros((0, 3))
+        self._outputs = {"contacts": 0.0, "normalForce": 0.0}
+
+    def _clear(self) -> None:
+        self.contact_nodes = np.zeros(0, dtype=np.int64)
+        self.contact_triangles = np.zeros((0, 3), dtype=np.int64)
+        self.weights = np.zeros((0, 3))
+        self.normals = self.tangents = self.bitangents = np.zeros((0, 3))
+        self.gaps = np.zeros(0)
+        self.mu = np.zeros(0)
+        self._rows_per_contact = np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------ detection
+    def _candidates(self, x: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Broad phase: (node index into surface a's nodes, triangle index into surface b's) pairs."""
+        nodes, triangles = self.surfaces[a].nodes, self.surfaces[b].triangles
+        if nodes.size == 0 or triangles.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        corners = x[triangles]  # (t, 3, 3)
+        centroids = corners.mean(axis=1)
+        radius = float(np.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2)).max())
+        near = cKDTree(x[nodes]).sparse_distance_matrix(cKDTree(centroids), radius + self.alarmDistance,
+                                                        output_type="ndarray")
+        return near["i"].astype(np.int64), near["j"].astype(np.int64)
+
+    def _detect(self, x: np.ndarray, last: np.ndarray | None):
+        """Per pair and direction, each node's nearest triangle of the other surface within alarmDistance (at
+        ``x`` or at ``last``), with its geometry at ``x``."""
+        found = []
+        for a, b, mu in self.pairs:
+            for first, second in ((a, b), (b, a)) if a != b else ((a, a),):
+                point, triangle = self._candidates(x, first, second)
+                if last is not None:
+                    old_point, old_triangle = self._candidates(last, first, second)
+                    keys = np.unique(np.concatenate([point, old_point]) * (1 << 32)
+                                     + np.concatenate([triangle, old_triangle]))
+                    point, triangle = keys >> 32, keys & ((1 << 32) - 1)
+                nodes, triangles = self.surfaces[first].nodes, self.surfaces[second].triangles
+                if first == second and point.size:  # self-collision: not the triangles around the node
+                    ring = self._rings[first]
+                    keep = np.array([t not in ring.get(int(nodes[p]), ()) for p, t in zip(point, triangle)],
+                                    dtype=bool)
+                    point, triangle = point[keep], triangle[keep]
+                distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
+                reach = distance
+                if last is not None:
+                    reach = np.minimum(distance, closest_points_on_triangles(last, nodes, triangles, point,
+                                                                             triangle)[0])
+                close = reach < self.alarmDistance
+                point, triangle, distance = point[close], triangle[close], distance[close]
+                weights, normal, gap = weights[close], normal[close], gap[close]
+                # each node: its nearest triangle of this surface
+                order = np.lexsort((distance, point))
+                first_of_node = order[np.r_[True, point[order][1:] != point[order][:-1]]] if order.size else order
+                found.append((nodes[point[first_of_node]], triangles[triangle[first_of_node]],
+                              weights[first_of_node], normal[first_of_node], gap[first_of_node],
+                              np.full(first_of_node.size, mu)))
+        return found
+
+    def update(self, x_free: np.ndarray) -> None:
+        """Rebuild the contact set at ``x_free`` (n, 3) (and at the last corrected positions, see
+        :meth:`remember`)."""
+        x_free = check_positions(self.name, x_free, self.n_nodes)
+        self._clear()
+        if not self.active or not self.pairs:
+            return
+        last = self.last_positions if self.last_positions is not None and \
+            self.last_positions.shape == x_free.shape else None
+        found = [f for f in self._detect(x_free, last) if f[0].size]
+        if not found:
+            return
+        self.contact_nodes, self.contact_triangles, self.weights, self.normals, self.gaps, self.mu = (
+            np.concatenate(parts) for parts in zip(*found))
+        self.tangents, self.bitangents = friction_frames(self.normals)
+        self._rows_per_contact = np.where(self.mu > 0.0, 3, 1)
+        logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
+
+    def remember(self, x: np.ndarray | None) -> None:
+        """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
+        self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
+
+    def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
+        """Number of surface nodes closer than contactDistance - tolerance to another body's surface at ``x``
+        that have no contact row this frame (the frame step then detects again and projects again)."""
+        if not self.active or not self.pairs:
+            return 0
+        x = check_positions(self.name, x, self.n_nodes)
+        have = set(self.contact_nodes.tolist())
+        missed = 0
+        for nodes, _triangles, _weights, _normal, gap, _mu in self._detect(x, None):
+            missed += int(sum(1 for node, g in zip(nodes, gap) if g < self.contactDistance - tolerance
+                              and int(node) not in have))
+        return missed
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.contact_nodes.size)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self._rows_per_contact.sum())
+
+    # ------------------------------------------------------------------ protocol
+    def _row_directions(self) -> np.ndarray:
+        directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        return directions[keep], np.nonzero(keep)[0]
+
+    def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """Per row: ``+d`` on the node, ``-w_i d`` on the triangle's nodes (d = n, t or s), ``(n_rows, 3n)``."""
+        directions, contact = self._row_directions()
+        n_rows = directions.shape[0]
+        nodes = np.column_stack([self.contact_nodes, self.contact_triangles])[contact]  # (r, 4)
+        factors = np.column_stack([np.ones(self.n_contacts), -self.weights])[contact]  # (r, 4)
+        values = factors[:, :, None] * directions[:, None, :]  # (r, 4, 3)
+        cols = 3 * nodes[:, :, None] + np.arange(3)[None, None, :]
+        rows = np.repeat(np.arange(n_rows), 12)
+        return sp.csr_matrix((values.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * self.n_nodes))
+
+    def _relative(self, x: np.ndarray) -> np.ndarray:
+        """p - q per contact (c, 3) at positions x."""
+        q = np.einsum("ck,ckd->cd", self.weights, x[self.contact_triangles])
+        return x[self.contact_nodes] - q
+
+    def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
+        """Normal rows: ``(p - q).n - contactDistance`` at ``x_free``; tangential rows: the relative tangential
+        motion from ``x``."""
+        x = check_positions(self.name, x, self.n_nodes)
+        x_free = check_positions(self.name, x_free, self.n_nodes)
+        if self.n_contacts == 0:
+            return np.zeros(0)
+        relative = self._relative(x_free)
+        motion = relative - self._relative(x)
+        per_contact = np.column_stack([np.einsum("ij,ij->i", relative, self.normals) - self.contactDistance,
+                                       np.einsum("ij,ij->i", self.tangents, motion),
+                                       np.einsum("ij,ij->i", self.bitangents, motion)])
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        return per_contact[keep]
+
+    def blocks(self, x: np.ndarray) -> Blocks:
+        size = self._rows_per_contact
+        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
+        return Blocks(start, size, np.where(size == 3, FRICTION, BOUNDED), 0.0, 0.0, np.inf, self.mu)
+
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        self.remember(x_new)
+        force = np.asarray(force, dtype=np.float64).reshape(-1)
+        if force.size != self.n_rows:
+            raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
+        x_new = check_positions(self.name, x_new, self.n_nodes)
+        per_contact = np.zeros((self.n_contacts, 3))
+        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        per_contact[keep] = force
+        self.contact_points = x_new[self.contact_nodes].copy()
+        self.contact_forces = (per_contact[:, :1] * self.normals + per_contact[:, 1:2] * self.tangents
+                               + per_contact[:, 2:3] * self.bitangents)
+        self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
+
+    @property
+    def outputs(self) -> dict[str, float]:
+        return dict(self._outputs)
+
+
+def _ring_triangles(triangles: np.ndarray) -> dict[int, set]:
+    """Per node: the triangles around it and around its neighbours (the ones a node's own surface may not
+    count as contacts)."""
+    around: dict[int, set] = {}
+    for t, triangle in enumerate(triangles.tolist()):
+        for node in triangle:
+            around.setdefault(node, set()).add(t)
+    neighbours: dict[int, set] = {}
+    for triangle in triangles.tolist():
+        for node in triangle:
+            neighbours.setdefault(node, set()).update(triangle)
+    return {node: set().union(*(around[m] for m in neighbours[node])) for node in around}

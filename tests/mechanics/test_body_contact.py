@@ -1,0 +1,257 @@
+"""Contact between bodies: the narrow phase against dense sampling, the broad phase against all pairs, and the
+physics: rest heights, momentum, friction against a hand calculation, no penetration (point in tetrahedron)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from softsim.mechanics.constraints.body_contact import BodyContactConstraint, ContactSurface, \
+    closest_points_on_triangles
+from softsim.mechanics.scene import SceneError
+from softsim.mechanics.scene_runtime import Scene
+
+MESHES = Path(__file__).resolve().parents[2] / "resources" / "meshes"
+CUBE = (MESHES / "cube.vtu").as_posix()  # a 20 mm cube, [0, 20]^3, 1296 tets
+
+
+def _scene(tmp_path: Path, text: str) -> Scene:
+    path = tmp_path / "scene.toml"
+    path.write_text(text)
+    return Scene.load(path)
+
+
+def _body(name: str, translation, *, young=100.0, fixed: str = "", scale=1.0) -> str:
+    return f"""
+[[body]]
+name = "{name}"
+mesh = "{CUBE}"
+translation = {list(translation)}
+scale = {scale}
+  [body.material]
+  youngModulus = {young}
+  poissonRatio = 0.3
+  massDensity = 1e-6
+{fixed}
+"""
+
+
+HEADER = """
+[scene]
+units = "mm-kg-s"
+mode = "dynamic"
+dt = 0.01
+gravity = {gravity}
+"""
+
+
+# ------------------------------------------------------------------------------------------ detection
+def test_closest_points_match_dense_sampling_of_each_triangle():
+    """200 random points against random triangles: the distance, the closest point (from the weights) and the
+    signed gap agree with the nearest of 80 000 samples of the triangle (within the sampling's spacing)."""
+    rng = np.random.default_rng(3)
+    corners = rng.normal(size=(200, 3, 3))
+    points = rng.normal(size=(200, 3)) * 1.5
+    x = np.concatenate([points, corners.reshape(-1, 3)])
+    triangles = 200 + np.arange(600).reshape(200, 3)
+    distance, weights, normal, gap = closest_points_on_triangles(x, np.arange(200), triangles, np.arange(200),
+                                                                 np.arange(200))
+    u, v = np.meshgrid(np.linspace(0, 1, 400), np.linspace(0, 1, 400))
+    inside = u + v <= 1.0
+    u, v = u[inside], v[inside]
+    for k in range(200):
+        a, b, c = corners[k]
+        samples = a + u[:, None] * (b - a) + v[:, None] * (c - a)
+        nearest = np.linalg.norm(samples - points[k], axis=1).min()
+        spacing = 2.0 * max(np.linalg.norm(b - a), np.linalg.norm(c - a)) / 400
+        assert nearest - spacing <= distance[k] <= nearest + 1e-12
+        q = weights[k] @ corners[k]
+        assert np.linalg.norm(points[k] - q) == pytest.approx(distance[k], rel=1e-12, abs=1e-12)
+        assert np.all(weights[k] >= -1e-12) and weights[k].sum() == pytest.approx(1.0)
+        assert abs(gap[k]) == pytest.approx(distance[k], rel=1e-9, abs=1e-12)
+        face = np.cross(b - a, c - a)
+        assert np.sign(gap[k]) == np.sign((points[k] - q) @ face) or distance[k] < 1e-12
+
+
+def test_the_broad_phase_finds_every_pair_that_all_pairs_finds():
+    """Two random-ish surfaces (the cube's, jittered, 0.5 mm apart): the contacts found through the k-d trees are
+    exactly the nodes whose nearest triangle of the other surface (all pairs, brute force) is within
+    alarmDistance = 1.5 mm."""
+    from softsim import meshes
+
+    mesh = meshes.load(MESHES / "cube.vtu")
+    triangles = np.asarray(mesh.surface_triangles())
+    nodes = np.unique(triangles)
+    rng = np.random.default_rng(5)
+    upper = mesh.points + [0.0, 20.5, 0.0] + rng.normal(scale=0.2, size=mesh.points.shape)
+    x = np.concatenate([mesh.points, upper])
+    n = mesh.n_points
+    surfaces = [ContactSurface("a", triangles, nodes), ContactSurface("b", triangles + n, nodes + n)]
+    constraint = BodyContactConstraint(surfaces, [(0, 1, 0.0)], contactDistance=0.0, alarmDistance=1.5,
+                                       n_nodes=2 * n)
+    constraint.update(x)
+    found = set(constraint.contact_nodes.tolist())
+    expected = set()
+    for points, other in ((nodes, triangles + n), (nodes + n, triangles)):
+        for node in points:
+            distance = closest_points_on_triangles(x, np.array([node]), other, np.zeros(len(other), np.int64),
+                                                   np.arange(len(other)))[0]
+            if distance.min() < 1.5:
+                expected.add(int(node))
+    assert found == expected and len(found) > 50
+
+
+# ------------------------------------------------------------------------------------------ physics
+def test_a_block_rests_on_a_stiff_body_as_on_a_plane(tmp_path):
+    """Two identical 16 mm blocks dropped side by side (dynamic, gravity), one onto a rigid box whose top is at
+    y = 20 and one
+    onto a fixed, 1000 times stiffer cube whose top is at y = 20, both with contactDistance 0.2 mm: after 1 s
+    both rest at the same height within contactDistance (measured: 0.02 mm apart)."""
+    fixed = "  [[body.fixed]]\n  box = [-1, -1, -1, 21, 1, 21]\n"
+    text = HEADER.format(gravity="[0.0, -9810.0, 0.0]")
+    text += _body("base", [0.0, 0.0, 0.0], young=1e5, fixed=fixed)
+    text += _body("on_body", [2.0, 22.0, 2.0], scale=0.8)
+    text += _body("on_plane", [40.0, 22.0, 2.0], scale=0.8)
+    text += """
+[[obstacle]]
+name = "table"
+type = "box"
+min = [35.0, 0.0, -5.0]
+max = [65.0, 20.0, 25.0]
+contactDistance = 0.2
+
+[collision]
+contactDistance = 0.2
+alarmDistance = 2.0
+bodies = ["base", "on_body"]
+
+[solver.dynamic]
+rayleighMass = 5.0
+newton_iterations = 3
+
+[solver.constraint]
+maxIterations = 3000
+tolerance = 1e-9
+"""
+    scene = _scene(tmp_path, text)
+    offsets = scene.node_offsets
+    for _ in range(100):
+        assert scene.step().ok
+    x = scene.positions
+    on_body = x[offsets[1]:offsets[2], 1].min()
+    on_plane = x[offsets[2]:offsets[3], 1].min()
+    assert on_plane == pytest.approx(20.2, abs=1e-3)
+    assert abs(on_body - on_plane) <= 0.2
+
+
+def test_two_free_bodies_colliding_keep_their_momentum(tmp_path):
+    """No gravity, no friction: a cube moving at 100 mm/s into a resting one. The total momentum sum m_i v_i
+    before and after the collision agrees to 1e-6 of the initial one, and the moving cube has passed momentum to
+    the other (which now moves along +x)."""
+    text = HEADER.format(gravity="[0.0, 0.0, 0.0]")
+    text += _body("left", [0.0, 0.0, 0.0]) + _body("right", [21.0, 0.0, 0.0])
+    text += """
+[collision]
+contactDistance = 0.1
+alarmDistance = 1.5
+
+[solver.constraint]
+maxIterations = 5000
+tolerance = 1e-10
+"""
+    scene = _scene(tmp_path, text)
+    simulation = scene.simulation
+    offsets = scene.node_offsets
+    simulation.v[offsets[0]:offsets[1], 0] = 100.0
+    masses = scene.model.mass_matrix.diagonal()[::3]
+
+    def momentum():
+        return (masses[:, None] * simulation.v).sum(axis=0)
+
+    initial = momentum()
+    touched = 0
+    for _ in range(30):
+        assert simulation.step().ok
+        touched += scene.outputs()["collision.contacts"] > 0
+    assert touched > 0
+    np.testing.assert_allclose(momentum(), initial, rtol=0, atol=1e-6 * np.linalg.norm(initial))
+    right = simulation.v[offsets[1]:offsets[2], 0]
+    assert right.mean() > 10.0
+
+
+def _squeeze(tmp_path: Path, mu: float, frames: int) -> tuple[float, float, float]:
+    """A 20 mm cube squeezed between two fixed pads (their inner faces 0.4 mm inside its sides), gravity on, no
+    floor: returns (the cube's drop after ``frames`` frames, the normal force N per side, its weight W)."""
+    pad = "  [[body.fixed]]\n  box = {box}\n"
+    text = HEADER.format(gravity="[0.0, -9810.0, 0.0]")
+    text += _body("left_pad", [-9.6, 0.0, 0.0], young=300.0, scale=0.5,
+                  fixed=pad.format(box=[-10.0, -1.0, -1.0, -9.0, 11.0, 11.0]))
+    text += _body("cube", [0.0, -5.0, -5.0], young=300.0)
+    text += _body("right_pad", [19.6, 0.0, 0.0], young=300.0, scale=0.5,
+                  fixed=pad.format(box=[29.0, -1.0, -1.0, 30.0, 11.0, 11.0]))
+    text += f"""
+[collision]
+contactDistance = 0.0
+alarmDistance = 1.5
+friction = {mu}
+bodies = ["left_pad", "cube", "right_pad"]
+
+[solver.dynamic]
+rayleighMass = 10.0
+newton_iterations = 3
+
+[solver.constraint]
+maxIterations = 3000
+tolerance = 1e-9
+"""
+    scene = _scene(tmp_path, text)
+    offsets = scene.node_offsets
+    start = scene.positions[offsets[1]:offsets[2], 1].mean()
+    normal_force = 0.0
+    for _ in range(frames):
+        report = scene.step()
+        assert report.ok, report.message
+        normal_force = scene.outputs()["collision.normalForce"] / 2.0
+    drop = start - scene.positions[offsets[1]:offsets[2], 1].mean()
+    weight = 1e-6 * 20.0 ** 3 * 9810.0
+    return drop, normal_force, weight
+
+
+@pytest.fixture
+def squeeze(tmp_path):
+    return lambda mu, frames: _squeeze(tmp_path, mu, frames)
+
+
+def test_friction_holds_a_squeezed_cube_above_the_hand_threshold_and_lets_it_slide_below(squeeze):
+    """A cube squeezed between two pads: the hand calculation mu_min = W / (2 N) (N the normal force per side,
+    measured from the contacts) predicts the threshold. With 1.5 mu_min the cube stays (drop < 1 % of its size
+    over 2 s); with 0.5 mu_min and with mu = 0 it slides out (drop > 1 mm)."""
+    _drop, normal_force, weight = squeeze(1.0, 20)
+    mu_min = weight / (2.0 * normal_force)
+    assert 0.0 < mu_min < 1.0
+    held, _n, _w = squeeze(1.5 * mu_min, 200)
+    assert held < 0.2  # 1 % of the 20 mm cube over 2 s
+    slid, _n, _w = squeeze(0.5 * mu_min, 60)
+    assert slid > 1.0
+    free, _n, _w = squeeze(0.0, 60)
+    assert free > 1.0
+
+
+# ------------------------------------------------------------------------------------------ scene format
+def test_collision_names_unknown_bodies_and_pairs_with_their_key(tmp_path):
+    text = HEADER.format(gravity="[0.0, 0.0, 0.0]") + _body("a", [0, 0, 0]) + _body("b", [30, 0, 0])
+    bad = text + '\n[collision]\nbodies = ["a", "c"]\n'
+    with pytest.raises(SceneError, match=r"collision.bodies\[1\]: no body named"):
+        _scene(tmp_path, bad)
+    twice = text + ('\n[collision]\n[[collision.pair]]\nbodyA = "a"\nbodyB = "b"\nfriction = 0.5\n'
+                    '[[collision.pair]]\nbodyA = "b"\nbodyB = "a"\nfriction = 0.1\n')
+    with pytest.raises(SceneError, match="given twice"):
+        _scene(tmp_path, twice)
+
+
+def test_a_free_body_in_static_mode_is_refused_with_the_way_out(tmp_path):
+    text = HEADER.format(gravity="[0.0, -9810.0, 0.0]").replace('"dynamic"', '"static"') + _body("a", [0, 0, 0])
+    text += "\n[collision]\n"
+    with pytest.raises(SceneError, match="dynamic"):
+        _scene(tmp_path, text)
