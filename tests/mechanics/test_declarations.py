@@ -19,6 +19,7 @@ from softsim.mechanics.scene.kinds import (
     Flag,
     Flags,
     IndexList,
+    NameList,
     Integer,
     Invalid,
     Name,
@@ -76,6 +77,8 @@ RICH = {
                  {"name": "rod", "type": "capsule", "a": [0.0, 90.0, 0.0], "b": [1.0, 90.0, 0.0], "radius": 1.0,
                   "contactDistance": 0.1}],
     "attachment": [{"name": "glue", "bodyA": "finger", "bodyB": "cube", "indicesA": [0], "indicesB": [0]}],
+    "collision": {"alarmDistance": 1.0, "contactDistance": 0.1, "friction": 0.5, "selfCollision": False,
+                  "bodies": ["finger", "cube"], "pair": [{"bodyA": "finger", "bodyB": "cube", "friction": 0.3}]},
     "solver": {"newton": {}, "linear": {}, "constraint": {}, "dynamic": {}, "inverse": {"responseFriction": 0.1}},
     "drag": {"compliance": 1e-3},
 }
@@ -126,6 +129,8 @@ def wrong_value(kind):
         return [1.0, 2.0]
     if isinstance(kind, IndexList):
         return [-1]
+    if isinstance(kind, NameList):
+        return ["a", "a"]
     if isinstance(kind, Flags):
         return [2, 0, 0]
     raise AssertionError(f"no wrong value for {kind!r}")
@@ -152,7 +157,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 138
+    assert len(generics) == 146
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -188,7 +193,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 213
+    assert checked == 221
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))

@@ -43,7 +43,8 @@ def load(name: str, **settings) -> Scene:
 
 def test_every_shipped_scene_is_tested():
     shipped = {path.stem for path in SCENES.glob("*.toml")}
-    assert shipped == {"finger", "trunk", "pneunet", "gripper", "balloon", "beam", "gripper_object", "trunk_inverse"}
+    assert shipped == {"finger", "trunk", "pneunet", "gripper", "balloon", "beam", "gripper_object", "trunk_inverse",
+                       "gripper_grasp"}  # gripper_grasp: tests/mechanics/test_body_contact.py
 
 
 def test_trunk_inverse_walks_to_its_goal_converging_every_frame():
