@@ -117,6 +117,7 @@ def main(argv=None) -> int:
         wall["gui"] = run("bench_gui.py", [*quick, "--json", str(tmp / "gui.json")])  # starts its own Xvfb
         wall["sweep"] = run("bench_sweep.py", [*quick])
         wall["inverse"] = run("bench_inverse.py", [*quick, "--json", str(tmp / "inverse.json")])
+        wall["contact"] = run("bench_contact.py", [*quick, "--json", str(tmp / "contact.json")])
         scenes, scaling, render, gui, inverse = (_load(tmp / f"{n}.json")
                                                  for n in ("scenes", "scaling", "render", "gui", "inverse"))
 
@@ -141,7 +142,7 @@ def main(argv=None) -> int:
     ]
     sections = []
     for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
-                 "RESULTS_inverse.md",
+                 "RESULTS_inverse.md", "RESULTS_contact.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():

@@ -120,6 +120,16 @@ def _closest_points(x, points, triangles, pair_point, pair_triangle, distance, w
             gap[k] = sign * length
 
 
+@njit(cache=True, nogil=True)
+def _triangle_bounds(x, triangles, low, high):
+    """Axis-aligned bounds (t, 3) of each triangle at positions x (one pass, no temporaries)."""
+    for t in range(triangles.shape[0]):
+        for d in range(3):
+            a, b, c = x[triangles[t, 0], d], x[triangles[t, 1], d], x[triangles[t, 2], d]
+            low[t, d] = min(a, min(b, c))
+            high[t, d] = max(a, max(b, c))
+
+
 def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np.ndarray, pair_point: np.ndarray,
                                 pair_triangle: np.ndarray):
     """The narrow phase for candidate pairs: ``(distance (k,), weights (k, 3), normal (k, 3), gap (k,))`` of the
@@ -183,16 +193,31 @@ class BodyContactConstraint(Constraint):
 
     # ------------------------------------------------------------------ detection
     def _candidates(self, x: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Broad phase: (node index into surface a's nodes, triangle index into surface b's) pairs."""
+        """Broad phase: (node index into surface a's nodes, triangle index into surface b's) pairs. The nodes of a
+        outside b's bounding box (grown by alarmDistance) and b's triangles outside the box of the remaining
+        nodes are left out first, then two k-d trees pair what is left."""
         nodes, triangles = self.surfaces[a].nodes, self.surfaces[b].triangles
+        empty = np.zeros(0, dtype=np.int64)
         if nodes.size == 0 or triangles.size == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        corners = x[triangles]  # (t, 3, 3)
-        centroids = corners.mean(axis=1)
-        radius = float(np.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2)).max())
-        near = cKDTree(x[nodes]).sparse_distance_matrix(cKDTree(centroids), radius + self.alarmDistance,
-                                                        output_type="ndarray")
-        return near["i"].astype(np.int64), near["j"].astype(np.int64)
+            return empty, empty
+        low, high = np.empty((triangles.shape[0], 3)), np.empty((triangles.shape[0], 3))
+        _triangle_bounds(x, triangles, low, high)
+        reach = self.alarmDistance
+        points = x[nodes]
+        near_box = np.all((points >= low.min(axis=0) - reach) & (points <= high.max(axis=0) + reach), axis=1)
+        node_index = np.flatnonzero(near_box)
+        if node_index.size == 0:
+            return empty, empty
+        box_low, box_high = points[node_index].min(axis=0) - reach, points[node_index].max(axis=0) + reach
+        triangle_index = np.flatnonzero(np.all((high >= box_low) & (low <= box_high), axis=1))
+        if triangle_index.size == 0:
+            return empty, empty
+        kept = x[triangles[triangle_index]]
+        centroids = kept.mean(axis=1)
+        radius = float(np.sqrt(((kept - centroids[:, None, :]) ** 2).sum(axis=2)).max())
+        near = cKDTree(points[node_index]).sparse_distance_matrix(cKDTree(centroids), radius + reach,
+                                                                  output_type="ndarray")
+        return node_index[near["i"]], triangle_index[near["j"]]
 
     def _detect(self, x: np.ndarray, last: np.ndarray | None):
         """Per pair and direction, each node's nearest triangle of the other surface within alarmDistance (at
