@@ -7,8 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from softsim.mechanics.constraints.body_contact import BodyContactConstraint, ContactSurface, \
-    closest_points_on_triangles
+from softsim.mechanics.constraints.body_contact import (
+    BodyContactConstraint,
+    ContactSurface,
+    closest_points_on_triangles,
+)
 from softsim.mechanics.scene import SceneError
 from softsim.mechanics.scene_runtime import Scene
 
