@@ -3,15 +3,16 @@
 
 Detection (:meth:`BodyContactConstraint.update`, at the free configuration as SOFA does after the free motion):
 
-- **broad phase**: per colliding pair of bodies (A, B), a k-d tree of A's surface nodes against a k-d tree of
-  B's triangle centroids (``scipy.spatial.cKDTree.sparse_distance_matrix``): a node and a triangle are
-  candidates when the node lies within ``alarmDistance`` plus the triangle's radius of its centroid, so only
-  nearby pairs are examined, never all of them; then the same with A and B swapped;
-- **narrow phase** (numba): the closest point q of each candidate triangle to the node p (Ericson's
-  region test), its barycentric weights w, the distance |p - q| and the normal: the triangle's outward normal
-  when q lies inside the triangle, else (p - q) / |p - q| signed by that normal. Each node keeps its nearest
-  triangle of each other body; it is a contact when that distance, at the free configuration or at the last
-  corrected positions (:meth:`remember`), is below ``alarmDistance``.
+- **broad phase** (numba, :func:`nearest_triangles`): per colliding pair of bodies (A, B), a uniform grid over
+  the region where A's surface nodes and B's triangles overlap: each triangle is entered in the cells its box,
+  grown by ``alarmDistance``, covers; each node examines the triangles of its own cell whose box holds it, so
+  only nearby pairs are examined, never all of them; then the same with A and B swapped (self-collision uses
+  k-d trees and leaves out the triangles around the node);
+- **narrow phase**: the closest point q of each candidate triangle to the node p (Ericson's region test), its
+  barycentric weights w, the distance |p - q| and the normal: the triangle's outward normal when q lies inside
+  the triangle, else (p - q) / |p - q| signed by that normal. Each node keeps its nearest triangle of each
+  other body; it is a contact when that distance, at the free configuration or else at the last corrected
+  positions (:meth:`remember`), is below ``alarmDistance``.
 
 Rows (SOFA's ``BaseContactLagrangianConstraint`` with the triangle as object 1 and the node as object 2): the
 normal row is ``+n`` on the node and ``-w_i n`` on the triangle's nodes, ``dfree_n = (p_free - q_free).n -
@@ -130,6 +131,149 @@ def _triangle_bounds(x, triangles, low, high):
             high[t, d] = max(a, max(b, c))
 
 
+@njit(cache=True, nogil=True)
+def _point_triangle_distance(p, a, b, c):
+    """Distance from p to the triangle (a, b, c) (Ericson's regions, the distance only)."""
+    ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    ap0, ap1, ap2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+    bp0, bp1, bp2 = p[0] - b[0], p[1] - b[1], p[2] - b[2]
+    d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+    d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+    cp0, cp1, cp2 = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+    d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+    d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    if d1 <= 0.0 and d2 <= 0.0:
+        u, v, w = 1.0, 0.0, 0.0
+    elif d3 >= 0.0 and d4 <= d3:
+        u, v, w = 0.0, 1.0, 0.0
+    elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        t = d1 / (d1 - d3)
+        u, v, w = 1.0 - t, t, 0.0
+    elif d6 >= 0.0 and d5 <= d6:
+        u, v, w = 0.0, 0.0, 1.0
+    elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        t = d2 / (d2 - d6)
+        u, v, w = 1.0 - t, 0.0, t
+    elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        u, v, w = 0.0, 1.0 - t, t
+    else:
+        denominator = 1.0 / (va + vb + vc)
+        v, w = vb * denominator, vc * denominator
+        u = 1.0 - v - w
+    e0 = p[0] - (u * a[0] + v * b[0] + w * c[0])
+    e1 = p[1] - (u * a[1] + v * b[1] + w * c[1])
+    e2 = p[2] - (u * a[2] + v * b[2] + w * c[2])
+    return np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+
+
+@njit(cache=True, nogil=True)
+def _nearest_triangles(x, nodes, triangles, reach, best_triangle, best_distance):
+    """Each node's nearest triangle within ``reach`` (``best_triangle`` -1 when none), through a uniform grid:
+    every triangle is entered in the cells its box (grown by ``reach``) covers, inside the region where the
+    nodes and the triangles overlap; a node examines the triangles of its own cell whose box holds it."""
+    n_triangles, n_nodes = triangles.shape[0], nodes.shape[0]
+    for i in range(n_nodes):
+        best_triangle[i] = -1
+        best_distance[i] = np.inf
+    if n_triangles == 0 or n_nodes == 0:
+        return
+    low, high = np.empty((n_triangles, 3)), np.empty((n_triangles, 3))
+    region_low, region_high = np.full(3, np.inf), np.full(3, -np.inf)
+    node_low, node_high = np.full(3, np.inf), np.full(3, -np.inf)
+    extent = 0.0
+    for t in range(n_triangles):
+        largest = 0.0
+        for d in range(3):
+            a, b, c = x[triangles[t, 0], d], x[triangles[t, 1], d], x[triangles[t, 2], d]
+            low[t, d] = min(a, min(b, c)) - reach
+            high[t, d] = max(a, max(b, c)) + reach
+            region_low[d] = min(region_low[d], low[t, d])
+            region_high[d] = max(region_high[d], high[t, d])
+            largest = max(largest, high[t, d] - low[t, d])
+        extent += largest
+    for i in range(n_nodes):
+        for d in range(3):
+            node_low[d] = min(node_low[d], x[nodes[i], d])
+            node_high[d] = max(node_high[d], x[nodes[i], d])
+    for d in range(3):
+        region_low[d] = max(region_low[d], node_low[d])
+        region_high[d] = min(region_high[d], node_high[d])
+        if region_low[d] > region_high[d]:
+            return
+    cell = max(extent / n_triangles, 1e-300)
+    dims = np.empty(3, dtype=np.int64)
+    while True:
+        for d in range(3):
+            dims[d] = int((region_high[d] - region_low[d]) / cell) + 1
+        if dims[0] * dims[1] * dims[2] <= 8 * (n_triangles + n_nodes):
+            break
+        cell *= 1.5
+    # the cells' triangles by a counting sort: starts[c] .. starts[c + 1] are cell c's entries
+    n_cells = dims[0] * dims[1] * dims[2]
+    starts = np.zeros(n_cells + 1, dtype=np.int64)
+    lo_cell, hi_cell = np.empty((n_triangles, 3), dtype=np.int64), np.empty((n_triangles, 3), dtype=np.int64)
+    for t in range(n_triangles):
+        empty = False
+        for d in range(3):
+            lo_cell[t, d] = max(0, int(np.floor((low[t, d] - region_low[d]) / cell)))
+            hi_cell[t, d] = min(dims[d] - 1, int(np.floor((high[t, d] - region_low[d]) / cell)))
+            empty = empty or hi_cell[t, d] < lo_cell[t, d]
+        if empty:
+            hi_cell[t, 0] = lo_cell[t, 0] - 1
+            continue
+        for i0 in range(lo_cell[t, 0], hi_cell[t, 0] + 1):
+            for i1 in range(lo_cell[t, 1], hi_cell[t, 1] + 1):
+                for i2 in range(lo_cell[t, 2], hi_cell[t, 2] + 1):
+                    starts[(i0 * dims[1] + i1) * dims[2] + i2 + 1] += 1
+    for c in range(n_cells):
+        starts[c + 1] += starts[c]
+    entries = np.empty(starts[n_cells], dtype=np.int64)
+    filled = starts[:n_cells].copy()
+    for t in range(n_triangles):
+        for i0 in range(lo_cell[t, 0], hi_cell[t, 0] + 1):
+            for i1 in range(lo_cell[t, 1], hi_cell[t, 1] + 1):
+                for i2 in range(lo_cell[t, 2], hi_cell[t, 2] + 1):
+                    key = (i0 * dims[1] + i1) * dims[2] + i2
+                    entries[filled[key]] = t
+                    filled[key] += 1
+    for i in range(n_nodes):
+        p = x[nodes[i]]
+        outside = False
+        key = 0
+        for d in range(3):
+            if p[d] < region_low[d] or p[d] > region_high[d]:
+                outside = True
+                break
+            key = key * dims[d] + min(dims[d] - 1, int((p[d] - region_low[d]) / cell))
+        if outside:
+            continue
+        for e in range(starts[key], starts[key + 1]):
+            t = entries[e]
+            if (p[0] < low[t, 0] or p[0] > high[t, 0] or p[1] < low[t, 1] or p[1] > high[t, 1]
+                    or p[2] < low[t, 2] or p[2] > high[t, 2]):
+                continue
+            distance = _point_triangle_distance(p, x[triangles[t, 0]], x[triangles[t, 1]], x[triangles[t, 2]])
+            if distance < best_distance[i]:
+                best_distance[i] = distance
+                best_triangle[i] = t
+    for i in range(n_nodes):
+        if best_distance[i] >= reach:
+            best_triangle[i] = -1
+
+
+def nearest_triangles(x: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, reach: float):
+    """Per node ``(k,)``: the index of its nearest triangle within ``reach`` (-1: none) and that distance."""
+    best_triangle, best_distance = np.empty(nodes.size, dtype=np.int64), np.empty(nodes.size)
+    _nearest_triangles(np.ascontiguousarray(x, dtype=np.float64), nodes.astype(np.int64),
+                       np.ascontiguousarray(triangles, dtype=np.int64), float(reach), best_triangle, best_distance)
+    return best_triangle, best_distance
+
+
 def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np.ndarray, pair_point: np.ndarray,
                                 pair_triangle: np.ndarray):
     """The narrow phase for candidate pairs: ``(distance (k,), weights (k, 3), normal (k, 3), gap (k,))`` of the
@@ -225,6 +369,9 @@ class BodyContactConstraint(Constraint):
         found = []
         for a, b, mu in self.pairs:
             for first, second in ((a, b), (b, a)) if a != b else ((a, a),):
+                if first != second:
+                    found.append(self._nearest(x, last, first, second, mu))
+                    continue
                 point, triangle = self._candidates(x, first, second)
                 if last is not None:
                     old_point, old_triangle = self._candidates(last, first, second)
@@ -252,6 +399,19 @@ class BodyContactConstraint(Constraint):
                               weights[first_of_node], normal[first_of_node], gap[first_of_node],
                               np.full(first_of_node.size, mu)))
         return found
+
+    def _nearest(self, x: np.ndarray, last: np.ndarray | None, first: int, second: int, mu: float):
+        """The contacts of surface ``first``'s nodes with surface ``second``'s triangles: each node's nearest
+        triangle within alarmDistance at ``x``, or else at ``last``, with its geometry at ``x``."""
+        nodes, triangles = self.surfaces[first].nodes, self.surfaces[second].triangles
+        best, _distance = nearest_triangles(x, nodes, triangles, self.alarmDistance)
+        if last is not None:
+            before, _distance = nearest_triangles(last, nodes, triangles, self.alarmDistance)
+            best = np.where(best >= 0, best, before)
+        point = np.flatnonzero(best >= 0)
+        triangle = best[point]
+        _distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
+        return nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu)
 
     def update(self, x_free: np.ndarray) -> None:
         """Rebuild the contact set at ``x_free`` (n, 3) (and at the last corrected positions, see
