@@ -410,10 +410,12 @@ class Viewport(QtInteractor):
         self._contacts = ContactGlyphs(self, self.body_size)
         self.overlay_actors["contacts"] += [self._contacts.points_actor, self._contacts.arrows_actor]
         self._contacts.update(frame.contact_points, frame.contact_forces)
+        self._obstacle_actors = []
         for obstacle in getattr(session.spec, "obstacles", []):
-            self._named_actors[("obstacle", obstacle.name)] = [self._add_overlay(
-                "obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
-                name=f"obstacle:{obstacle.name}")]
+            actor = self._add_overlay("obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
+                                      name=f"obstacle:{obstacle.name}")
+            self._named_actors[("obstacle", obstacle.name)] = [actor]
+            self._obstacle_actors.append(actor)
         self._drag_line = pv.PolyData(np.zeros((2, 3)), lines=np.array([2, 0, 1]))
         self._drag_actor = self._add_top(None, self._drag_line, (1.0, 0.2, 0.2), line_width=3)
         self._drag_actor.SetVisibility(False)
@@ -520,6 +522,9 @@ class Viewport(QtInteractor):
                 poly.Modified()
         if self._contacts is not None:
             self._contacts.update(self._drawn_free_points(frame.contact_points), frame.contact_forces)
+        shifts = getattr(frame, "obstacle_shifts", np.zeros((0, 3)))
+        for actor, shift in zip(getattr(self, "_obstacle_actors", []), shifts):  # moving obstacles
+            actor.SetPosition(*shift)
         node = getattr(frame, "drag_node", -1)
         if self._drag_line is not None:
             if node >= 0 and frame.drag_target is not None:

@@ -29,6 +29,7 @@ from softsim.mechanics.constraints import (
     DragConstraint,
     PositionEffector,
     SurfacePressureConstraint,
+    obstacle_shift,
 )
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError
@@ -288,7 +289,7 @@ class Scene:
         attachments = self._attachments(offsets)
         constraints += attachments
         self._check_grounded()
-        obstacles = [_make_obstacle(o) for o in spec.obstacles]
+        self.obstacles = obstacles = [_make_obstacle(o) for o in spec.obstacles]
         self.warnings += check_scene(spec, checked, obstacles, attachments, model.rest_positions, model.fixed_nodes)
         if spec.obstacles:
             surface_nodes = np.concatenate([surface + off for (*_, surface), off in zip(checked, offsets)])
@@ -446,13 +447,23 @@ class Scene:
 
     # -- running ---------------------------------------------------------------------------------------
     def step(self):
-        return self.simulation.step()
+        """One frame; moving obstacles are first put where they are at the frame's end (dynamic mode: time + dt;
+        static mode: frame number x dt)."""
+        simulation = self.simulation
+        dt = self.spec.scene.dt
+        self._move_obstacles(simulation.time + dt if simulation.mode == "dynamic" else (simulation.frame + 1) * dt)
+        return simulation.step()
+
+    def _move_obstacles(self, time: float) -> None:
+        for obstacle, spec in zip(getattr(self, "obstacles", []), self.spec.obstacles):
+            obstacle.shift = obstacle_shift(spec.velocity, spec.startTime, spec.endTime, time)
 
     def run(self, frames: int):
         return self.simulation.run(frames)
 
     def reset(self) -> None:
         self.simulation.reset()
+        self._move_obstacles(0.0)
 
     def outputs(self) -> dict[str, float]:
         return self.simulation.outputs()

@@ -47,6 +47,8 @@ class Frame:
     report: FrameReport | None
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #: (k, 3): how far each obstacle (scene order) has moved from where its keys put it
+    obstacle_shifts: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def has_von_mises(self) -> bool:
@@ -286,8 +288,10 @@ class Simulation:
             von_mises, von_mises_nodal = self.von_mises_fields()
         else:
             von_mises, von_mises_nodal = np.zeros(0), np.zeros(0)
-        points, forces = [], []
+        points, forces, shifts = [], [], np.zeros((0, 3))
         for constraint in self.constraints:
+            if hasattr(constraint, "obstacles"):
+                shifts = np.array([o.shift for o in constraint.obstacles], dtype=np.float64).reshape(-1, 3)
             if hasattr(constraint, "contact_points"):
                 points.append(np.array(constraint.contact_points, dtype=np.float64).reshape(-1, 3))
                 forces.append(np.array(constraint.contact_forces, dtype=np.float64).reshape(-1, 3))
@@ -297,4 +301,5 @@ class Simulation:
             report=report,
             contact_points=np.concatenate(points) if points else np.zeros((0, 3)),
             contact_forces=np.concatenate(forces) if forces else np.zeros((0, 3)),
+            obstacle_shifts=shifts,
         )

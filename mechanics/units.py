@@ -19,6 +19,7 @@ QUANTITIES = {
     "density": ("kg/m^3", "kg/mm^3"),
     "time": ("s", "s"),
     "frequency": ("1/s", "1/s"),
+    "velocity": ("m/s", "mm/s"),
     "acceleration": ("m/s^2", "mm/s^2"),
     "compliance": ("m/N", "mm/mN"),
     "angle": ("deg", "deg"),

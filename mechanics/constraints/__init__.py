@@ -14,12 +14,14 @@ from softsim.mechanics.constraints.contact import (
     PlaneObstacle,
     SphereObstacle,
     friction_frames,
+    obstacle_shift,
 )
 from softsim.mechanics.constraints.drag import DragConstraint
 from softsim.mechanics.constraints.effector import PositionEffector
 
 __all__ = [
     "BodyContactConstraint",
+    "obstacle_shift",
     "ContactSurface",
     "OBSTACLE_CLASSES",
     "BilateralAttachment",

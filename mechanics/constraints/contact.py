@@ -44,6 +44,7 @@ __all__ = [
     "PlaneObstacle",
     "SphereObstacle",
     "friction_frames",
+    "obstacle_shift",
     "penetrations",
 ]
 
@@ -74,11 +75,27 @@ _UP = np.array([0.0, 0.0, 1.0])
 
 
 class Obstacle(abc.ABC):
-    """A static rigid shape. ``signed_distance_and_normal(points (k, 3)) -> (dist (k,), normal (k, 3))``:
-    the distance is negative inside the shape; the normal is the unit gradient of the distance (outward)."""
+    """A rigid shape. ``signed_distance_and_normal(points (k, 3)) -> (dist (k,), normal (k, 3))``: the distance
+    is negative inside the shape; the normal is the unit gradient of the distance (outward). ``shift`` (3,)
+    translates the shape from where its keys put it (a moving obstacle, :func:`obstacle_shift`); the contact
+    rows use :meth:`distance_and_normal`, which applies it."""
+
+    shift = np.zeros(3)
 
     @abc.abstractmethod
     def signed_distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def distance_and_normal(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`signed_distance_and_normal` of the shape moved by ``shift``."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        return self.signed_distance_and_normal(points - self.shift if np.any(self.shift) else points)
+
+
+def obstacle_shift(velocity, start: float, end: float | None, time: float) -> np.ndarray:
+    """How far (3,) an obstacle moving at ``velocity`` (3,) from ``start`` to ``end`` (None: for ever) has moved
+    at ``time``."""
+    moving = max(0.0, (time if end is None else min(time, end)) - start)
+    return np.asarray(velocity, dtype=np.float64) * moving
 
 
 class PlaneObstacle(Obstacle):
@@ -166,7 +183,7 @@ def penetrations(obstacle: Obstacle, points: np.ndarray, tolerance: float = 0.0)
     distance) and the obstacle's outward normal there (the direction to move the point, or the obstacle
     the other way, to clear it).
     """
-    distance, normal = obstacle.signed_distance_and_normal(points)
+    distance, normal = obstacle.distance_and_normal(points)
     ids = np.flatnonzero(distance < -tolerance)
     return ids, -distance[ids], normal[ids]
 
@@ -322,10 +339,10 @@ class ContactConstraint(Constraint):
         normals = np.empty((points.shape[0], n_obstacles, 3))
         near = np.empty((points.shape[0], n_obstacles), dtype=bool)
         for j, obstacle in enumerate(self.obstacles):  # few obstacles; vectorised over the nodes
-            distances[:, j], normals[:, j] = obstacle.signed_distance_and_normal(points)
+            distances[:, j], normals[:, j] = obstacle.distance_and_normal(points)
             nearest = distances[:, j]
             if last_points is not None:
-                nearest = np.minimum(nearest, obstacle.signed_distance_and_normal(last_points)[0])
+                nearest = np.minimum(nearest, obstacle.distance_and_normal(last_points)[0])
             near[:, j] = nearest < self.alarmDistance[j]
         node_index, obstacle_index = np.nonzero(near)
         self.contact_nodes = self.surface_nodes[node_index]
@@ -351,7 +368,7 @@ class ContactConstraint(Constraint):
         points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[candidates]
         missed = np.zeros(candidates.size, dtype=bool)
         for j, obstacle in enumerate(self.obstacles):
-            missed |= obstacle.signed_distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
+            missed |= obstacle.distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
         return int(missed.sum())
 
     @property
@@ -391,7 +408,7 @@ class ContactConstraint(Constraint):
         for j, obstacle in enumerate(self.obstacles):
             mine = self.contact_obstacles == j
             if np.any(mine):
-                gap[mine] = obstacle.signed_distance_and_normal(points[mine])[0]
+                gap[mine] = obstacle.distance_and_normal(points[mine])[0]
         gap -= self.contactDistance[self.contact_obstacles]
         motion = (x_free - x)[self.contact_nodes]
         per_contact = np.column_stack(

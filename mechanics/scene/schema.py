@@ -488,6 +488,11 @@ class ObstacleSpec:
                                                 help="The other end of the capsule's axis.")
     friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu.")
     contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap the contact keeps.")
+    velocity: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="velocity",
+                                                help="The obstacle moves at this velocity between startTime and "
+                                                     "endTime (a floor that drops, a wall that closes in).")
+    startTime: float = _key(_NON_NEGATIVE, 0.0, unit="time", help="When the obstacle starts to move.")
+    endTime: float | None = _key(_NON_NEGATIVE, None, unit="time", help="When it stops; unset: never.")
 
 
 #: The keys each obstacle type uses besides name, type, friction and contactDistance.

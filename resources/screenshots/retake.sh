@@ -16,4 +16,4 @@ shot balloon 8 balloon.png --camera front --set body.balloon.cavity.cavity.value
 shot beam 2 beam.png
 shot gripper_object 40 gripper_object.png
 shot trunk_inverse 5 trunk_inverse.png --camera iso
-shot gripper_grasp 25 gripper_grasp.png --camera front
+shot gripper_grasp 70 gripper_grasp.png --camera front

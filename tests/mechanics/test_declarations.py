@@ -71,7 +71,8 @@ RICH = {
                                                                   "massDensity": 1e-6},
          "fixed": [{"box": [-1e3, -1e3, -1e3, 1e3, 1e3, 1e3]}]},
     ],
-    "obstacle": [{"name": "floor", "type": "plane", "point": [0.0, -10.0, 0.0], "normal": [0.0, 1.0, 0.0]},
+    "obstacle": [{"name": "floor", "type": "plane", "point": [0.0, -10.0, 0.0], "normal": [0.0, 1.0, 0.0],
+                  "velocity": [0.0, -1.0, 0.0], "startTime": 0.5, "endTime": 1.0},
                  {"name": "ball", "type": "sphere", "center": [0.0, 50.0, 0.0], "radius": 5.0, "friction": 0.5},
                  {"name": "crate", "type": "box", "center": [0.0, 80.0, 0.0], "halfExtents": [1.0, 1.0, 1.0]},
                  {"name": "rod", "type": "capsule", "a": [0.0, 90.0, 0.0], "b": [1.0, 90.0, 0.0], "radius": 1.0,
@@ -157,7 +158,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 146
+    assert len(generics) == 149
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -193,7 +194,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 221
+    assert checked == 233
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))
