@@ -291,9 +291,9 @@ def _inside_other_bodies(scene: Scene, x: np.ndarray) -> int:
 def test_the_shipped_grasp_closes_lifts_and_holds_without_penetration():
     """resources/scenes/gripper_grasp.toml: two cable fingers close on the free cube resting on the floor and lift
     it (25 frames), then the floor drops away by itself (50 mm/s from 0.3 s to 0.9 s) and the cube stays in the
-    fingers, held by friction: from 0.3 s to 1.0 s it moves down less than 1 % of its size (0.2 mm). Every frame
-    converges and in none does a surface node of one body lie inside a tetrahedron of another (the contacts keep
-    contactDistance = 0.2 mm)."""
+    fingers, held by friction (mu = 0.8): over the 2 s from 0.3 s to 2.3 s it moves down less than 1 % of its
+    size (0.2 mm). Every frame converges and in none does a surface node of one body lie inside a tetrahedron of
+    another (the contacts keep contactDistance = 0.2 mm)."""
     scene = Scene.load(Path(__file__).resolve().parents[2] / "resources" / "scenes" / "gripper_grasp.toml")
     cube = slice(scene.node_offsets[2], scene.node_offsets[3])
     for _ in range(25):
@@ -307,7 +307,7 @@ def test_the_shipped_grasp_closes_lifts_and_holds_without_penetration():
     for _ in range(5):
         assert scene.step().converged
     held = scene.positions[cube, 1].mean()
-    for _ in range(70):
+    for _ in range(200):
         report = scene.step()
         assert report.ok and report.converged, report.message
         assert _inside_other_bodies(scene, scene.positions) == 0
@@ -315,6 +315,23 @@ def test_the_shipped_grasp_closes_lifts_and_holds_without_penetration():
     shifts = scene.simulation.snapshot(report, fields=()).obstacle_shifts
     np.testing.assert_allclose(shifts, [[0.0, -30.0, 0.0]], atol=1e-9)  # 50 mm/s for 0.6 s
     assert held - scene.positions[cube, 1].mean() < 0.2
+
+
+def test_without_friction_the_fingers_let_the_cube_slide_out(tmp_path):
+    """gripper_grasp with collision.friction = 0: the fingers squeeze the cube but cannot hold its weight; once the
+    floor has dropped away (0.3 s to 0.9 s) the cube slides out of them: at 1.2 s it is more than 20 mm lower
+    than at 0.3 s."""
+    source = Path(__file__).resolve().parents[2] / "resources" / "scenes" / "gripper_grasp.toml"
+    text = source.read_text().replace('"../meshes/', f'"{MESHES.as_posix()}/')
+    assert "\nfriction = 0.8\n" in text
+    scene = _scene(tmp_path, text.replace("\nfriction = 0.8\n", "\nfriction = 0.0\n"))
+    cube = slice(scene.node_offsets[2], scene.node_offsets[3])
+    for _ in range(30):
+        assert scene.step().ok
+    before = scene.positions[cube, 1].mean()
+    for _ in range(90):
+        assert scene.step().ok
+    assert before - scene.positions[cube, 1].mean() > 20.0
 
 
 def test_a_moving_obstacle_is_where_its_velocity_took_it():
