@@ -538,12 +538,16 @@ class Scene:
             self._build_keep_positions()
 
     def _build_keep_positions(self) -> None:
-        x = self.simulation.x.copy()
-        frame = self.simulation.frame
+        """Rebuild after a change of structure, keeping the state: positions, velocities, frame and time (moving
+        obstacles stay where the time put them)."""
+        old = self.simulation
+        x, v, frame, time = old.x.copy(), old.v.copy(), old.frame, old.time
         drag = self.drag
         self._build()
         if x.shape == self.simulation.x.shape:
-            self.simulation.restore(x, frame)
+            self.simulation.restore(x, frame, v=v, time=time)
+            dt = self.spec.scene.dt
+            self._move_obstacles(time if self.simulation.mode == "dynamic" else frame * dt)
         if drag is not None:
             self.simulation.add_constraint(drag)
 

@@ -217,10 +217,15 @@ class Simulation:
         self.constraints.remove(constraint)
         self.mark_edited()
 
-    def restore(self, x: np.ndarray, frame: int) -> None:
-        """Continue from positions ``x`` (n, 3) at frame number ``frame`` (a rebuilt scene keeps its state)."""
+    def restore(self, x: np.ndarray, frame: int, *, v: np.ndarray | None = None, time: float | None = None) -> None:
+        """Continue from positions ``x`` (n, 3) at frame number ``frame``, with velocities ``v`` (n, 3) and the
+        time ``time`` when given (a rebuilt scene keeps its state)."""
         self.x = np.array(x, dtype=np.float64).reshape(self.X.shape)
         self.frame = int(frame)
+        if v is not None:
+            self.v = np.array(v, dtype=np.float64).reshape(self.X.shape)
+        if time is not None:
+            self.time = float(time)
 
     def run(self, frames: int) -> list[FrameReport]:
         return [self.step() for _ in range(frames)]

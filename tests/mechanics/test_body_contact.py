@@ -344,3 +344,19 @@ def test_a_moving_obstacle_is_where_its_velocity_took_it():
     np.testing.assert_allclose(obstacle_shift(velocity, 0.3, 0.9, 0.4), [0.0, -5.0, 0.0])
     np.testing.assert_allclose(obstacle_shift(velocity, 0.3, 0.9, 2.0), [0.0, -30.0, 0.0])
     np.testing.assert_allclose(obstacle_shift(velocity, 0.3, None, 2.0), [0.0, -85.0, 0.0])
+
+
+def test_an_edit_that_rebuilds_the_scene_keeps_its_time_velocities_and_moving_obstacles():
+    """gripper_grasp at 0.6 s (the floor 15 mm down, the bodies moving): changing collision.friction rebuilds the
+    scene; the time, the velocities and the floor's position are the same afterwards, and the next frame
+    converges."""
+    scene = Scene.load(Path(__file__).resolve().parents[2] / "resources" / "scenes" / "gripper_grasp.toml")
+    for _ in range(60):
+        scene.step()
+    time, velocities = scene.simulation.time, scene.simulation.v.copy()
+    np.testing.assert_allclose(scene.obstacles[0].shift, [0.0, -15.0, 0.0], atol=1e-9)
+    scene.set("collision.friction", 0.9)
+    assert scene.simulation.time == time
+    np.testing.assert_array_equal(scene.simulation.v, velocities)
+    np.testing.assert_allclose(scene.obstacles[0].shift, [0.0, -15.0, 0.0], atol=1e-9)
+    assert scene.step().converged
