@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.spatial import cKDTree
 from softsim.mechanics.constraints.base import Constraint, check_positions
-from softsim.mechanics.constraints.contact import friction_frames
+from softsim.mechanics.constraints.contact import contact_forces, friction_frames
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks
 
@@ -56,58 +56,61 @@ class ContactSurface:
 
 
 @njit(cache=True, nogil=True)
+def _closest_weights(p, a, b, c):
+    """Barycentric weights (u, v, w) of the point of the triangle (a, b, c) closest to p, and whether it lies
+    inside the triangle (not on an edge or a corner). Ericson, Real-Time Collision Detection, 5.1.5."""
+    ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    ap0, ap1, ap2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
+    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
+    bp0, bp1, bp2 = p[0] - b[0], p[1] - b[1], p[2] - b[2]
+    d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
+    d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
+    cp0, cp1, cp2 = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+    d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
+    d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    if d1 <= 0.0 and d2 <= 0.0:
+        return 1.0, 0.0, 0.0, False
+    if d3 >= 0.0 and d4 <= d3:
+        return 0.0, 1.0, 0.0, False
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        t = d1 / (d1 - d3)
+        return 1.0 - t, t, 0.0, False
+    if d6 >= 0.0 and d5 <= d6:
+        return 0.0, 0.0, 1.0, False
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        t = d2 / (d2 - d6)
+        return 1.0 - t, 0.0, t, False
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return 0.0, 1.0 - t, t, False
+    denominator = 1.0 / (va + vb + vc)
+    v, w = vb * denominator, vc * denominator
+    return 1.0 - v - w, v, w, True
+
+
+@njit(cache=True, nogil=True)
 def _closest_points(x, points, triangles, pair_point, pair_triangle, distance, weights, normal, gap):
     """For each candidate (node pair_point[k], triangle pair_triangle[k]) at positions x: the distance of the
     node to the triangle, the closest point's barycentric weights (k, 3), the contact normal (k, 3) and the
-    signed gap (distance along the normal; negative inside). Ericson, Real-Time Collision Detection, 5.1.5."""
+    signed gap (distance along the normal; negative inside)."""
     for k in range(pair_point.shape[0]):
         p = x[points[pair_point[k]]]
-        ia, ib, ic = triangles[pair_triangle[k], 0], triangles[pair_triangle[k], 1], triangles[pair_triangle[k], 2]
-        a, b, c = x[ia], x[ib], x[ic]
+        a = x[triangles[pair_triangle[k], 0]]
+        b = x[triangles[pair_triangle[k], 1]]
+        c = x[triangles[pair_triangle[k], 2]]
         ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
         ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-        ap0, ap1, ap2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
         n0, n1, n2 = ab1 * ac2 - ab2 * ac1, ab2 * ac0 - ab0 * ac2, ab0 * ac1 - ab1 * ac0
         area = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if area > 0.0:
             n0, n1, n2 = n0 / area, n1 / area, n2 / area
-        d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
-        d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
-        bp0, bp1, bp2 = p[0] - b[0], p[1] - b[1], p[2] - b[2]
-        d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
-        d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
-        cp0, cp1, cp2 = p[0] - c[0], p[1] - c[1], p[2] - c[2]
-        d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
-        d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
-        va = d3 * d6 - d5 * d4
-        vb = d5 * d2 - d1 * d6
-        vc = d1 * d4 - d3 * d2
-        inside = False
-        if d1 <= 0.0 and d2 <= 0.0:
-            u, v, w = 1.0, 0.0, 0.0
-        elif d3 >= 0.0 and d4 <= d3:
-            u, v, w = 0.0, 1.0, 0.0
-        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-            t = d1 / (d1 - d3)
-            u, v, w = 1.0 - t, t, 0.0
-        elif d6 >= 0.0 and d5 <= d6:
-            u, v, w = 0.0, 0.0, 1.0
-        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-            t = d2 / (d2 - d6)
-            u, v, w = 1.0 - t, 0.0, t
-        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-            t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-            u, v, w = 0.0, 1.0 - t, t
-        else:
-            denominator = 1.0 / (va + vb + vc)
-            v = vb * denominator
-            w = vc * denominator
-            u = 1.0 - v - w
-            inside = True
-        q0 = u * a[0] + v * b[0] + w * c[0]
-        q1 = u * a[1] + v * b[1] + w * c[1]
-        q2 = u * a[2] + v * b[2] + w * c[2]
-        e0, e1, e2 = p[0] - q0, p[1] - q1, p[2] - q2
+        u, v, w, inside = _closest_weights(p, a, b, c)
+        e0 = p[0] - (u * a[0] + v * b[0] + w * c[0])
+        e1 = p[1] - (u * a[1] + v * b[1] + w * c[1])
+        e2 = p[2] - (u * a[2] + v * b[2] + w * c[2])
         length = np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
         side = e0 * n0 + e1 * n1 + e2 * n2
         distance[k] = length
@@ -133,38 +136,8 @@ def _triangle_bounds(x, triangles, low, high):
 
 @njit(cache=True, nogil=True)
 def _point_triangle_distance(p, a, b, c):
-    """Distance from p to the triangle (a, b, c) (Ericson's regions, the distance only)."""
-    ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-    ap0, ap1, ap2 = p[0] - a[0], p[1] - a[1], p[2] - a[2]
-    d1 = ab0 * ap0 + ab1 * ap1 + ab2 * ap2
-    d2 = ac0 * ap0 + ac1 * ap1 + ac2 * ap2
-    bp0, bp1, bp2 = p[0] - b[0], p[1] - b[1], p[2] - b[2]
-    d3 = ab0 * bp0 + ab1 * bp1 + ab2 * bp2
-    d4 = ac0 * bp0 + ac1 * bp1 + ac2 * bp2
-    cp0, cp1, cp2 = p[0] - c[0], p[1] - c[1], p[2] - c[2]
-    d5 = ab0 * cp0 + ab1 * cp1 + ab2 * cp2
-    d6 = ac0 * cp0 + ac1 * cp1 + ac2 * cp2
-    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
-    if d1 <= 0.0 and d2 <= 0.0:
-        u, v, w = 1.0, 0.0, 0.0
-    elif d3 >= 0.0 and d4 <= d3:
-        u, v, w = 0.0, 1.0, 0.0
-    elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        t = d1 / (d1 - d3)
-        u, v, w = 1.0 - t, t, 0.0
-    elif d6 >= 0.0 and d5 <= d6:
-        u, v, w = 0.0, 0.0, 1.0
-    elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        t = d2 / (d2 - d6)
-        u, v, w = 1.0 - t, 0.0, t
-    elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        t = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        u, v, w = 0.0, 1.0 - t, t
-    else:
-        denominator = 1.0 / (va + vb + vc)
-        v, w = vb * denominator, vc * denominator
-        u = 1.0 - v - w
+    """Distance from p to the triangle (a, b, c)."""
+    u, v, w, _inside = _closest_weights(p, a, b, c)
     e0 = p[0] - (u * a[0] + v * b[0] + w * c[0])
     e1 = p[1] - (u * a[1] + v * b[1] + w * c[1])
     e2 = p[2] - (u * a[2] + v * b[2] + w * c[2])
@@ -504,13 +477,10 @@ class BodyContactConstraint(Constraint):
         if force.size != self.n_rows:
             raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
         x_new = check_positions(self.name, x_new, self.n_nodes)
-        per_contact = np.zeros((self.n_contacts, 3))
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
-        per_contact[keep] = force
         self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces = (per_contact[:, :1] * self.normals + per_contact[:, 1:2] * self.tangents
-                               + per_contact[:, 2:3] * self.bitangents)
-        self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
+        self.contact_forces, normal_force = contact_forces(force, self._rows_per_contact, self.normals,
+                                                           self.tangents, self.bitangents)
+        self._outputs = {"contacts": float(self.n_contacts), "normalForce": normal_force}
 
     @property
     def outputs(self) -> dict[str, float]:

@@ -188,6 +188,16 @@ def penetrations(obstacle: Obstacle, points: np.ndarray, tolerance: float = 0.0)
     return ids, -distance[ids], normal[ids]
 
 
+def contact_forces(force: np.ndarray, rows_per_contact: np.ndarray, normals: np.ndarray, tangents: np.ndarray,
+                   bitangents: np.ndarray) -> tuple[np.ndarray, float]:
+    """The force of each contact (c, 3), ``f_n n + f_t t + f_s s`` from the multipliers ``force`` of its 1 or 3
+    rows (``rows_per_contact`` (c,)), and the sum of the normal multipliers."""
+    per_contact = np.zeros((rows_per_contact.size, 3))
+    per_contact[np.arange(3)[None, :] < rows_per_contact[:, None]] = force
+    forces = per_contact[:, :1] * normals + per_contact[:, 1:2] * tangents + per_contact[:, 2:3] * bitangents
+    return forces, float(per_contact[:, 0].sum())
+
+
 def friction_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """SOFA's contact frame for unit normals ``(c, 3)``: returns ``(t, s)`` with ``(n, t, s)`` orthonormal and
     ``n x t = s``. SOFA's first guess ``t = (n_z, n_x, n_y)`` is parallel to n for n = +-(1,1,1)/sqrt(3);
@@ -436,16 +446,10 @@ class ContactConstraint(Constraint):
         if force.size != self.n_rows:
             raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
         x_new = check_positions(self.name, x_new, self._n_nodes(x_new))
-        per_contact = np.zeros((self.n_contacts, 3))
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
-        per_contact[keep] = force
         self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces = (
-            per_contact[:, :1] * self.normals
-            + per_contact[:, 1:2] * self.tangents
-            + per_contact[:, 2:3] * self.bitangents
-        )
-        self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
+        self.contact_forces, normal_force = contact_forces(force, self._rows_per_contact, self.normals,
+                                                           self.tangents, self.bitangents)
+        self._outputs = {"contacts": float(self.n_contacts), "normalForce": normal_force}
 
     @property
     def outputs(self) -> dict[str, float]:
