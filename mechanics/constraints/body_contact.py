@@ -55,7 +55,7 @@ class ContactSurface:
     nodes: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _closest_weights(p, a, b, c):
     """Barycentric weights (u, v, w) of the point of the triangle (a, b, c) closest to p, and whether it lies
     inside the triangle (not on an edge or a corner). Ericson, Real-Time Collision Detection, 5.1.5."""
