@@ -35,10 +35,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from scipy.spatial import cKDTree
-from softsim.mechanics.constraints.base import Constraint, check_positions
-from softsim.mechanics.constraints.contact import contact_forces, friction_frames
+from softsim.mechanics.constraints.base import check_positions
+from softsim.mechanics.constraints.contact import ContactRows
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +260,7 @@ def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np
     return distance, weights, normal, gap
 
 
-class BodyContactConstraint(Constraint):
+class BodyContactConstraint(ContactRows):
     """Frictional contacts between the surfaces of several bodies on the model's concatenated DOFs.
 
     Args:
@@ -274,8 +273,6 @@ class BodyContactConstraint(Constraint):
     ``normals``, ``tangents``, ``bitangents`` (c, 3), ``gaps (c,)``, ``mu (c,)``. After :meth:`store`:
     ``contact_points`` and ``contact_forces`` (c, 3) (the force on each contact's node).
     """
-
-    measures_motion = True
 
     def __init__(self, surfaces: list[ContactSurface], pairs: list[tuple[int, int, float]], *,
                  contactDistance: float = 0.0, alarmDistance: float | None = None, n_nodes: int,
@@ -293,20 +290,15 @@ class BodyContactConstraint(Constraint):
                                  f"{self.contactDistance} and {self.alarmDistance}")
         self.n_nodes = int(n_nodes)
         self._rings = {a: _ring_triangles(surfaces[a].triangles) for a, b, _mu in self.pairs if a == b}
-        self.last_positions: np.ndarray | None = None
+        self._init_rows()
         self._clear()
-        self.contact_points = np.zeros((0, 3))
-        self.contact_forces = np.zeros((0, 3))
-        self._outputs = {"contacts": 0.0, "normalForce": 0.0}
 
     def _clear(self) -> None:
         self.contact_nodes = np.zeros(0, dtype=np.int64)
         self.contact_triangles = np.zeros((0, 3), dtype=np.int64)
         self.weights = np.zeros((0, 3))
-        self.normals = self.tangents = self.bitangents = np.zeros((0, 3))
         self.gaps = np.zeros(0)
-        self.mu = np.zeros(0)
-        self._rows_per_contact = np.zeros(0, dtype=np.int64)
+        self._set_contacts(np.zeros((0, 3)), np.zeros(0))
 
     # ------------------------------------------------------------------ detection
     def _candidates(self, x: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
@@ -398,15 +390,10 @@ class BodyContactConstraint(Constraint):
         found = [f for f in self._detect(x_free, last) if f[0].size]
         if not found:
             return
-        self.contact_nodes, self.contact_triangles, self.weights, self.normals, self.gaps, self.mu = (
+        self.contact_nodes, self.contact_triangles, self.weights, normals, self.gaps, mu = (
             np.concatenate(parts) for parts in zip(*found))
-        self.tangents, self.bitangents = friction_frames(self.normals)
-        self._rows_per_contact = np.where(self.mu > 0.0, 3, 1)
+        self._set_contacts(normals, mu)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
-
-    def remember(self, x: np.ndarray | None) -> None:
-        """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
-        self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
 
     def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
         """Number of surface nodes closer than contactDistance - tolerance to another body's surface at ``x``
@@ -414,25 +401,16 @@ class BodyContactConstraint(Constraint):
         if not self.active or not self.pairs:
             return 0
         x = check_positions(self.name, x, self.n_nodes)
-        have = set(self.contact_nodes.tolist())
         missed = 0
         for nodes, _triangles, _weights, _normal, gap, _mu in self._detect(x, None):
-            missed += int(sum(1 for node, g in zip(nodes, gap) if g < self.contactDistance - tolerance
-                              and int(node) not in have))
+            missed += int(np.sum((gap < self.contactDistance - tolerance) & ~np.isin(nodes, self.contact_nodes)))
         return missed
 
-    @property
-    def n_contacts(self) -> int:
-        return int(self.contact_nodes.size)
-
-    @property
-    def n_rows(self) -> int:
-        return int(self._rows_per_contact.sum())
-
     # ------------------------------------------------------------------ protocol
-    def _row_directions(self) -> np.ndarray:
+    def _row_directions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: its direction ``(r, 3)`` and its contact ``(r,)``; contacts in order, each as n[, t, s]."""
         directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        keep = self._row_mask()
         return directions[keep], np.nonzero(keep)[0]
 
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
@@ -459,32 +437,8 @@ class BodyContactConstraint(Constraint):
         if self.n_contacts == 0:
             return np.zeros(0)
         relative = self._relative(x_free)
-        motion = relative - self._relative(x)
-        per_contact = np.column_stack([np.einsum("ij,ij->i", relative, self.normals) - self.contactDistance,
-                                       np.einsum("ij,ij->i", self.tangents, motion),
-                                       np.einsum("ij,ij->i", self.bitangents, motion)])
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
-        return per_contact[keep]
-
-    def blocks(self, x: np.ndarray) -> Blocks:
-        size = self._rows_per_contact
-        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
-        return Blocks(start, size, np.where(size == 3, FRICTION, BOUNDED), 0.0, 0.0, np.inf, self.mu)
-
-    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
-        self.remember(x_new)
-        force = np.asarray(force, dtype=np.float64).reshape(-1)
-        if force.size != self.n_rows:
-            raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
-        x_new = check_positions(self.name, x_new, self.n_nodes)
-        self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces, normal_force = contact_forces(force, self._rows_per_contact, self.normals,
-                                                           self.tangents, self.bitangents)
-        self._outputs = {"contacts": float(self.n_contacts), "normalForce": normal_force}
-
-    @property
-    def outputs(self) -> dict[str, float]:
-        return dict(self._outputs)
+        return self._row_values(np.einsum("ij,ij->i", relative, self.normals) - self.contactDistance,
+                                relative - self._relative(x))
 
 
 def _ring_triangles(triangles: np.ndarray) -> dict[int, set]:

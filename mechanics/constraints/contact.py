@@ -40,6 +40,7 @@ __all__ = [
     "BoxObstacle",
     "CapsuleObstacle",
     "ContactConstraint",
+    "ContactRows",
     "Obstacle",
     "PlaneObstacle",
     "SphereObstacle",
@@ -188,16 +189,6 @@ def penetrations(obstacle: Obstacle, points: np.ndarray, tolerance: float = 0.0)
     return ids, -distance[ids], normal[ids]
 
 
-def contact_forces(force: np.ndarray, rows_per_contact: np.ndarray, normals: np.ndarray, tangents: np.ndarray,
-                   bitangents: np.ndarray) -> tuple[np.ndarray, float]:
-    """The force of each contact (c, 3), ``f_n n + f_t t + f_s s`` from the multipliers ``force`` of its 1 or 3
-    rows (``rows_per_contact`` (c,)), and the sum of the normal multipliers."""
-    per_contact = np.zeros((rows_per_contact.size, 3))
-    per_contact[np.arange(3)[None, :] < rows_per_contact[:, None]] = force
-    forces = per_contact[:, :1] * normals + per_contact[:, 1:2] * tangents + per_contact[:, 2:3] * bitangents
-    return forces, float(per_contact[:, 0].sum())
-
-
 def friction_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """SOFA's contact frame for unit normals ``(c, 3)``: returns ``(t, s)`` with ``(n, t, s)`` orthonormal and
     ``n x t = s``. SOFA's first guess ``t = (n_z, n_x, n_y)`` is parallel to n for n = +-(1,1,1)/sqrt(3);
@@ -228,7 +219,83 @@ def _per_obstacle(owner: str, key: str, value, n_obstacles: int, lo: float) -> n
 OBSTACLE_CLASSES = {"plane": PlaneObstacle, "sphere": SphereObstacle, "box": BoxObstacle, "capsule": CapsuleObstacle}
 
 
-class ContactConstraint(Constraint):
+class ContactRows(Constraint):
+    """What contacts against obstacles and between bodies share: per contact a normal (c, 3) with SOFA's tangent
+    frame and ``mu`` (c,); 1 row (frictionless) or 3 rows (n, t, s) per contact; resolutions BOUNDED(0, [0, inf))
+    or FRICTION(mu); tangential rows that measure the motion since the last frame (``measures_motion``); the
+    last corrected positions remembered for the next detection; contact points, forces and outputs after
+    :meth:`store`. Subclasses detect (``update``), set ``contact_nodes`` and call :meth:`_set_contacts`."""
+
+    measures_motion = True
+    last_positions: np.ndarray | None = None
+    n_nodes: int | None = None
+
+    def _init_rows(self) -> None:
+        """No contact points, forces or outputs yet (subclasses clear their contacts themselves)."""
+        self.contact_points = np.zeros((0, 3))
+        self.contact_forces = np.zeros((0, 3))
+        self._outputs = {"contacts": 0.0, "normalForce": 0.0}
+
+    def _set_contacts(self, normals: np.ndarray, mu: np.ndarray) -> None:
+        """The contacts' normals (c, 3) and friction coefficients (c,): their frames and row counts."""
+        self.normals, self.mu = normals, mu
+        self.tangents, self.bitangents = friction_frames(normals)
+        self._rows_per_contact = np.where(mu > 0.0, 3, 1).astype(np.int64)
+
+    def _n_nodes(self, x: np.ndarray) -> int:
+        return np.asarray(x).size // 3 if self.n_nodes is None else self.n_nodes
+
+    def remember(self, x: np.ndarray | None) -> None:
+        """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
+        self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.contact_nodes.size)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self._rows_per_contact.sum())
+
+    def _row_mask(self) -> np.ndarray:
+        """(c, 3): which of each contact's n, t, s rows exist."""
+        return np.arange(3)[None, :] < self._rows_per_contact[:, None]
+
+    def _row_values(self, gap: np.ndarray, motion: np.ndarray) -> np.ndarray:
+        """The violations of the rows from each contact's normal gap (c,) and tangential motion (c, 3)."""
+        per_contact = np.column_stack([gap, np.einsum("ij,ij->i", self.tangents, motion),
+                                       np.einsum("ij,ij->i", self.bitangents, motion)])
+        return per_contact[self._row_mask()]
+
+    def blocks(self, x: np.ndarray) -> Blocks:
+        """One BOUNDED(0, [0, inf)) block per frictionless contact, one FRICTION(mu) block per other
+        contact."""
+        size = self._rows_per_contact
+        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
+        return Blocks(start, size, np.where(size == 3, FRICTION, BOUNDED), 0.0, 0.0, np.inf, self.mu)
+
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        """Contact points (the contact nodes at ``x_new``) and forces ``f_n n + f_t t + f_s s`` per contact."""
+        self.remember(x_new)
+        force = np.asarray(force, dtype=np.float64).reshape(-1)
+        if force.size != self.n_rows:
+            raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
+        x_new = check_positions(self.name, x_new, self._n_nodes(x_new))
+        per_contact = np.zeros((self.n_contacts, 3))
+        per_contact[self._row_mask()] = force
+        self.contact_points = x_new[self.contact_nodes].copy()
+        self.contact_forces = (per_contact[:, :1] * self.normals + per_contact[:, 1:2] * self.tangents
+                               + per_contact[:, 2:3] * self.bitangents)
+        self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
+
+    @property
+    def outputs(self) -> dict[str, float]:
+        """``contacts`` (count) and ``normalForce`` (sum of the normal multipliers), as of the last
+        store()."""
+        return dict(self._outputs)
+
+
+class ContactConstraint(ContactRows):
     """Contacts of body surface nodes against static obstacles.
 
     Args:
@@ -250,9 +317,6 @@ class ContactConstraint(Constraint):
     ``tangents (c, 3)``, ``bitangents (c, 3)``, ``distances (c,)`` at x_free. After :meth:`store`:
     ``contact_points (c, 3)``, ``contact_forces (c, 3)`` (the force on each node, ``J^T lambda``).
     """
-
-    measures_motion = True
-    last_positions: np.ndarray | None = None
 
     def __init__(
         self,
@@ -287,10 +351,8 @@ class ContactConstraint(Constraint):
         self.n_nodes = n_nodes
         if n_nodes is not None and self.surface_nodes.size and self.surface_nodes.max() >= n_nodes:
             raise ParameterError(f"{name}: surface_nodes must be < n_nodes={n_nodes}")
+        self._init_rows()
         self._clear()
-        self.contact_points = np.zeros((0, 3))
-        self.contact_forces = np.zeros((0, 3))
-        self._outputs = {"contacts": 0.0, "normalForce": 0.0}
 
     def set_parameters(self, **parameters) -> None:
         """``contactDistance``, ``alarmDistance``, ``friction``: one value or one per obstacle."""
@@ -313,16 +375,8 @@ class ContactConstraint(Constraint):
     def _clear(self) -> None:
         self.contact_nodes = np.zeros(0, dtype=np.int64)
         self.contact_obstacles = np.zeros(0, dtype=np.int64)
-        self.normals = np.zeros((0, 3))
-        self.tangents = np.zeros((0, 3))
-        self.bitangents = np.zeros((0, 3))
         self.distances = np.zeros(0)
-        self._rows_per_contact = np.zeros(0, dtype=np.int64)
-
-    def _n_nodes(self, x: np.ndarray) -> int:
-        if self.n_nodes is None:
-            return np.asarray(x).size // 3
-        return self.n_nodes
+        self._set_contacts(np.zeros((0, 3)), np.zeros(0))
 
     # ------------------------------------------------------------------ detection
     def update(self, x_free: np.ndarray) -> None:
@@ -357,15 +411,9 @@ class ContactConstraint(Constraint):
         node_index, obstacle_index = np.nonzero(near)
         self.contact_nodes = self.surface_nodes[node_index]
         self.contact_obstacles = obstacle_index.astype(np.int64)
-        self.normals = normals[node_index, obstacle_index]
         self.distances = distances[node_index, obstacle_index]
-        self.tangents, self.bitangents = friction_frames(self.normals)
-        self._rows_per_contact = np.where(self.friction[self.contact_obstacles] > 0.0, 3, 1)
+        self._set_contacts(normals[node_index, obstacle_index], self.friction[self.contact_obstacles])
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
-
-    def remember(self, x: np.ndarray | None) -> None:
-        """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
-        self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
 
     def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
         """Number of surface nodes closer than contactDistance - tolerance to an obstacle at ``x`` that have no
@@ -381,18 +429,10 @@ class ContactConstraint(Constraint):
             missed |= obstacle.distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
         return int(missed.sum())
 
-    @property
-    def n_contacts(self) -> int:
-        return int(self.contact_nodes.size)
-
-    @property
-    def n_rows(self) -> int:
-        return int(self._rows_per_contact.sum())
-
     def _row_directions(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row: node id ``(r,)`` and direction ``(r, 3)``; contacts in order, each as n[, t, s]."""
         directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
+        keep = self._row_mask()
         return np.broadcast_to(self.contact_nodes[:, None], keep.shape)[keep], directions[keep]
 
     # ------------------------------------------------------------------ protocol
@@ -420,39 +460,6 @@ class ContactConstraint(Constraint):
             if np.any(mine):
                 gap[mine] = obstacle.distance_and_normal(points[mine])[0]
         gap -= self.contactDistance[self.contact_obstacles]
-        motion = (x_free - x)[self.contact_nodes]
-        per_contact = np.column_stack(
-            [
-                gap,
-                np.einsum("ij,ij->i", self.tangents, motion),
-                np.einsum("ij,ij->i", self.bitangents, motion),
-            ]
-        )
-        keep = np.arange(3)[None, :] < self._rows_per_contact[:, None]
-        return per_contact[keep]
+        return self._row_values(gap, (x_free - x)[self.contact_nodes])
 
-    def blocks(self, x: np.ndarray) -> Blocks:
-        """One BOUNDED(0, [0, inf)) block per frictionless contact, one FRICTION(mu) block per other
-        contact."""
-        size = self._rows_per_contact
-        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
-        kind = np.where(size == 3, FRICTION, BOUNDED)
-        return Blocks(start, size, kind, 0.0, 0.0, np.inf, self.friction[self.contact_obstacles])
 
-    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
-        """Contact points (node positions ``x_new``) and forces ``f_n n + f_t t + f_s s`` per contact."""
-        self.remember(x_new)
-        force = np.asarray(force, dtype=np.float64).reshape(-1)
-        if force.size != self.n_rows:
-            raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
-        x_new = check_positions(self.name, x_new, self._n_nodes(x_new))
-        self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces, normal_force = contact_forces(force, self._rows_per_contact, self.normals,
-                                                           self.tangents, self.bitangents)
-        self._outputs = {"contacts": float(self.n_contacts), "normalForce": normal_force}
-
-    @property
-    def outputs(self) -> dict[str, float]:
-        """``contacts`` (count) and ``normalForce`` (sum of the normal multipliers), as of the last
-        store()."""
-        return dict(self._outputs)
