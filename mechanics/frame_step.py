@@ -309,7 +309,7 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged
             and newton_report.iterations == 0 and signature is not None and last_report.signature is not None
             and _same_signature(signature, last_report.signature)):
-        return x, _unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
+        return x, unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
     if system is not None and system.n_rows:
         started = time.perf_counter()
         _ensure_factorization(problem, newton, x_free)
@@ -369,12 +369,7 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         force = equilibrium.force
     else:
         force = np.zeros(0) if constraint_report is None else constraint_report.force
-    forces = []
-    for constraint in constraints:
-        rows = None if system is None else system.rows_of(constraint)
-        constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x_new)
-        if rows is not None:
-            forces.append((constraint, force[rows].copy()))
+    forces = store_forces(constraints, system, force, x_new)
     report = _report(frame, newton_report, constraint_report, 0 if system is None else system.n_rows, times,
                      equilibrium)
     report.x_free = x_free
@@ -401,6 +396,19 @@ def free_configuration(problem, newton, constraints, x: np.ndarray, free_start: 
     for constraint in constraints:
         constraint.update(newton_report.x)
     return newton_report, times, None
+
+
+def store_forces(constraints, system: ConstraintSystem | None, force: np.ndarray, x: np.ndarray) -> list:
+    """Let every constraint store its multipliers from ``force`` (m,) (the rows of ``system``; zeros for one
+    without rows) at the positions ``x`` (n, 3); returns ``(constraint, multipliers)`` of those with rows (the
+    next frame's warm starts)."""
+    forces = []
+    for constraint in constraints:
+        rows = None if system is None else system.rows_of(constraint)
+        constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x)
+        if rows is not None:
+            forces.append((constraint, force[rows].copy()))
+    return forces
 
 
 def _signature(system: ConstraintSystem) -> tuple:
@@ -432,7 +440,7 @@ def _same_signature(a: tuple, b: tuple) -> bool:
     return True
 
 
-def _unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times) -> FrameReport:
+def unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times) -> FrameReport:
     """The report of a frame whose inputs did not change: the last frame's state and multipliers."""
     for constraint, force in last_report.forces:
         constraint.store(force, x)

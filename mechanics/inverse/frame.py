@@ -47,6 +47,8 @@ from softsim.mechanics.frame_step import (
     compliance_in_constraint_space,
     free_configuration,
     solve_frame,
+    store_forces,
+    unchanged_report,
 )
 from softsim.mechanics.inverse.problem import (
     InverseParameters,
@@ -329,13 +331,7 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
     elif solution.message:
         info.message = f"inverse model: {solution.message}"
     if report is None:  # the first QP kept the last frame's actuation: its state stands
-        for constraint, force in last_report.forces:
-            constraint.store(force, x)
-        report = FrameReport(frame, True, "", newton=newton_report, constraint=last_report.constraint,
-                             n_constraint_rows=last_report.n_constraint_rows, equilibrium=last_report.equilibrium,
-                             unchanged=True)
-        report.x_free, report.forces = x_free, last_report.forces
-        report.projection_forces, report.signature = last_report.projection_forces, last_report.signature
+        report = unchanged_report(frame, last_report, newton_report, constraints, x, x_free, {})
         x_cur = x
     report.times = {**times, "inverse_qp": info.qp_time}
     _goal_reached(info, effectors, actuators, solution, size)
@@ -406,12 +402,7 @@ def _linear_answer(problem, constraints, linear, roles, solution, x_free, frame,
     if found:
         return None, _failed(frame, found, newton_report, info, times)
     system = linear.system
-    forces = []
-    for constraint in constraints:
-        rows = system.rows_of(constraint)
-        constraint.store(np.zeros(constraint.n_rows) if rows is None else solution.force[rows], x_new)
-        if rows is not None:
-            forces.append((constraint, solution.force[rows].copy()))
+    forces = store_forces(constraints, system, solution.force, x_new)
     for constraint, row in roles.actuators:
         constraint.inverse_target = float(solution.delta[row])
     info.converged = solution.converged_pivots
@@ -428,12 +419,7 @@ def _sqp_answer(fast, constraints, actuators, effectors, x_free, frame, newton_r
     """The frame's state and report when the SQP converged: every constraint stores its multipliers at x."""
     x_new, linear, roles, solution = fast
     system, force = linear.system, linear.force
-    forces = []
-    for constraint in constraints:
-        rows = system.rows_of(constraint)
-        constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x_new)
-        if rows is not None:
-            forces.append((constraint, force[rows].copy()))
+    forces = store_forces(constraints, system, force, x_new)
     actual = linear.dfree + linear.W @ force
     for constraint, row in roles.actuators:
         constraint.inverse_target = float(actual[row])
