@@ -37,21 +37,18 @@ class GoalHandles(QObject):
         self._dragged: tuple[str, np.ndarray] | None = None
         self.throttle = Throttle(self._send, parent=self)
         session.scene_opened.connect(lambda _scene=None: self.refresh())
-        session.parameter_changed.connect(self._on_parameter_changed)
+        session.parameter_changed.connect(lambda _path, _value: self.refresh())
         viewport.goal_moved.connect(self._on_goal_moved)
         viewport.goal_released.connect(lambda _name: self.throttle.flush())
 
     def refresh(self) -> None:
-        """Draw the spec's goals (none outside inverse mode), unless a handle is being dragged."""
+        """Draw the spec's goals (none outside inverse mode), unless a handle is being dragged; the view redraws
+        only when they moved."""
         if self.throttle.pending:
             return
         spec = self.session.spec
         goals = effector_goals(spec) if inverse_active(spec) else {}
         self.viewport.show_goals({name: points for name, (_path, points) in goals.items()})
-
-    def _on_parameter_changed(self, path: str, _value) -> None:
-        if path.startswith("solver") or path.endswith("effectorGoal") or path.startswith("body"):
-            self.refresh()
 
     def _on_goal_moved(self, name: str, index: int, target) -> None:
         path, points = effector_goals(self.session.spec)[name]

@@ -685,7 +685,11 @@ class Viewport(QtInteractor):
         Goals are positions in the simulation's space: the deformation scale does not move them."""
         self.goals = {name: np.asarray(points, dtype=np.float64).reshape(-1, 3) for name, points in goals.items()}
         points = np.concatenate(list(self.goals.values())) if self.goals else np.zeros((0, 3))
+        if self._goal_poly is None and not len(points):
+            return  # nothing shown, nothing to show
         if self._goal_poly is not None and self._goal_poly.n_points == len(points):
+            if np.array_equal(self._goal_poly.points, points):
+                return  # an edit of another key: the handles stand (no redraw)
             self._goal_poly.points[:] = points
             self._goal_poly.Modified()
         else:

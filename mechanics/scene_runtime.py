@@ -449,13 +449,16 @@ class Scene:
     def step(self):
         """One frame; moving obstacles are first put where they are at the frame's end (dynamic mode: time + dt;
         static mode: frame number x dt)."""
-        simulation = self.simulation
-        dt = self.spec.scene.dt
-        self._move_obstacles(simulation.time + dt if simulation.mode == "dynamic" else (simulation.frame + 1) * dt)
-        return simulation.step()
+        self._move_obstacles(frames_ahead=1)
+        return self.simulation.step()
 
-    def _move_obstacles(self, time: float) -> None:
-        for obstacle, spec in zip(getattr(self, "obstacles", []), self.spec.obstacles):
+    def _move_obstacles(self, frames_ahead: int = 0) -> None:
+        """Put the moving obstacles where they are ``frames_ahead`` frames from now: the simulation's time in
+        dynamic mode, the frame number x dt in static mode."""
+        simulation, dt = self.simulation, self.spec.scene.dt
+        time = (simulation.time + frames_ahead * dt if simulation.mode == "dynamic"
+                else (simulation.frame + frames_ahead) * dt)
+        for obstacle, spec in zip(self.obstacles, self.spec.obstacles):
             obstacle.shift = obstacle_shift(spec.velocity, spec.startTime, spec.endTime, time)
 
     def run(self, frames: int):
@@ -463,7 +466,7 @@ class Scene:
 
     def reset(self) -> None:
         self.simulation.reset()
-        self._move_obstacles(0.0)
+        self._move_obstacles()
 
     def outputs(self) -> dict[str, float]:
         return self.simulation.outputs()
@@ -546,8 +549,7 @@ class Scene:
         self._build()
         if x.shape == self.simulation.x.shape:
             self.simulation.restore(x, frame, v=v, time=time)
-            dt = self.spec.scene.dt
-            self._move_obstacles(time if self.simulation.mode == "dynamic" else frame * dt)
+            self._move_obstacles()
         if drag is not None:
             self.simulation.add_constraint(drag)
 

@@ -88,6 +88,9 @@ def solve_qp(problem: QPProblem, backend: str, *, tolerance: float = 1e-10,
 
     started = time.perf_counter()
     installed = set(qpsolvers.available_solvers)
+    has_g, has_a = problem.G.shape[0] > 0, problem.A.shape[0] > 0
+    qp = qpsolvers.Problem(problem.P, problem.q, problem.G if has_g else None, problem.h if has_g else None,
+                           problem.A if has_a else None, problem.b if has_a else None, problem.lb, problem.ub)
     tried, reasons = [], []
     for name in (backend, *FALLBACKS):
         if name in tried:
@@ -97,10 +100,6 @@ def solve_qp(problem: QPProblem, backend: str, *, tolerance: float = 1e-10,
             reasons.append(f"{name} is not installed")
             continue
         kwargs = {key: tolerance for key in _TOLERANCE_KEYS.get(name, ())} | _SETTINGS.get(name, {})
-        qp = qpsolvers.Problem(problem.P, problem.q, problem.G if problem.G.shape[0] else None,
-                               problem.h if problem.G.shape[0] else None,
-                               problem.A if problem.A.shape[0] else None,
-                               problem.b if problem.A.shape[0] else None, problem.lb, problem.ub)
         try:
             with warnings.catch_warnings():  # the backends' own warnings become this function's answer
                 warnings.simplefilter("ignore")
