@@ -572,10 +572,13 @@ class MainWindow(QMainWindow):
                 f"{_ms(forward) if inverse.forward_frames else '-'} | render {_ms(self.last_render_time)}")
             return
         t = phase_times(frame.report, self.last_render_time)
+        preconditioner = frame.report.preconditioner
         self.timing_label.setText(
             f"ms: assembly {_ms(t['assembly'])} | factorization {_ms(t['factorization'])} | "
             f"Newton {_ms(t['newton'])} | W {_ms(t['W'])} | constraint {_ms(t['constraint'])} | "
-            f"render {_ms(t['render'])}")
+            f"render {_ms(t['render'])}" + ("" if preconditioner is None else
+                                            f" | CG {preconditioner['cg_iterations']} it., factorization "
+                                            f"{preconditioner['factorization_age']} old"))
 
     def _on_message(self, level: str, text: str) -> None:
         """A message of the session: info in the status bar; a warning or an error also in the warning label.

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
 from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
 
 
 def solver_like(solver):
     """A new, unfactorized linear solver of the same kind and settings as ``solver``."""
+    if isinstance(solver, AsyncPreconditionedSolver):
+        return AsyncPreconditionedSolver(residual_tolerance_threshold=solver.residual_tolerance_threshold,
+                                         maximum_number_of_iterations=solver.maximum_number_of_iterations,
+                                         background=solver.background)
     if isinstance(solver, CGSolver):
         return CGSolver(maximum_number_of_iterations=solver.maximum_number_of_iterations,
                         residual_tolerance_threshold=solver.residual_tolerance_threshold,
@@ -32,22 +37,35 @@ class ResponseCache:
         self._key: tuple | None = None
         self._Jt: np.ndarray | None = None
         self._KinvJt: np.ndarray | None = None
+        self._tolerance = 0.0  # the relative residual of the cached columns (0: exact)
 
-    def solve(self, linear_solver, Jt: np.ndarray) -> np.ndarray:
-        """K^-1 Jt (n_free, m) for the dense Jt (n_free, m)."""
+    def solve(self, linear_solver, Jt: np.ndarray, extra: np.ndarray | None = None, tolerance: float | None = None):
+        """K^-1 Jt (n_free, m) for the dense Jt (n_free, m). With ``extra`` (n_free,), also K^-1 extra, solved in
+        the same call (one multi-right-hand-side solve: one preconditioner application per CG iteration for
+        an iterative solver) and returned as a second value. ``tolerance``: the relative residual an iterative
+        solver that accepts one (the asynchronous preconditioner) may stop at; the cache then keeps the
+        columns for later calls only while they are at least as accurate as asked."""
         key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
         same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
-                and self._key[2] is key[2] and self._Jt.shape == Jt.shape)
-        if same:
-            changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0))
-            KinvJt = self._KinvJt.copy()
-            if changed.size:
-                KinvJt[:, changed] = np.asarray(linear_solver.solve(np.ascontiguousarray(Jt[:, changed]))
-                                                ).reshape(Jt.shape[0], changed.size)
+                and self._key[2] is key[2] and self._Jt.shape == Jt.shape
+                and (tolerance is None or self._tolerance <= tolerance))
+        changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0)) if same else np.arange(Jt.shape[1])
+        KinvJt = self._KinvJt.copy() if same else np.empty(Jt.shape)
+        columns = Jt[:, changed] if extra is None else np.column_stack([Jt[:, changed], extra])
+        solved = np.zeros((Jt.shape[0], 0))
+        if columns.shape[1]:
+            options = {} if tolerance is None or not getattr(linear_solver, "inexact", False) else {
+                "tolerance": tolerance}
+            solved = np.asarray(linear_solver.solve(np.ascontiguousarray(columns), **options)).reshape(columns.shape)
+        KinvJt[:, changed] = solved[:, :changed.size]
+        if not same or tolerance is None:
+            self._tolerance = 0.0 if tolerance is None else tolerance
         else:
-            KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(Jt.shape)
+            self._tolerance = max(self._tolerance, tolerance)
         self._key, self._Jt, self._KinvJt = key, Jt, KinvJt
-        return KinvJt
+        if extra is None:
+            return KinvJt
+        return KinvJt, solved[:, -1].copy()
 
 
 class ConstrainedTangent:
@@ -63,6 +81,11 @@ class ConstrainedTangent:
         self._solver_template = None
         #: K^-1 J^T of the last equilibrium steps, per factorization (see ResponseCache)
         self.responses = ResponseCache()
+
+    @property
+    def current_solver(self):
+        """The linear solver of the constrained tangent, or None before the first equilibrium step."""
+        return self._solver
 
     def solver(self, template):
         """The linear solver of the constrained tangent, made like ``template`` (remade when it changes)."""

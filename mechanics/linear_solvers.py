@@ -733,8 +733,16 @@ class ReusedFactorizationSolver(CGSolver):
 
 
 def make_linear_solver(kind: str = "direct", **parameters):
-    """Build a linear solver by name: ``"direct"``, ``"cg"`` or ``"reused_factorization"``."""
+    """Build a linear solver by name: ``"direct"``, ``"cg"``, ``"reused_factorization"`` or ``"async"``
+    (:class:`mechanics.async_preconditioner.AsyncPreconditionedSolver`; its ``preconditioner_iterations`` is
+    the solver's ``maximum_number_of_iterations``)."""
+    if kind == "async":
+        from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
+
+        if "preconditioner_iterations" in parameters:
+            parameters["maximum_number_of_iterations"] = parameters.pop("preconditioner_iterations")
+        return AsyncPreconditionedSolver(**parameters)
     kinds = {"direct": DirectSolver, "cg": CGSolver, "reused_factorization": ReusedFactorizationSolver}
     if kind not in kinds:
-        raise ParameterError(f"linear solver kind must be one of {tuple(kinds)}, got {kind!r}")
+        raise ParameterError(f"linear solver kind must be one of {(*kinds, 'async')}, got {kind!r}")
     return kinds[kind](**parameters)

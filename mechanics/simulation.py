@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError
@@ -159,10 +160,20 @@ class Simulation:
                       x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
                       last_report=self._last_static_report if self.mode_of_last_frame == "static" else None,
                       constrained_tangent=self._constrained_tangent)
+        solvers = self._async_solvers()
+        before = [(s.stats["iterations"], s.stats["background_factorizations"]) for s in solvers]
         if self.inverse_active:
             x_new, report = solve_inverse_frame(settings=self.inverse, **common)
         else:
             x_new, report = solve_frame(reuse_unchanged=not self._edited, **common)
+        solvers = self._async_solvers()
+        if solvers:
+            before += [(0, 0)] * (len(solvers) - len(before))
+            report.preconditioner = {
+                "cg_iterations": sum(s.stats["iterations"] - b[0] for s, b in zip(solvers, before)),
+                "factorization_age": max(s.age for s in solvers),
+                "background_factorizations": sum(s.stats["background_factorizations"] - b[1]
+                                                 for s, b in zip(solvers, before))}
         self._edited = False
         if x_new is None:
             self.failed_frames += 1
@@ -175,6 +186,11 @@ class Simulation:
             self.mode_of_last_frame = "static"
         self.last_report = report
         return report
+
+    def _async_solvers(self) -> list:
+        """The frame's linear solvers that are asynchronous preconditioners (Newton's, the equilibrium's)."""
+        candidates = (self.newton.linear_solver, self._constrained_tangent.current_solver)
+        return [s for s in candidates if isinstance(s, AsyncPreconditionedSolver)]
 
     def _dynamic_step(self) -> FrameReport:
         self.dynamic_solver.constraints = [c for c in self.constraints if c.enforced and c.active]

@@ -538,13 +538,18 @@ class LinearSpec:
     """``[solver.linear]``: the linear solver of each Newton iteration (the cg keys are kept when
     ``type = "direct"`` and the reverse, so that switching type live keeps the settings)."""
 
-    type: str = _key(Choice("direct", "cg"), "direct", help="Sparse direct factorization or conjugate gradient.")
+    type: str = _key(Choice("direct", "cg", "async"), "direct",
+                     help="Sparse direct factorization, conjugate gradient, or CG preconditioned by a factorization "
+                          "refreshed in a background thread (the asynchronous preconditioner).")
     backend: str = _key(Choice("auto", "pardiso", "scipy"), "auto", when=when("type", "direct"),
                         help="auto: MKL Pardiso when installed, else SciPy.")
     maximum_number_of_iterations: int = _key(Integer(1, MAX_CG_ITERATIONS), 1000, when=when("type", "cg"),
                                               help="Most CG iterations per solve.")
-    residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8, when=when("type", "cg"),
+    residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8, when=when("type", "cg", "async"),
                                                help="CG stops when |r| < threshold |b|.")
+    preconditioner_iterations: int = _key(Integer(1, 1000), 20, when=when("type", "async"),
+                                          help="Most CG iterations per solve before the current matrix is "
+                                               "factorized in the foreground.")
     preconditioning_method: str = _key(
         Choice("None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"), "Diagonal",
         when=when("type", "cg"), help="Preconditioner of CG.")

@@ -270,7 +270,7 @@ def test_choice_errors_suggest_the_closest_option(tmp_path: Path) -> None:
     assert errors_of(text, tmp_path) == [
         'finger.toml: body[0].cable[1].valueType: "displacment" is not one of displacement, force; '
         "did you mean displacement?",
-        'finger.toml: solver.linear.type: "CG" is not one of direct, cg; did you mean cg?',
+        'finger.toml: solver.linear.type: "CG" is not one of direct, cg, async; did you mean cg?',
         'finger.toml: solver.linear.preconditioning_method: "none" is not one of None, Identity, Diagonal, '
         "IncompleteCholesky, LastFactorization; did you mean None?",
     ]
