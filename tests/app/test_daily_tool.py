@@ -317,3 +317,19 @@ def test_an_effector_of_several_points_is_marked_at_each(main_window):
     np.testing.assert_array_equal(viewport._effector_points("tip"),
                                   [[frame.outputs[f"tip.{axis}"] for axis in "xyz"]])
     assert viewport._effector_points("nothing").shape == (0, 3)
+
+
+def test_the_asynchronous_preconditioner_is_switched_on_live_and_reported(main_window, qtbot):
+    """[solver.linear] type = "async" chosen while the scene is open: the next frames run on it and the timing
+    line shows their CG iterations and the age of the factorization."""
+    from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
+
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    assert session.set_parameter("solver.linear.type", "async") is None
+    assert session.set_parameter(CABLE, 4.0) is None
+    frame = run_frames(qtbot, main_window, 2)
+    assert frame.report.converged
+    assert isinstance(session.scene.simulation.newton.linear_solver, AsyncPreconditionedSolver)
+    assert frame.report.preconditioner["cg_iterations"] >= 1
+    assert "CG " in main_window.timing_label.text() and " old" in main_window.timing_label.text()
