@@ -164,7 +164,6 @@ class AsyncPreconditionedSolver:
         self._generation = 0
         self._memo: tuple[int, np.ndarray, np.ndarray, float] | None = None
         self._ready: _Factorization | None = None  # the preconditioner in use (only the foreground touches it)
-        self._foreground_spare: _Factorization | None = None
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         # shared with the thread, under the lock:
@@ -260,10 +259,10 @@ class AsyncPreconditionedSolver:
             self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=120.0)
-        for factorization in (self._ready, self._foreground_spare, self._finished, self._background_spare):
+        for factorization in (self._ready, self._finished, self._background_spare):
             if factorization is not None:
                 factorization.backend.release()
-        self._ready = self._foreground_spare = self._finished = self._background_spare = None
+        self._ready = self._finished = self._background_spare = None
         self.matrix = None
         self._memo = None
 
@@ -286,25 +285,22 @@ class AsyncPreconditionedSolver:
 
     # -- the factorizations ---------------------------------------------------------------------------
     def _retire(self, factorization: _Factorization | None) -> None:
-        """Keep a handle no longer in use for its owner's next factorization."""
+        """Free a handle no longer in use, or keep a background one for the thread's next factorization (it
+        then skips the symbolic analysis). Foreground handles are freed: they are made only for the first
+        matrix and after a failed CG, and a factorization of a large mesh takes gigabytes."""
         if factorization is None:
             return
-        if factorization.owner == "foreground":
-            if self._foreground_spare is not None:
-                self._foreground_spare.backend.release()
-            self._foreground_spare = factorization
-            return
-        with self._lock:
-            if self._background_spare is None:
-                self._background_spare = factorization
-                return
-        factorization.backend.release()  # pragma: no cover - at most one handle is retired at a time
+        if factorization.owner == "background":
+            with self._lock:
+                if self._background_spare is None:
+                    self._background_spare = factorization
+                    return
+        factorization.backend.release()
 
     def _factorize_now(self) -> None:
         """Factorize the current matrix in the foreground (the first matrix, a failed CG, or no background)."""
         started = time.perf_counter()
-        fresh, self._foreground_spare = self._foreground_spare, None
-        fresh = fresh or _Factorization("foreground")
+        fresh = _Factorization("foreground")
         try:
             fresh.factorize(self.matrix, self._generation)
         except LinearSolverError:
