@@ -5,7 +5,7 @@ RESULTS_<name>.md; this script adds the machine, the date, the versions, the iss
 and the record of what each optimisation gained (benchmarks/GAINS.md, kept by hand), and concatenates
 everything into RESULTS.md.
 
-Usage: python benchmarks/run_all.py [--quick]   (--quick: fewer frames/iterations and no 130k meshes)
+Usage: python benchmarks/run_all.py [--quick]   (--quick: fewer frames/iterations and no 130k or 500k meshes)
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _load(path: Path):
         return None
 
 
-def targets(scenes, scaling, render, gui=None, inverse=None) -> str:
+def targets(scenes, scaling, render, gui=None, inverse=None, asynchronous=None) -> str:
     """The issue-8 targets and issue 17's responsiveness targets as rows (target, measured, PASS/FAIL)."""
     rows = []
 
@@ -94,6 +94,18 @@ def targets(scenes, scaling, render, gui=None, inverse=None) -> str:
         add("inverse trunk: one QP (8 cables, one effector)", inverse["qp_per_solve_ms"], 1.0,
             note=f"a moving goal: {moving['qps_mean']:.1f} QPs, {moving['qp_median']:.2f} ms per frame of "
                  f"{moving['median']:.1f} ms (issue 18)")
+    by_size = {r["size"]: r for r in asynchronous or []}
+    if "130k" in by_size:
+        r = by_size["130k"]
+        frame = r["async"]["frame"]
+        add("130k tets, cable ramp, async preconditioner, median frame", frame["median"], 150.0,
+            note=f"p90 {frame['p90']:.0f}, max {frame['max']:.0f}; direct {r['direct']['frame']['median']:.0f} ms "
+                 "(issue 20)")
+    if "36k" in by_size:
+        r = by_size["36k"]
+        add("36k tets, cable ramp, async frame / bare factorization", r["async"]["frame"]["median"] / r["bare_ms"],
+            0.5, unit="x", note=f"{r['async']['frame']['median']:.0f} ms vs {r['bare_ms']:.0f} ms; direct "
+                                f"{r['direct']['frame']['median'] / r['bare_ms']:.2f} x (issue 20)")
     return markdown_table(["target", "measured", "limit", "result", "note"], rows)
 
 
@@ -118,8 +130,10 @@ def main(argv=None) -> int:
         wall["sweep"] = run("bench_sweep.py", [*quick])
         wall["inverse"] = run("bench_inverse.py", [*quick, "--json", str(tmp / "inverse.json")])
         wall["contact"] = run("bench_contact.py", [*quick, "--json", str(tmp / "contact.json")])
-        scenes, scaling, render, gui, inverse = (_load(tmp / f"{n}.json")
-                                                 for n in ("scenes", "scaling", "render", "gui", "inverse"))
+        wall["async"] = run("bench_async.py", (["--sizes", "1k", "10k", "36k", "--frames", "3"] if args.quick else [])
+                            + ["--json", str(tmp / "async.json")])
+        scenes, scaling, render, gui, inverse, asynchronous = (
+            _load(tmp / f"{n}.json") for n in ("scenes", "scaling", "render", "gui", "inverse", "async"))
 
     info = versions()
     header = [
@@ -137,12 +151,12 @@ def main(argv=None) -> int:
         "",
         "## Targets (issue 8: static mode, solver converged, median frame; issue 17: the window while playing)",
         "",
-        targets(scenes, scaling, render, gui, inverse),
+        targets(scenes, scaling, render, gui, inverse, asynchronous),
         "",
     ]
     sections = []
     for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
-                 "RESULTS_inverse.md", "RESULTS_contact.md",
+                 "RESULTS_inverse.md", "RESULTS_contact.md", "RESULTS_async.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():
