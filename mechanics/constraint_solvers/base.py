@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from softsim.mechanics.constraint_solvers.elimination import eliminate_equalities, solve_equalities
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.resolutions import EQUALITY, Blocks
 from softsim.mechanics.scene.schema import ConstraintSpec, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,10 @@ class ConstraintSolver:
             return self._report(np.zeros(0), np.zeros(0), 0, 0.0, True, np.zeros(0), started, blocks)
         reg = self._values["regularizationTerm"]
         W_solve = W + reg * np.eye(m) if reg > np.finfo(float).eps else W
-        force, iterations, error, converged, graph = self._solve(W_solve, dfree, blocks, f0)
+        result = self._solve_eliminated(W_solve, dfree, blocks, f0) if self._values.get("eliminateEqualities") else None
+        if result is None:
+            result = self._solve(W_solve, dfree, blocks, f0)
+        force, iterations, error, converged, graph = result
         if not converged:
             logger.warning(
                 "%s did not converge: error %.3g after %d iterations", self.type_name, error, iterations
@@ -128,6 +132,20 @@ class ConstraintSolver:
 
     def _solve(self, W, dfree, blocks, f0):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _solve_eliminated(self, W, dfree, blocks, f0):
+        """``eliminateEqualities``: the equality rows solved exactly (Cholesky of their block of W), the
+        iterations on the Schur complement of the others (:mod:`.elimination`); None when nothing can be
+        eliminated (the whole problem is then iterated on)."""
+        if np.all(blocks.kind == EQUALITY):
+            force = solve_equalities(W, dfree, blocks)
+            return None if force is None else (force, 1, 0.0, True, np.zeros(1))
+        reduced = eliminate_equalities(W, dfree, blocks)
+        if reduced is None:
+            return None
+        force_r, iterations, error, converged, graph = self._solve(reduced.W_r, reduced.dfree_r, reduced.blocks_r,
+                                                                    f0[reduced.rows_r])
+        return reduced.expand(force_r), iterations, error, converged, graph
 
     def _report(
         self, force, violation, iterations, error, converged, graph, started, blocks

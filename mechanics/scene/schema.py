@@ -571,6 +571,10 @@ class ConstraintSpec:
     allVerified: bool = _key(Flag(), False, help="Converged only when every block is within the tolerance.")
     regularizationTerm: float = _key(_NON_NEGATIVE, 0.0, unit="compliance", help="Added to W's diagonal.")
     computeConstraintForces: bool = _key(Flag(), False, help="Keep a copy of the multipliers in the report.")
+    eliminateEqualities: bool = _key(
+        Flag(), False, when=when("type", "BlockGaussSeidel", "ImprovedJacobi", "NNCG"),
+        help="Solve the equality rows exactly (Cholesky of their block of W) and iterate on the Schur complement "
+             "of the others: far fewer iterations with stiff attachments.")
     useSpectralCorrection: bool = _key(Flag(), False, when=_JACOBI,
                                        help="Scale each step by rho = factor min(1, 1.8 / spr(D^-1 W)).")
     spectralCorrectionFactor: float = _key(Real(0.0, 10.0, lo_open=True), 1.0, when=_JACOBI,
