@@ -33,6 +33,7 @@ from softsim.mechanics.resolutions import Blocks, complementarity_residual  # no
 logger = logging.getLogger("bench_constraint_solvers")
 
 SOLVERS = {
+    "BlockPivoting": {},
     "BlockGaussSeidel": {},
     "NNCG": {},
     "ImprovedJacobi (spectral)": {"useSpectralCorrection": True},
@@ -105,6 +106,7 @@ def main(argv=None) -> int:
     # compile the numba kernels outside the timings
     make_constraint_solver("BlockGaussSeidel").solve(np.eye(3), -np.ones(3), Blocks.unilateral(3))
     make_constraint_solver("NNCG").solve(np.eye(3), -np.ones(3), Blocks.unilateral(3))
+    make_constraint_solver("BlockPivoting").solve(np.eye(3), -np.ones(3), Blocks.unilateral(3))
 
     rows = []
     for m in args.sizes:

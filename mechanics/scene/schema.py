@@ -562,8 +562,10 @@ _JACOBI = when("type", "ImprovedJacobi")
 class ConstraintSpec:
     """``[solver.constraint]``: GenericConstraintSolver / ImprovedJacobi data fields (SOFA names)."""
 
-    type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "exact"), "BlockGaussSeidel",
-                     help="Complementarity solver in constraint space (exact: a pivoting LCP solve).")
+    type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "BlockPivoting", "exact"),
+                     "BlockGaussSeidel", help="Complementarity solver in constraint space (BlockPivoting: an exact active-set solve of "
+                          "frictionless problems, friction by Block Gauss-Seidel; exact: Lemke's pivoting, the "
+                          "tests' reference).")
     maxIterations: int = _key(Integer(1, 10_000_000), 1000, alias="maxIt", help="Most iterations per solve.")
     tolerance: float = _key(_POSITIVE, 1e-6, unit="length", help="Convergence tolerance on the solver's error.")
     sor: float = _key(Real(0.0, 2.0, lo_open=True, hi_open=True), 1.0, help="Over-relaxation factor.")

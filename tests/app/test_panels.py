@@ -71,7 +71,7 @@ def test_widgets_follow_the_kind_of_each_key(docks):
     assert panel.editor("solver.newton.newton_iterations").findChild(QSpinBox).value() == 25  # finger.toml
     combo = panel.editor("solver.constraint.type").findChild(QComboBox)
     assert [combo.itemText(i) for i in range(combo.count())] == ["BlockGaussSeidel", "ImprovedJacobi", "NNCG",
-                                                                "exact"]
+                                                                "BlockPivoting", "exact"]
     gravity = panel.editor("scene.gravity")
     assert isinstance(gravity, VectorEditor) and [line.text() for line in gravity.lines] == ["0", "-9810", "0"]
     # Names are part of every key path: shown, not edited.

@@ -250,6 +250,7 @@ def test_factory_names_and_errors():
         "scaleTolerance": True,
         "allVerified": False,
         "computeConstraintForces": False,
+        "eliminateEqualities": False,
     }
     with pytest.raises(ParameterError, match="'Lemke' is unknown"):
         make_constraint_solver("Lemke")
