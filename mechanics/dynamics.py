@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from softsim.mechanics.block_solver import BlockDiagonalSolver
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import EQUALITY, Blocks
 from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, declarations, defaults
@@ -140,6 +141,14 @@ class _Rows:
         return self.J_start
 
 
+def _default_linear_solver(system):
+    """A direct solver, one per body when the system has several (their H blocks are not coupled)."""
+    offsets = getattr(system, "node_offsets", None)
+    if offsets is None or len(offsets) <= 2:
+        return DirectSolver()
+    return BlockDiagonalSolver(np.searchsorted(system.free_dofs, 3 * np.asarray(offsets)))
+
+
 class DynamicSolver:
     """Implicit dynamics of a :class:`mechanics.model.Model` with constraint models.
 
@@ -151,7 +160,9 @@ class DynamicSolver:
     K csr (N, N))``, the total force and K = -df/dx);
     constraints: :mod:`mechanics.constraints` models;
     constraint_solver: used on the Schur path (default: an exact-precision BlockGaussSeidel);
-    linear_solver: factorizes H (default :class:`mechanics.linear_solvers.DirectSolver`).
+    linear_solver: factorizes H (default :class:`mechanics.linear_solvers.DirectSolver`, or with several bodies
+    :class:`mechanics.block_solver.BlockDiagonalSolver`: one factorization per body, so that ``H^-1 J^T`` solves
+    each body only with the rows that touch it).
     """
 
     def __init__(
@@ -166,7 +177,7 @@ class DynamicSolver:
         self.system = system
         self.constraints = list(constraints)
         self.constraint_solver = constraint_solver
-        self.linear_solver = DirectSolver() if linear_solver is None else linear_solver
+        self.linear_solver = _default_linear_solver(system) if linear_solver is None else linear_solver
         for name, value in {**defaults(DynamicSpec), **defaults(SceneSettings, {"dt"})}.items():
             setattr(self, name, value)
         self.set_parameters(**parameters)
