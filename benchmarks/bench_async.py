@@ -40,7 +40,6 @@ from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
 from softsim.mechanics.simulation import Simulation  # noqa: E402
 from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
 
-
 #: bench_newton's sizes and a 500k-tet beam (the 130k beam scaled by about 1.57 in each direction)
 ALL_SIZES = {**SIZES, "500k": (141, 24, 25)}
 

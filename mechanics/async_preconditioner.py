@@ -145,7 +145,8 @@ class AsyncPreconditionedSolver:
                  background: bool = True):
         tolerance = float(residual_tolerance_threshold)
         if not np.isfinite(tolerance) or not 0.0 < tolerance <= 1e-2:
-            raise ParameterError(f"residual_tolerance_threshold must be in (0, 1e-2], got {residual_tolerance_threshold}")
+            raise ParameterError(
+                f"residual_tolerance_threshold must be in (0, 1e-2], got {residual_tolerance_threshold}")
         if isinstance(maximum_number_of_iterations, bool) or int(maximum_number_of_iterations) < 1:
             raise ParameterError(f"maximum_number_of_iterations must be an integer >= 1, got "
                                  f"{maximum_number_of_iterations!r}")

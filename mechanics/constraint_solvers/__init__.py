@@ -2,8 +2,9 @@
 
 ``make_constraint_solver(type, **params)`` builds one of "BlockGaussSeidel" (SOFA's default, also under the
 names "GenericConstraintSolver", "ProjectedGaussSeidel" and "BlockGaussSeidelConstraintSolver"),
-"ImprovedJacobi", "NNCG", "BlockPivoting" (exact active set for frictionless problems) or "exact". Every solver has ``solve(W, dfree, blocks, *, initial_force=None)``
-returning a :class:`ConstraintReport` and ``set_parameters(**params)`` with SOFA's parameter names.
+"ImprovedJacobi", "NNCG", "BlockPivoting" (exact active set for frictionless problems) or "exact". Every
+solver has ``solve(W, dfree, blocks, *, initial_force=None)`` returning a :class:`ConstraintReport` and
+``set_parameters(**params)`` with SOFA's parameter names.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from softsim.mechanics.constraint_solvers.base import ConstraintReport, ConstraintSolver, solver_keys
 from softsim.mechanics.constraint_solvers.exact import ExactSolver, lemke, solve_mixed_lcp
 from softsim.mechanics.constraint_solvers.gauss_seidel import NNCG, BlockGaussSeidel
-from softsim.mechanics.constraint_solvers.pivoting import BlockPivoting
 from softsim.mechanics.constraint_solvers.jacobi import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
+from softsim.mechanics.constraint_solvers.pivoting import BlockPivoting
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import complementarity_residual
 

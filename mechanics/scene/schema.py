@@ -563,7 +563,8 @@ class ConstraintSpec:
     """``[solver.constraint]``: GenericConstraintSolver / ImprovedJacobi data fields (SOFA names)."""
 
     type: str = _key(Choice("BlockGaussSeidel", "ImprovedJacobi", "NNCG", "BlockPivoting", "exact"),
-                     "BlockGaussSeidel", help="Complementarity solver in constraint space (BlockPivoting: an exact active-set solve of "
+                     "BlockGaussSeidel",
+                     help="Complementarity solver in constraint space (BlockPivoting: an exact active-set solve of "
                           "frictionless problems, friction by Block Gauss-Seidel; exact: Lemke's pivoting, the "
                           "tests' reference).")
     maxIterations: int = _key(Integer(1, 10_000_000), 1000, alias="maxIt", help="Most iterations per solve.")

@@ -7,6 +7,7 @@ import pytest
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_solvers.elimination import eliminate_equalities
 from softsim.mechanics.resolutions import EQUALITY, Blocks, complementarity_residual
+
 from tests.mechanics.test_constraint_solvers import ITERATIVE, compliance, planted_mixed, tight_solver
 
 
