@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,3 +86,15 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def run_in_process(command: list[str], label: str) -> dict | None:
+    """Run one benchmark case in its own process (clean peak memory, no shared caches) and return the dict it
+    printed on a ``RESULT {json}`` line; None (with its stderr printed) when it printed none."""
+    output = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in output.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        print(f"{label} failed:\n{output.stderr[-3000:]}", flush=True)
+        return None
+    return json.loads(lines[-1][len("RESULT "):])
+

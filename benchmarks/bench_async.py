@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import cpu_model, markdown_table, peak_rss_mb, stats_ms, write_json  # noqa: E402
+from _common import cpu_model, markdown_table, peak_rss_mb, run_in_process, stats_ms, write_json  # noqa: E402
 from bench_newton import SIZES, box_mesh  # noqa: E402
 from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver  # noqa: E402
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
@@ -136,13 +135,10 @@ def main(argv=None) -> int:
     for size in args.sizes:
         frames = args.frames if size not in ("130k", "500k") else min(args.frames, 4 if size == "130k" else 3)
         command = [sys.executable, __file__, "--one", size, "--tangent", args.tangent, "--frames", str(frames)]
-        output = subprocess.run(command, capture_output=True, text=True, check=False)
-        lines = [line for line in output.stdout.splitlines() if line.startswith("RESULT ")]
-        if not lines:
-            print(f"{size} failed:\n{output.stderr[-3000:]}", flush=True)
+        r = run_in_process(command, size)
+        if r is None:
             continue
-        results.append(json.loads(lines[-1][len("RESULT "):]))
-        r = results[-1]
+        results.append(r)
         print(f"{size}: bare {r['bare_ms']:.1f} ms, direct {r['direct']['frame']['median']:.1f} ms, "
               f"async {r['async']['frame']['median']:.1f} ms", flush=True)
     rows = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import markdown_table, peak_rss_mb, stats_ms, write_json  # noqa: E402
+from _common import markdown_table, peak_rss_mb, run_in_process, stats_ms, write_json  # noqa: E402
 from bench_newton import SIZES, box_mesh, run_case  # noqa: E402
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
 from softsim.mechanics.constraints import CableConstraint  # noqa: E402
@@ -107,14 +106,11 @@ def main(argv=None) -> int:
     results = []
     for model in args.models:
         for size in args.sizes:
-            command = [sys.executable, __file__, "--one", size, model] + (["--quick"] if args.quick else [])
-            output = subprocess.run(command, capture_output=True, text=True, check=False)
-            lines = [line for line in output.stdout.splitlines() if line.startswith("RESULT ")]
-            if not lines:
-                print(f"{model} {size} failed:\n{output.stderr[-2000:]}", flush=True)
+            r = run_in_process([sys.executable, __file__, "--one", size, model] + (["--quick"] if args.quick else []),
+                         f"{model} {size}")
+            if r is None:
                 continue
-            results.append(json.loads(lines[-1][len("RESULT "):]))
-            r = results[-1]
+            results.append(r)
             print(f"{model} {size}: iteration {r['iteration_ms']:.1f} ms, bare {r['bare_factor_ms']:.1f} ms, "
                   f"frame {r['frame']['median']:.2f} ms, peak {r['peak_rss_mb']:.0f} MB", flush=True)
     header = ["model", "tets", "free DOFs", "nnz(L)", "Newton it.", "assembly", "factorization", "solve",
