@@ -46,22 +46,19 @@ class ResponseCache:
         solver that accepts one (the asynchronous preconditioner) may stop at; the cache then keeps the
         columns for later calls only while they are at least as accurate as asked."""
         key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
+        inexact = tolerance is not None and getattr(linear_solver, "inexact", False)
+        accuracy = float(tolerance) if inexact else 0.0  # the relative residual of the columns solved now
         same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
-                and self._key[2] is key[2] and self._Jt.shape == Jt.shape
-                and (tolerance is None or self._tolerance <= tolerance))
+                and self._key[2] is key[2] and self._Jt.shape == Jt.shape and self._tolerance <= accuracy)
         changed = np.flatnonzero(np.any(Jt != self._Jt, axis=0)) if same else np.arange(Jt.shape[1])
         KinvJt = self._KinvJt.copy() if same else np.empty(Jt.shape)
         columns = Jt[:, changed] if extra is None else np.column_stack([Jt[:, changed], extra])
         solved = np.zeros((Jt.shape[0], 0))
         if columns.shape[1]:
-            options = {} if tolerance is None or not getattr(linear_solver, "inexact", False) else {
-                "tolerance": tolerance}
+            options = {"tolerance": accuracy} if inexact else {}
             solved = np.asarray(linear_solver.solve(np.ascontiguousarray(columns), **options)).reshape(columns.shape)
         KinvJt[:, changed] = solved[:, :changed.size]
-        if not same or tolerance is None:
-            self._tolerance = 0.0 if tolerance is None else tolerance
-        else:
-            self._tolerance = max(self._tolerance, tolerance)
+        self._tolerance = accuracy  # the reused columns were at least this accurate (same requires it)
         self._key, self._Jt, self._KinvJt = key, Jt, KinvJt
         if extra is None:
             return KinvJt

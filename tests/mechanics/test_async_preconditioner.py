@@ -186,3 +186,32 @@ def test_make_linear_solver_knows_async() -> None:
     assert solver.maximum_number_of_iterations == 5 and solver.residual_tolerance_threshold == 1e-9
     with pytest.raises(ParameterError, match="async"):
         make_linear_solver("asynchronous")
+
+
+def test_response_cache_does_not_reuse_inexact_columns_for_an_exact_request():
+    """The equilibrium steps ask for K^-1 J^T to a loose tolerance; a later exact request with the same matrix
+    (the inverse model's W) must solve again rather than reuse them. A stand-in solver answers a request of
+    tolerance t with the exact solution scaled by (1 + t)."""
+    from softsim.mechanics.constrained_tangent import ResponseCache
+
+    A = _spd(50, 8)
+    exact_inverse = np.linalg.inv(A.toarray())
+
+    class Inexact:
+        inexact = True
+        matrix = A
+        stats = {"factorizations": 1}
+        calls: list = []
+
+        def solve(self, b, tolerance=None):
+            self.calls.append(tolerance)
+            return (1.0 + (tolerance or 0.0)) * (exact_inverse @ b)
+
+    solver, cache = Inexact(), ResponseCache()
+    Jt = np.random.default_rng(8).standard_normal((50, 3))
+    loose = cache.solve(solver, Jt, tolerance=0.5)
+    np.testing.assert_allclose(loose, 1.5 * exact_inverse @ Jt)
+    again = cache.solve(solver, Jt)  # exact request: solved again, not the loose columns
+    np.testing.assert_allclose(again, exact_inverse @ Jt, atol=1e-12)
+    cache.solve(solver, Jt, tolerance=0.5)  # exact columns serve a loose request: no new solve
+    assert solver.calls == [0.5, None]
