@@ -163,7 +163,7 @@ class AsyncPreconditionedSolver:
         self.iterations = 0
         self.age = 0
         self._generation = 0
-        self._memo: tuple[int, np.ndarray, np.ndarray, float] | None = None
+        self._memo: tuple[np.ndarray, np.ndarray, float] | None = None  # (b, x, tolerance) of the last block solve
         self._ready: _Factorization | None = None  # the preconditioner in use (only the foreground touches it)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -202,18 +202,19 @@ class AsyncPreconditionedSolver:
             raise LinearSolverError(f"{self.name}.solve called before factorize()")
         b = _check_rhs(b, self.matrix.shape[0], self.name)
         started = time.perf_counter()
+        tolerance = self.residual_tolerance_threshold if tolerance is None else float(tolerance)
         memo = self._memo
-        if (b.ndim == 2 and memo is not None and memo[1].shape == b.shape and memo[3] <= (tolerance or np.inf)
-                and np.array_equal(memo[1], b)):
+        # the last block solve, when it was at least as accurate as asked (the memo is cleared by factorize)
+        if (b.ndim == 2 and memo is not None and memo[0].shape == b.shape and memo[2] <= tolerance
+                and np.array_equal(memo[0], b)):
             self.stats["memo_hits"] += 1
-            return memo[2].copy()
+            return memo[1].copy()
         self._pick_up()
         if not self.background and self._ready.generation != self._generation:
             self._factorize_now()
         B = b.reshape(b.shape[0], -1)
         X0 = None if x0 is None else np.asarray(x0, dtype=np.float64).reshape(B.shape)
         ready = self._ready
-        tolerance = self.residual_tolerance_threshold if tolerance is None else float(tolerance)
         X, iterations, status = preconditioned_cg(
             self.matrix, B, ready.solve, tolerance=tolerance, max_iterations=self.maximum_number_of_iterations,
             X0=X0)
@@ -236,7 +237,7 @@ class AsyncPreconditionedSolver:
         self.stats["right_hand_sides"] += B.shape[1]
         X = X.reshape(b.shape)
         if b.ndim == 2:
-            self._memo = (self._generation, b.copy(), X.copy(), tolerance)
+            self._memo = (b.copy(), X.copy(), tolerance)
         return X
 
     def _direct_solve(self, B: np.ndarray) -> np.ndarray:

@@ -104,6 +104,13 @@ def test_solver_memoises_a_repeated_block_right_hand_side() -> None:
     solver.factorize(K_rest)  # a new operator: the memo is gone
     solver.solve(B)
     assert solver.stats["memo_hits"] == 1
+    loose = solver.solve(B, tolerance=0.5)  # a loose block solve of the same B is served by the exact one
+    assert solver.stats["memo_hits"] == 2 and np.array_equal(loose, first)
+    solver.factorize(K_rest)
+    solver.solve(B, tolerance=0.5)
+    solves = solver.stats["solves"]
+    solver.solve(B)  # an exact request is not served by the loose solution: it solves again
+    assert solver.stats["memo_hits"] == 2 and solver.stats["solves"] == solves + 1
 
 
 def test_indefinite_matrix_is_solved_with_its_own_factorization() -> None:
