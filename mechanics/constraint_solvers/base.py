@@ -120,10 +120,7 @@ class ConstraintSolver:
             return self._report(np.zeros(0), np.zeros(0), 0, 0.0, True, np.zeros(0), started, blocks)
         reg = self._values["regularizationTerm"]
         W_solve = W + reg * np.eye(m) if reg > np.finfo(float).eps else W
-        result = self._solve_eliminated(W_solve, dfree, blocks, f0) if self._values.get("eliminateEqualities") else None
-        if result is None:
-            result = self._solve(W_solve, dfree, blocks, f0)
-        force, iterations, error, converged, graph = result
+        force, iterations, error, converged, graph = self._iterate(W_solve, dfree, blocks, f0)
         if not converged:
             logger.warning(
                 "%s did not converge: error %.3g after %d iterations", self.type_name, error, iterations
@@ -132,6 +129,12 @@ class ConstraintSolver:
 
     def _solve(self, W, dfree, blocks, f0):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _iterate(self, W, dfree, blocks, f0):
+        """The solve after ``solve``'s checks: on the reduced problem with ``eliminateEqualities`` when one can
+        be formed, else on the whole problem. Returns (force, iterations, error, converged, graph)."""
+        result = self._solve_eliminated(W, dfree, blocks, f0) if self._values.get("eliminateEqualities") else None
+        return self._solve(W, dfree, blocks, f0) if result is None else result
 
     def _solve_eliminated(self, W, dfree, blocks, f0):
         """``eliminateEqualities``: the equality rows solved exactly (Cholesky of their block of W), the

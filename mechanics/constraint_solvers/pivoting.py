@@ -24,15 +24,11 @@ with the equality rows eliminated (:mod:`.elimination`), with this solver's maxI
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import scipy.linalg as sla
 from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.constraint_solvers.gauss_seidel import BlockGaussSeidel
-from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, FRICTION, Blocks, row_residuals
-
-logger = logging.getLogger(__name__)
+from softsim.mechanics.resolutions import BOUNDED, FORCE, FRICTION, Blocks, row_residuals
 
 # row states: the force is unknown and the violation fixed (at target / lo / hi), or the force is fixed
 D_TARGET, D_LO, D_HI, F_LO, F_HI, F_TARGET = range(6)
@@ -47,7 +43,7 @@ class BlockPivoting(ConstraintSolver):
 
     def _solve(self, W, dfree, blocks, f0):
         if np.any(blocks.kind == FRICTION):
-            return self._solve_friction(W, dfree, blocks, f0)
+            return self._solve_by_gauss_seidel(W, dfree, blocks, f0)
         rows = _RowLaws(blocks)
         state = rows.initial_state(f0)
         scale_f = max(1.0, float(np.abs(f0).max(initial=0.0)))
@@ -58,7 +54,7 @@ class BlockPivoting(ConstraintSolver):
         for iteration in range(1, self._values["maxIterations"] + 1):
             f = rows.forces(W, dfree, state)
             if f is None:  # singular W restricted to the free rows (redundant rows without compliance)
-                return self._solve_friction(W, dfree, blocks, f0)
+                return self._solve_by_gauss_seidel(W, dfree, blocks, f0)
             d = dfree + W @ f
             infeasible = rows.infeasible(state, f, d, 1e-11 * max(scale_f, float(np.abs(f).max(initial=0.0))),
                                          1e-11 * scale_d)
@@ -79,12 +75,13 @@ class BlockPivoting(ConstraintSolver):
                 rows.switch(state, only, f, d)
         return f, self._values["maxIterations"], graph[-1] if graph else 0.0, False, graph
 
-    def _solve_friction(self, W, dfree, blocks, f0):
+    def _solve_by_gauss_seidel(self, W, dfree, blocks, f0):
+        """Friction, or a singular W on the free rows: Block Gauss-Seidel with the equality rows eliminated,
+        with this solver's iteration budget and tolerance."""
         solver = BlockGaussSeidel(maxIterations=self._values["maxIterations"], tolerance=self._values["tolerance"],
                                   scaleTolerance=self._values["scaleTolerance"],
                                   allVerified=self._values["allVerified"], eliminateEqualities=True)
-        result = solver._solve_eliminated(W, dfree, blocks, f0)
-        return result if result is not None else solver._solve(W, dfree, blocks, f0)
+        return solver._iterate(W, dfree, blocks, f0)
 
 
 class _RowLaws:
@@ -95,7 +92,6 @@ class _RowLaws:
         self.target = np.repeat(blocks.target, blocks.size)
         self.lo = np.repeat(blocks.lo, blocks.size)
         self.hi = np.repeat(blocks.hi, blocks.size)
-        self.equality = self.kind == EQUALITY
         self.bounded = self.kind == BOUNDED
         self.force_rows = self.kind == FORCE
 
