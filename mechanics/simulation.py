@@ -160,20 +160,19 @@ class Simulation:
                       x_is_equilibrium=self.frame > 0 and self.mode_of_last_frame == "static",
                       last_report=self._last_static_report if self.mode_of_last_frame == "static" else None,
                       constrained_tangent=self._constrained_tangent)
-        solvers = self._async_solvers()
-        before = [(s.stats["iterations"], s.stats["background_factorizations"]) for s in solvers]
+        before = {id(s): (s.stats["iterations"], s.stats["background_factorizations"]) for s in self._async_solvers()}
         if self.inverse_active:
             x_new, report = solve_inverse_frame(settings=self.inverse, **common)
         else:
             x_new, report = solve_frame(reuse_unchanged=not self._edited, **common)
         solvers = self._async_solvers()
-        if solvers:
-            before += [(0, 0)] * (len(solvers) - len(before))
+        if solvers:  # counts since the frame started (a solver made during the frame started from zero)
+            start = [before.get(id(s), (0, 0)) for s in solvers]
             report.preconditioner = {
-                "cg_iterations": sum(s.stats["iterations"] - b[0] for s, b in zip(solvers, before)),
+                "cg_iterations": sum(s.stats["iterations"] - b[0] for s, b in zip(solvers, start)),
                 "factorization_age": max(s.age for s in solvers),
                 "background_factorizations": sum(s.stats["background_factorizations"] - b[1]
-                                                 for s, b in zip(solvers, before))}
+                                                 for s, b in zip(solvers, start))}
         self._edited = False
         if x_new is None:
             self.failed_frames += 1

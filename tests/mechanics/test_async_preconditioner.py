@@ -181,6 +181,14 @@ def test_scene_key_builds_the_solver_and_switches_live(tmp_path) -> None:
     assert isinstance(solver, AsyncPreconditionedSolver) and solver.maximum_number_of_iterations == 7
     report = scene.step()
     assert report.ok
+    scene.set("body.finger.cable.cable.value", 2.0)
+    assert scene.step().preconditioner["cg_iterations"] >= 1  # the equilibrium steps ran on an async solver
+    scene.set("solver.linear.preconditioner_iterations", 8)  # new solvers: counted from zero in the next frame
+    scene.set("body.finger.cable.cable.value", 3.0)
+    report = scene.step()
+    solvers = scene.simulation._async_solvers()
+    assert len(solvers) == 2 and report.preconditioner["cg_iterations"] >= 1
+    assert report.preconditioner["cg_iterations"] == sum(s.stats["iterations"] for s in solvers)
     scene.set("solver.linear.type", "direct")
     assert isinstance(scene.simulation.newton.linear_solver, DirectSolver)
     assert scene.step().ok
