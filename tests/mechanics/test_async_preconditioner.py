@@ -230,3 +230,21 @@ def test_response_cache_does_not_reuse_inexact_columns_for_an_exact_request():
     np.testing.assert_allclose(again, exact_inverse @ Jt, atol=1e-12)
     cache.solve(solver, Jt, tolerance=0.5)  # exact columns serve a loose request: no new solve
     assert solver.calls == [0.5, None]
+
+
+def test_a_live_edit_out_of_the_solvers_range_is_refused_with_the_key_and_the_state_kept():
+    """The scene key accepts any positive tolerance; the asynchronous solver needs one <= 1e-2. The edit is
+    refused with a message naming the key and the range, and the running solver and value stay."""
+    from softsim.mechanics.scene.schema import SceneError
+
+    scene = Scene.load(Path(__file__).resolve().parents[2] / "resources" / "scenes" / "finger.toml")
+    scene.set("solver.linear.type", "async")
+    solver = scene.simulation.newton.linear_solver
+    with pytest.raises(SceneError) as caught:
+        scene.set("solver.linear.residual_tolerance_threshold", 0.5)
+    assert str(caught.value) == ("finger.toml: solver.linear.residual_tolerance_threshold: "
+                                 "residual_tolerance_threshold must be in (0, 1e-2], got 0.5")
+    assert scene.spec.solver.linear.residual_tolerance_threshold == 1e-8
+    assert isinstance(scene.simulation.newton.linear_solver, AsyncPreconditionedSolver)
+    assert scene.step().ok
+    solver.close()
