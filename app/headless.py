@@ -462,7 +462,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 
 def parse_override(text: str) -> tuple[str, str]:
-    """``"KEY=VALUE"`` -> ``(KEY, VALUE)`` (whitespace around both stripped); UsageError otherwise.
+    """``"KEY=VALUE"`` -> ``(KEY, VALUE)`` (whitespace around both stripped); UsageError otherwise, and for an
+    empty VALUE (which would silently reset the key to its default).
 
     The one ``--set`` parser of ``softsim``, ``softsim run`` and ``softsim check``. The value is checked
     when it is set (:func:`mechanics.scene.set_value`: one TOML value, nothing after it).
@@ -470,6 +471,9 @@ def parse_override(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise UsageError(f"--set expects KEY=VALUE (e.g. body.finger.cable.cable.value=5), got {text!r}")
+    if not value.strip():
+        raise UsageError(f"--set {key.strip()}: no value after '='; give one (a string value in quotes if it has "
+                         f"spaces), or leave this --set out to keep the scene's value")
     return key.strip(), value.strip()
 
 

@@ -150,6 +150,9 @@ def _raw(value: Any, kind: Kind) -> Any:
         value = value.tolist()
     if isinstance(value, tuple):
         value = [list(v) if isinstance(v, tuple) else v for v in value]
+    if isinstance(value, str) and kind.text and value.strip()[:1] in ('"', "'"):
+        quoted = _toml_value(value)  # a string key given as a TOML string: --set scene.units='"SI"'
+        return quoted if isinstance(quoted, str) else value
     if isinstance(value, str) and not kind.text and not isinstance(kind, Table):
         try:
             data = tomllib.loads(f"value = {value}")
@@ -157,10 +160,22 @@ def _raw(value: Any, kind: Kind) -> Any:
             return value  # the kind's own check reports it: expected a number, got "abc"
         except RecursionError:
             raise Invalid("arrays nested too deeply to read") from None
+        except ValueError:  # an integer longer than Python converts
+            raise Invalid(f"a number of {sum(c.isdigit() for c in value)} digits, far more than any scene value "
+                          "needs; write it with an exponent (e.g. 1e30) or correct it") from None
         if list(data) != ["value"]:  # "5\n[x]\ny = 1" reads as value = 5 followed by a table
             raise Invalid(f"{value!r} is one value followed by more text; give the value alone")
         return data["value"]
     return value
+
+
+def _toml_value(text: str) -> Any:
+    """``text`` read as one TOML value, or None when it is not exactly one."""
+    try:
+        data = tomllib.loads(f"value = {text}")
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        return None
+    return data["value"] if list(data) == ["value"] else None
 
 
 def set_value(spec: SceneSpec, path: str, value: Any) -> None:

@@ -197,6 +197,12 @@ class Text(Kind):
             raise Invalid(f"expected a string, got {show(raw)}")
         if not raw.strip():
             raise Invalid("expected a non-empty string")
+        control = sorted({c for c in raw if (ord(c) < 32 and c not in "\t\n\r") or ord(c) == 127})
+        if control:
+            shown = " ".join(f"\\x{ord(c):02x}" for c in control)
+            visible = "".join(f"\\x{ord(c):02x}" if c in control else c for c in raw)
+            raise Invalid(f"\"{visible}\" contains the control character(s) {shown} (a null byte or similar, "
+                          "usually pasted by mistake); remove them")
         return raw
 
 

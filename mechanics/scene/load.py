@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import re
 import stat
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -66,8 +67,15 @@ class _Context:
         self.warnings.append(f"{self.label}: {path}: {message}")
 
     def resolve(self, path: str, text: str) -> Path:
-        """The absolute path of ``text`` (relative to the scene directory); an error if the file is absent."""
-        resolved = (self.base_dir / Path(text).expanduser()).resolve()
+        """The absolute path of ``text`` (relative to the scene directory); an error if the file is absent, is
+        not a regular file, or is a symbolic link that loops."""
+        joined = self.base_dir / Path(text).expanduser()
+        try:
+            resolved = joined.resolve()
+        except (RuntimeError, OSError):  # Python 3.11/3.12 raise RuntimeError for a loop, later ones OSError
+            self.error(path, f"{joined}: a symbolic link loop (following its links leads back to where they "
+                             f"started, no file at the end); point {path} or the link at the file itself")
+            return joined
         if self.check_files and not resolved.is_file():
             if resolved.exists():
                 self.error(path, f"not a regular file: {resolved} ({_kind_of_file(resolved)})")
@@ -418,6 +426,21 @@ def parse_data(
     return spec
 
 
+def _too_many_digits(text: str) -> str:
+    """The message for an integer longer than Python converts (tomllib raises a bare ValueError): its line and
+    key when they can be found."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    match = re.search(rf"[0-9_]{{{limit + 1},}}", text)
+    where = ""
+    if match is not None:
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        before = text[line_start:match.start()]
+        key = before.partition("=")[0].strip() if "=" in before else ""
+        where = f"line {text.count(chr(10), 0, line_start) + 1}{f', {key}' if key else ''}: "
+    return (f"{where}an integer of more than {limit} digits, far more than any scene value needs; write the "
+            f"number with an exponent (e.g. 1e30) or correct it")
+
+
 def parse_scene(
     text: str,
     *,
@@ -430,10 +453,13 @@ def parse_scene(
     Raises:
         SceneError: a TOML syntax error (with its line and column) or every validation problem.
     """
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark, as some Windows editors write
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SceneError([f"{_label(source)}: TOML syntax error: {error}"]) from None
+    except ValueError:  # an integer of more digits than Python converts (sys.int_info)
+        raise SceneError([f"{_label(source)}: {_too_many_digits(text)}"]) from None
     except RecursionError:  # tomllib reads nested tables and arrays recursively
         raise SceneError([f"{_label(source)}: tables or arrays nested too deeply to read "
                           f"(a scene nests a few levels)"]) from None
