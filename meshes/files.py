@@ -34,6 +34,7 @@ __all__ = [
     "check_input_file",
     "format_size",
     "read_input_bytes",
+    "reason",
     "temporary_target",
     "write_text_atomically",
 ]
@@ -54,6 +55,14 @@ class InputFileError(ValueError):
         self.path = Path(path)
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+def reason(error: BaseException) -> str:
+    """What went wrong in an OSError, without Python's ``[Errno N]`` and the path (the caller names the file):
+    ``"No space left on device"``; any other error as its text."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
 
 
 def format_size(size: int) -> str:

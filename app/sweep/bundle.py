@@ -3,18 +3,17 @@ worker on another machine runs it without seeing the user's files.
 
 Each file is stored under a flat name (``file0_finger.vtu``); the scene text names the files by those names.
 Files beside a mesh with the same stem travel too (``mesh.xdmf`` needs ``mesh.h5``). On a worker, the bundle
-is unpacked once per process into a temporary directory (:func:`unpacked`).
+is unpacked into each sample's own temporary directory (:func:`unpack`), removed when the sample ends.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SceneBundle", "bundle_scene", "unpacked"]
+__all__ = ["SceneBundle", "bundle_scene", "sibling_files", "unpack"]
 
 SCENE_NAME = "scene.toml"
 
@@ -39,6 +38,14 @@ def _file_fields(spec):
                 yield cavity, "surface", Path(cavity.surface_path)
 
 
+def sibling_files(path: Path) -> list[Path]:
+    """``path`` and the regular files beside it whose name is its stem, a dot, and more (``mesh.xdmf``:
+    ``mesh.h5``), sorted. Names are compared as text: a name holding ``[``, ``*`` or ``?`` (``fing[1].vtu``) is
+    no pattern."""
+    start = path.stem + "."
+    return sorted(entry for entry in path.parent.iterdir() if entry.name.startswith(start) and entry.is_file())
+
+
 def bundle_scene(spec) -> SceneBundle:
     """The bundle of a loaded spec (its files read now)."""
     from softsim.mechanics.scene.save import dump_scene
@@ -51,9 +58,8 @@ def bundle_scene(spec) -> SceneBundle:
         if path not in flat_names:
             prefix = f"file{len(flat_names)}_"
             flat_names[path] = prefix + path.name
-            for sibling in sorted(path.parent.glob(path.stem + ".*")):
-                if sibling.is_file():
-                    files[prefix + sibling.name] = sibling.read_bytes()
+            for sibling in sibling_files(path):
+                files[prefix + sibling.name] = sibling.read_bytes()
         setattr(copy_obj, attribute, flat_names[path])
     text = dump_scene(travelling)
     digest = hashlib.sha256(text.encode() + b"".join(name.encode() + data for name, data in sorted(files.items())))
@@ -61,17 +67,15 @@ def bundle_scene(spec) -> SceneBundle:
                        digest.hexdigest()[:16])
 
 
-_UNPACKED: dict[str, Path] = {}
+def unpack(bundle: SceneBundle, folder: str | Path) -> Path:
+    """Write the scene and the files of ``bundle`` into ``folder`` (created if missing); returns the scene file.
 
-
-def unpacked(bundle: SceneBundle) -> Path:
-    """The scene file of ``bundle`` in this process's temporary directory (written once per process)."""
-    path = _UNPACKED.get(bundle.digest)
-    if path is None or not path.exists():
-        folder = Path(tempfile.mkdtemp(prefix=f"softsim-sweep-{bundle.digest}-"))
-        for name, data in bundle.files:
-            (folder / name).write_bytes(data)
-        path = folder / SCENE_NAME
-        path.write_text(bundle.text, encoding="utf-8")
-        _UNPACKED[bundle.digest] = path
+    The caller owns ``folder`` and removes it (a sample unpacks into its own temporary directory, removed when
+    the sample ends, so that no sweep leaves files behind in the temporary directory)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in bundle.files:
+        (folder / name).write_bytes(data)
+    path = folder / SCENE_NAME
+    path.write_text(bundle.text, encoding="utf-8")
     return path

@@ -19,7 +19,7 @@ from softsim.app.headless import (
     _Parser,
     parse_override,
 )
-from softsim.app.sweep.plan import parse_vary
+from softsim.app.sweep.plan import parse_varies
 
 __all__ = ["main", "build_parser", "EXIT_STATUS_HELP"]
 
@@ -77,7 +77,7 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
             logging.getLogger(name).setLevel(logging.ERROR)
     bar = None
     try:
-        vary = dict(parse_vary(text) for text in args.vary)
+        vary = parse_varies(args.vary)
         sets = [parse_override(text) for text in args.overrides]
 
         def started(client) -> None:

@@ -4,7 +4,10 @@ Without a client or a scheduler address, a local cluster of worker processes is 
 closed at the end. On any cluster, a sample uses ``cores // tasks running at once`` BLAS/numba threads of its
 host, so the workers of one machine do not oversubscribe its cores. The scene travels to the workers as a
 bundle (scattered once); samples go in tasks of a few (``MAX_CHUNK``); a worker that dies mid-task has its
-samples run again elsewhere (Dask reschedules them). ``results.parquet`` is rewritten atomically (a temporary
+samples run again elsewhere (Dask reschedules them). A task whose workers keep dying (Dask gives up after its
+``allowed-failures``; :data:`LOCAL_ALLOWED_FAILURES` on a local cluster) has its samples run one by one, and a
+sample that still kills its worker alone becomes a row of status ``error`` (:func:`lost_sample_row`): the sweep
+goes on with the others, the nanny replaces the worker. ``results.parquet`` is rewritten atomically (a temporary
 file, then a rename) as results come in, at most every ``FLUSH_SECONDS`` and at the end, so an interrupted
 sweep keeps what it finished; run again with the same ``out``, only the missing samples run.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -27,8 +31,9 @@ from softsim.app.sweep.plan import (
     parse_spec,
     read_samples,
 )
+from softsim.meshes.files import reason, write_text_atomically
 
-__all__ = ["sweep", "plan_sweep", "RESULTS_NAME", "PLAN_NAME", "FLUSH_SECONDS", "read_results"]
+__all__ = ["sweep", "plan_sweep", "RESULTS_NAME", "PLAN_NAME", "FLUSH_SECONDS", "read_results", "lost_sample_row"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,19 +87,29 @@ def _plan_record(digest: str, frames: int, sets, plan: list[Sample]) -> dict:
 
 def _check_out(out: Path, record: dict) -> None:
     """``out`` is new, empty, or holds this same sweep (then it resumes); SweepError otherwise."""
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise SweepError(f"--out {out}: exists and is not a directory; give a new or empty directory")
     plan_file = out / PLAN_NAME
     if plan_file.exists():
         try:
             old = json.loads(plan_file.read_text())
-        except (OSError, ValueError) as error:
-            raise SweepError(f"{plan_file}: cannot read it ({error})") from None
+        except OSError as error:
+            raise SweepError(f"--out {out}: cannot read {PLAN_NAME} ({reason(error)})") from None
+        except ValueError as error:
+            raise SweepError(f"--out {out}: {PLAN_NAME} is not a sweep plan ({error}); choose another --out") from None
+        if not isinstance(old, dict):
+            raise SweepError(f"--out {out}: {PLAN_NAME} is not a sweep plan; choose another --out")
         record = json.loads(json.dumps(record))  # as it reads back: tuples become lists
         if old != record:
             what = [key for key in record if old.get(key) != record[key]]
-            raise SweepError(f"{out} holds another sweep (its {', '.join(what)} differ): choose another --out")
+            raise SweepError(f"--out {out}: holds another sweep (its {', '.join(what)} differ): choose another --out")
         return
-    if out.exists() and any(out.iterdir()):
-        raise SweepError(f"{out} is not empty and holds no sweep: choose a new or empty --out")
+    try:
+        foreign = out.exists() and any(out.iterdir())
+    except OSError as error:
+        raise SweepError(f"--out {out}: cannot list the directory ({reason(error)})") from None
+    if foreign:
+        raise SweepError(f"--out {out}: not empty and holds no sweep: choose a new or empty --out")
 
 
 def read_results(path: str | Path):
@@ -123,11 +138,32 @@ def _write_files(out: Path, sample_id: int, files: dict[str, bytes]) -> None:
         (folder / name).write_bytes(data)
 
 
+def lost_sample_row(sample: Sample, error: BaseException) -> dict:
+    """The row of a sample whose task failed as a whole, run alone: its worker process died while running it
+    (Dask's ``KilledWorker``: the sample crashed it, in native code, or it was killed, e.g. out of memory)."""
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(error, KilledWorker):
+        message = ("the worker process running this sample died each time it ran it (a crash, e.g. in a native "
+                   "library, or killed, e.g. out of memory): the sample has no result; the worker was replaced and "
+                   "the other samples ran")
+    else:
+        message = f"the task running this sample failed: {type(error).__name__}: {' '.join(str(error).split())}"
+    return {"sample": sample.id, **sample.as_dict(), "status": "error", "message": message, "wall_s": math.nan}
+
+
+#: how often a local cluster runs a task again after its worker died before it gives up (Dask's default is 3;
+#: a sample that crashes its worker would cost four worker restarts, and then as many again alone)
+LOCAL_ALLOWED_FAILURES = 1
+
+
 def _local_client(workers: int):
+    import dask
     from dask.distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
+    with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 
@@ -176,6 +212,9 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
         raise SweepError(f"--frames: {frames} is not a positive number of frames")
     if workers is not None and int(workers) < 1:
         raise SweepError(f"--workers: {workers} is not a positive number of workers")
+    if vtu and not keep_frames:
+        raise SweepError("--vtu writes each sample's .vtu files into OUT/samples/ID, which only --keep-frames "
+                         "keeps: add --keep-frames, or leave --vtu out")
     spec, plan, sets = plan_sweep(scene, vary, samples=samples, sets=sets)
     bundle = bundle_scene(spec)
     rows: list[dict] = []
@@ -183,9 +222,17 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
     if out_dir is not None:
         record = _plan_record(bundle.digest, frames, sets, plan)
         _check_out(out_dir, record)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / PLAN_NAME).write_text(json.dumps(record))
-        done = read_results(out_dir / RESULTS_NAME)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            write_text_atomically(out_dir / PLAN_NAME, json.dumps(record))
+        except OSError as error:
+            raise SweepError(f"--out {out_dir}: cannot write into it ({reason(error)}); choose a directory you "
+                             "can write") from None
+        try:
+            done = read_results(out_dir / RESULTS_NAME)
+        except (OSError, ValueError) as error:
+            raise SweepError(f"--out {out_dir}: cannot read the earlier {RESULTS_NAME} ({reason(error)}); remove "
+                             "it to run every sample again, or choose another --out") from None
         rows = done.to_dict("records") if len(done) else []
     finished = {int(row["sample"]) for row in rows}
     todo = [sample for sample in plan if sample.id not in finished]
@@ -209,14 +256,34 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
             slots = sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()) or 1
             size = max(1, min(MAX_CHUNK, len(todo) // (CHUNKS_PER_SLOT * slots)))
             chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-            futures = [client.submit(run_samples, shared, sets, chunk, frames, keep_files=keep_frames, vtu=vtu,
+
+            def submit(chunk: list[Sample], alone: bool = False):
+                name = "softsim-sample-alone" if alone else "softsim-samples"
+                return client.submit(run_samples, shared, sets, chunk, frames, keep_files=keep_frames, vtu=vtu,
                                      threads=threads, pure=False,
-                                     key=f"softsim-samples-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}")
-                       for chunk in chunks]
+                                     key=f"{name}-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}")
+
+            chunk_of = {submit(chunk): chunk for chunk in chunks}
+            futures = list(chunk_of)
             last_flush = time.perf_counter()
             try:
-                for future in as_completed(futures):
-                    for row in future.result():
+                running = as_completed(futures)
+                for future in running:
+                    chunk = chunk_of.pop(future)
+                    try:
+                        chunk_rows = future.result()
+                    except Exception as error:  # noqa: BLE001 - the task itself failed: its worker died
+                        if len(chunk) > 1:  # run each sample of the task alone, to find the one that kills
+                            logger.info("a task of samples %d-%d failed (%s); running them one by one",
+                                        chunk[0].id, chunk[-1].id, type(error).__name__)
+                            for sample in chunk:
+                                single = submit([sample], alone=True)
+                                chunk_of[single] = [sample]
+                                futures.append(single)
+                                running.add(single)
+                            continue
+                        chunk_rows = [lost_sample_row(chunk[0], error)]
+                    for row in chunk_rows:
                         files = row.pop("_files", None)
                         if files and out_dir is not None:
                             _write_files(out_dir, int(row["sample"]), files)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 import itertools
 import math
 import tomllib
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Sample", "SweepError", "parse_spec", "parse_vary", "grid", "read_samples", "check_samples",
-           "MAX_SAMPLES"]
+__all__ = ["Sample", "SweepError", "parse_spec", "parse_vary", "parse_varies", "grid", "read_samples", "check_samples",
+           "MAX_SAMPLES", "MAX_SAMPLES_FILE_BYTES"]
 
 #: the largest number of samples of one sweep (a typo such as 0:1:1e9 must not fill the memory)
 MAX_SAMPLES = 1_000_000
+#: the largest samples file read [bytes]: 256 MiB, room for MAX_SAMPLES rows of a few values each
+MAX_SAMPLES_FILE_BYTES = 256 * 1024**2
 
 
 class SweepError(ValueError):
@@ -42,11 +45,19 @@ def _value(text: str) -> Any:
     """One TOML value (``2.5``, ``true``, ``"name"``); a bare word is a string."""
     text = text.strip()
     try:
-        return tomllib.loads(f"v = {text}")["v"]
+        data = tomllib.loads(f"v = {text}")
     except tomllib.TOMLDecodeError:
         if text and all(c.isalnum() or c in "_-." for c in text):
             return text
-        raise SweepError(f"cannot read the value {text!r}") from None
+        raise SweepError(f"cannot read the value {text!r}: give one number, true/false or a quoted string") from None
+    except ValueError:  # an integer longer than Python converts
+        raise SweepError(f"a number of {sum(c.isdigit() for c in text)} digits, far more than any scene value "
+                         "needs; write it with an exponent (e.g. 1e30)") from None
+    except RecursionError:
+        raise SweepError("arrays nested too deeply to read") from None
+    if list(data) != ["v"]:
+        raise SweepError(f"{text!r} is one value followed by more text; give the value alone")
+    return data["v"]
 
 
 def parse_spec(spec: str) -> list[Any]:
@@ -87,6 +98,19 @@ def parse_vary(text: str) -> tuple[str, list[Any]]:
     return key.strip(), parse_spec(spec)
 
 
+def parse_varies(texts: list[str]) -> dict[str, list[Any]]:
+    """Every ``--vary KEY=SPEC`` -> {KEY: values}; SweepError for a key given twice (its values would be
+    replaced silently by the last)."""
+    vary: dict[str, list[Any]] = {}
+    for text in texts:
+        key, values = parse_vary(text)
+        if key in vary:
+            raise SweepError(f"--vary {key} is given twice; give all its values in one --vary (e.g. "
+                             f"{key}=1,2,3,4), or vary two different keys")
+        vary[key] = values
+    return vary
+
+
 def grid(vary: dict[str, list[Any]]) -> list[Sample]:
     """The full grid, the first key varying slowest; SweepError when it is empty or too large."""
     if not vary:
@@ -103,16 +127,33 @@ def grid(vary: dict[str, list[Any]]) -> list[Sample]:
 
 
 def read_samples(path: str | Path) -> list[Sample]:
-    """The rows of a CSV whose header names key paths (each cell one TOML value)."""
+    """The rows of a CSV whose header names key paths, each once (each cell one TOML value).
+
+    Only a regular file of at most :data:`MAX_SAMPLES_FILE_BYTES` is read (not a directory, a device such as
+    ``/dev/zero`` or a named pipe), as UTF-8 with or without a byte-order mark."""
+    from softsim.meshes.files import InputFileError, read_input_bytes
+
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, UnicodeDecodeError) as error:
-        raise SweepError(f"--samples {path}: {error}") from None
+        text = read_input_bytes(path, max_bytes=MAX_SAMPLES_FILE_BYTES, what="samples").decode("utf-8-sig")
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except InputFileError as error:
+        raise SweepError(f"--samples {path}: {error.reason}") from None
+    except UnicodeDecodeError as error:
+        raise SweepError(f"--samples {path}: not UTF-8 text (byte {error.start}: {error.reason}); save it as "
+                         "UTF-8 CSV") from None
+    except csv.Error as error:
+        raise SweepError(f"--samples {path}: not a CSV file ({error})") from None
     if not rows or not any(cell.strip() for cell in rows[0]):
         raise SweepError(f"--samples {path}: no header of key paths")
     header = [cell.strip() for cell in rows[0]]
+    twice = sorted({key for key in header if header.count(key) > 1})
+    if twice:
+        raise SweepError(f"--samples {path}: the header names {', '.join(repr(k) for k in twice)} twice; give each "
+                         "key path one column")
+    if "" in header:
+        raise SweepError(f"--samples {path}: column {header.index('') + 1} of the header is empty; give its key "
+                         "path")
     body = [row for row in rows[1:] if any(cell.strip() for cell in row)]
     if not body:
         raise SweepError(f"--samples {path}: the grid is empty (no rows)")
@@ -122,10 +163,13 @@ def read_samples(path: str | Path) -> list[Sample]:
     for number, row in enumerate(body, start=2):
         if len(row) != len(header):
             raise SweepError(f"--samples {path}: line {number} has {len(row)} cells, the header {len(header)}")
-        try:
-            values = tuple((key, _value(cell)) for key, cell in zip(header, row, strict=True))
-        except SweepError as error:
-            raise SweepError(f"--samples {path}: line {number}: {error}") from None
+        values = []
+        for key, cell in zip(header, row, strict=True):
+            try:
+                values.append((key, _value(cell)))
+            except SweepError as error:
+                raise SweepError(f"--samples {path}: line {number}, column {key}: {error}") from None
+        values = tuple(values)
         samples.append(Sample(len(samples), values))
     return samples
 

@@ -10,6 +10,8 @@ values, N frames headless; the result is one row: the sample's id and values, ``
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -55,35 +57,43 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
     The frames run through :func:`app.headless.run_frames` (the loop of ``softsim run``) into a temporary
     directory of this process; with ``keep_files``, its ``frames.csv`` (and .vtu files with ``vtu``) are
     returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's)."""
-    import shutil
-    import tempfile
-
-    from softsim.app.headless import run_frames
-    from softsim.app.sweep.bundle import unpacked
-    from softsim.mechanics.scene_runtime import Scene
-
     if isinstance(threads, dict):  # per host (the engine's count of cores over tasks): find this one's
         threads = threads.get(_this_host())
     if threads is not None:
         limit_threads(threads)
     started = time.perf_counter()
     row: dict = {"sample": sample.id, **sample.as_dict(), "status": "ok", "message": ""}
+    folder = Path(tempfile.mkdtemp(prefix="softsim-sample-"))  # the scene's files and the frames; removed below
     try:
-        scene = Scene.load(unpacked(bundle))
+        _run_in(folder, bundle, sets, sample, frames, row, keep_files=keep_files, vtu=vtu)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    row["wall_s"] = time.perf_counter() - started
+    return row
+
+
+def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_files: bool, vtu: bool) -> None:
+    """:func:`run_sample` in its temporary ``folder`` (the scene's files, the frames): fills ``row``."""
+    from softsim.app.headless import run_frames
+    from softsim.app.sweep.bundle import unpack
+    from softsim.mechanics.scene_runtime import Scene
+
+    try:
+        scene = Scene.load(unpack(bundle, folder / "scene"))
         for key, value in (*sets, *sample.values):
             scene.set(key, value)
     except ValueError as error:  # SceneError, ParameterError, MeshError: the input's fault
-        row.update(status="invalid", message=" ".join(str(error).split()), wall_s=time.perf_counter() - started)
-        return row
+        row.update(status="invalid", message=" ".join(str(error).split()))
+        return
     except Exception as error:  # noqa: BLE001 - a defect is a row too, never a failed sweep
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
-        row.update(status="error", message=f"{type(error).__name__}: {error}", wall_s=time.perf_counter() - started)
-        return row
+        row.update(status="error", message=f"{type(error).__name__}: {error}")
+        return
     last: dict = {}
     first_not_converged: list[str] = []
-    folder = Path(tempfile.mkdtemp(prefix="softsim-sample-"))
+    frames_folder = folder / "frames"
     try:
-        result = run_frames(scene, frames, folder, write_vtu=vtu and keep_files,
+        result = run_frames(scene, frames, frames_folder, write_vtu=vtu and keep_files,
                             on_frame=lambda _scene, _index, frame_row: last.update(frame_row),
                             on_not_converged=lambda _index, message: first_not_converged.append(message))
         if result.diverged:
@@ -92,16 +102,12 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
             row.update(status="not_converged", message=f"{result.not_converged} of {frames} frame(s) did not "
                                                        f"converge: {first_not_converged[0]}")
         if keep_files:
-            row["_files"] = {path.name: path.read_bytes() for path in sorted(folder.iterdir())
+            row["_files"] = {path.name: path.read_bytes() for path in sorted(frames_folder.iterdir())
                              if path.is_file() and not path.name.startswith(".")}
     except Exception as error:  # noqa: BLE001
         row.update(status="error", message=f"{type(error).__name__}: {error}")
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     row.update(last)
-    row["wall_s"] = time.perf_counter() - started
-    return row
 
 
 def run_samples(bundle, sets, samples, frames: int, **options) -> list[dict]:
