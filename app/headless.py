@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TextIO
 
 import numpy as np
-from softsim.meshes.files import atomic_path, temporary_target, write_text_atomically
+from softsim.meshes.files import atomic_path, reason, temporary_target, write_text_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -259,7 +259,11 @@ def previous_run_files(out_dir: str | Path) -> list[Path]:
         return []
     if not out_dir.is_dir():
         raise UsageError(f"--out: {out_dir} exists and is not a directory")
-    entries = sorted(out_dir.iterdir())
+    try:
+        entries = sorted(out_dir.iterdir())
+    except OSError as error:
+        raise UsageError(f"--out: cannot list the directory {out_dir} ({reason(error)}); choose a directory you "
+                         f"can read and write") from None
     foreign = [entry.name for entry in entries if not _is_run_file(entry)]
     marked = (out_dir / RUN_MARKER).is_file() or _csv_of_a_run(out_dir / CSV_NAME)
     if not foreign and not marked:  # only temporary files can be left without either
@@ -270,6 +274,56 @@ def previous_run_files(out_dir: str | Path) -> list[Path]:
                          f"give a new or empty directory, or the directory of an earlier run (its files are "
                          f"replaced)")
     return entries
+
+
+class OutputError(OSError):
+    """An output file that could not be written (disk full, no permission...): the message names the file."""
+
+    def __init__(self, path: Path, error: OSError, done: str = "") -> None:
+        super().__init__(error.errno, error.strerror or str(error), str(path))
+        self.path, self.done = path, done
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {reason(self)}{self.done}"
+
+
+@contextlib.contextmanager
+def _writing(path: Path, done: Callable[[], str] = lambda: ""):
+    """Turn an OSError while writing ``path`` into an :class:`OutputError` naming it (``done()``: what is
+    complete on disk, appended to the message)."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as error:
+        raise OutputError(path, error, done()) from error
+
+
+@contextlib.contextmanager
+def hold_out_dir(out_dir: str | Path):
+    """Hold an exclusive lock on the directory ``out_dir`` (which exists) while the block runs, so that a second
+    ``softsim run`` into it is refused instead of removing or mixing files with this one: an advisory ``flock``
+    on the directory itself, released by the system when the process ends, however it ends. Where ``fcntl``
+    does not exist (Windows), no lock is taken.
+
+    Raises:
+        UsageError: another process holds the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    descriptor = os.open(out_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"--out: another softsim run is writing into {out_dir} now; wait until it ends, or "
+                             f"choose another --out") from None
+        yield
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
 
 
 def prepare_out_dir(out_dir: str | Path, scene_source: str = "") -> None:
@@ -304,6 +358,8 @@ class RunResult:
     files: list[Path] = field(default_factory=list)
     not_converged: int = 0
     first_not_converged: int | None = None
+    #: inverse mode: why the last frame's effectors are not at their goals (empty: reached, or forward mode)
+    goal_not_reached: str = ""
 
     @property
     def diverged(self) -> bool:
@@ -322,17 +378,26 @@ class _Outputs:
         self.pvd_entries: list[tuple[float, str]] = []
         self.last_flush = -math.inf
         self.dirty = False
-        self.csv = FrameCsv(out_dir / CSV_NAME, output_names)
+        self.rows = 0
+        with _writing(out_dir / CSV_NAME):
+            self.csv = FrameCsv(out_dir / CSV_NAME, output_names)
         if write_vtu:
             self.flush_pvd()  # an empty collection exists from the start
+
+    def _done(self) -> str:
+        return f" ({self.rows} frame(s) are complete in {CSV_NAME}); free some space or choose another --out"
 
     def add_frame(self, index: int, row: dict, simulation) -> None:
         if self.write_vtu:
             name = f"frame_{index:04d}.vtu"
-            write_frame_vtu(self.out_dir / name, simulation.x, simulation.X, simulation.tets, simulation.von_mises())
+            with _writing(self.out_dir / name, self._done):
+                write_frame_vtu(self.out_dir / name, simulation.x, simulation.X, simulation.tets,
+                                simulation.von_mises())
             self.pvd_entries.append((index if self.time_step is None else index * self.time_step, name))
             self.dirty = True
-        self.csv.append(row)
+        with _writing(self.out_dir / CSV_NAME, self._done):
+            self.csv.append(row)
+        self.rows += 1
         now = time.perf_counter()
         if self.dirty and (len(self.pvd_entries) <= _EVERY_FRAME_ENTRIES
                            or now - self.last_flush >= _LONG_RUN_FLUSH_SECONDS):
@@ -340,7 +405,8 @@ class _Outputs:
 
     def flush_pvd(self) -> None:
         from softsim import meshes
-        meshes.write_pvd(self.out_dir / PVD_NAME, self.pvd_entries)
+        with _writing(self.out_dir / PVD_NAME, self._done):
+            meshes.write_pvd(self.out_dir / PVD_NAME, self.pvd_entries)
         self.last_flush = time.perf_counter()
         self.dirty = False
 
@@ -354,6 +420,19 @@ class _Outputs:
     def files(self) -> list[Path]:
         names = [CSV_NAME] + ([name for _t, name in self.pvd_entries] + [PVD_NAME] if self.write_vtu else [])
         return [self.out_dir / name for name in names]
+
+
+def _goal_not_reached(report, scene) -> str:
+    """Inverse mode: the last frame's distance to the goals and what stops the actuators, when the goals are not
+    reached (farther than the inverse model's tolerance); empty otherwise."""
+    inverse = getattr(report, "inverse", None)
+    if inverse is None or inverse.reached:
+        return ""
+    unit = "mm" if scene.spec.scene.units == "mm-kg-s" else "m"
+    limits = ", ".join(f"{name}.{key}" for name, key in inverse.limiting)
+    return (f"the effector goal is not reached: after frame {report.frame} an effector is {inverse.goal_distance:.4g} "
+            f"{unit} from its goal" + (f" (the actuators stop at {limits})" if limits else "")
+            + "; a goal out of reach, or more frames needed")
 
 
 def _one_line_message(text: str) -> str:
@@ -389,7 +468,21 @@ def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = Tru
     if not 1 <= frames <= MAX_FRAMES:
         raise UsageError(f"--frames: {frames} is outside [1, {MAX_FRAMES}]")
     out_dir = Path(out_dir)
-    prepare_out_dir(out_dir, str(getattr(scene.spec, "source", "")))
+    previous_run_files(out_dir)  # a directory of other files is refused before anything is created
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out: cannot create the directory {out_dir} ({reason(error)}); choose a directory "
+                         f"you can write") from None
+    with hold_out_dir(out_dir):
+        with _writing(out_dir / RUN_MARKER):
+            prepare_out_dir(out_dir, str(getattr(scene.spec, "source", "")))
+        return _run_frames(scene, frames, out_dir, write_vtu, on_frame, progress, on_not_converged)
+
+
+def _run_frames(scene, frames: int, out_dir: Path, write_vtu: bool, on_frame, progress,
+                on_not_converged) -> RunResult:
+    """:func:`run_frames` once ``out_dir`` is ready and locked."""
     simulation = scene.simulation
     dynamic = getattr(scene.spec.scene, "mode", "static") == "dynamic"
     outputs = _Outputs(out_dir, list(scene.outputs()), write_vtu, scene.spec.scene.dt if dynamic else None)
@@ -427,6 +520,7 @@ def run_frames(scene, frames: int, out_dir: str | Path, *, write_vtu: bool = Tru
             if progress is not None:
                 progress.close()
     result.files = outputs.files()
+    result.goal_not_reached = _goal_not_reached(report if result.frames_written else None, scene)
     return result
 
 
@@ -650,6 +744,9 @@ def _main(command: str, args, verbose: bool, stdout: TextIO, stderr: TextIO,
             if not 1 <= args.frames <= MAX_FRAMES:
                 raise UsageError(f"--frames: {args.frames} is outside [1, {MAX_FRAMES}]")
             previous_run_files(args.out)  # refuse a directory of other files before the (slower) load
+            if Path(args.out).is_dir():
+                with hold_out_dir(args.out):  # ... and one another run is writing into
+                    pass
         # the scene module reports every invalid input as a ValueError subclass (SceneError, MeshError,
         # ParameterError); while loading, any ValueError is the input's fault
         scene = load_scene_with_overrides(args.scene, args.overrides)
@@ -691,6 +788,8 @@ def _main(command: str, args, verbose: bool, stdout: TextIO, stderr: TextIO,
         stderr.write(f"softsim: {name}: frame {result.failed_frame} diverged: {result.message}; "
                      f"stopped, {result.frames_written} frame(s) written to {args.out}\n")
         return EXIT_DIVERGED
+    if result.goal_not_reached:
+        stderr.write(f"softsim: warning: {name}: {result.goal_not_reached}\n")
     vtu = "" if args.no_vtu else f", {result.frames_written} .vtu files and {PVD_NAME}"
     stdout.write(f"softsim: {result.frames_written} frames written to {args.out} ({CSV_NAME}{vtu})\n")
     if result.not_converged:
@@ -713,6 +812,8 @@ __all__ = [
     "MAX_FRAMES",
     "RUN_MARKER",
     "FrameCsv",
+    "OutputError",
+    "hold_out_dir",
     "progress_bar",
     "RunResult",
     "UsageError",

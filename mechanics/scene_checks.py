@@ -11,9 +11,12 @@ GUI refuse the same scenes.
   pushed out to ``contactDistance`` by the first frame).
 - A ``contactDistance`` larger than the body's bounding-box diagonal (the gap kept between the surface and
   the obstacle: a small fraction of the body).
+- An obstacle that lies inside a body: nodes of the body inside it, none of them a free surface node (it can
+  never touch the surface, so it has no effect).
 - A cable or cavity all of whose nodes are fixed (its length or volume can never change: a zero row), an
   attachment pair joining two fixed nodes; a position effector on fixed nodes only gets a warning (it is not
   enforced, it just never moves).
+- In inverse mode, an effector goal farther from the body than its size gets a warning: out of reach.
 """
 
 from __future__ import annotations
@@ -86,6 +89,13 @@ def _obstacle_problems(spec, obstacles, bodies) -> list[str]:
         for (name, points, surface), diagonal in zip(bodies, diagonals, strict=True):
             ids, depths, normals = penetrations(obstacle, points[surface], INSIDE_TOLERANCE * diagonal)
             if ids.size == 0:
+                inside = penetrations(obstacle, points, INSIDE_TOLERANCE * diagonal)[0]
+                if inside.size:  # nodes of the body inside it, none of its free surface: it is within the body
+                    problems.append(
+                        f"{path}: the {obstacle_spec.type} lies inside body {name!r}: {inside.size} of the body's "
+                        f"nodes are inside it (e.g. {_vector(points[inside[0]])}), none of them a free surface "
+                        f"node, so it can never touch the body's surface and has no effect; move it outside the "
+                        f"body (obstacles push on the surface only)")
                 continue
             deepest = int(np.argmax(depths))
             need = float(depths[deepest]) + distance
@@ -156,6 +166,34 @@ def _attachment_problems(spec, attachments, points, fixed) -> list[str]:
     return errors
 
 
+#: an inverse-mode goal farther from the body than this many times its bounding-box diagonal is out of reach
+GOAL_REACH_FACTOR = 1.0
+
+
+def _goal_warnings(spec, bodies) -> list[str]:
+    """Inverse mode: effector goals that no actuation can reach, farther from the body's bounding box than
+    :data:`GOAL_REACH_FACTOR` times its diagonal (a body anchored by its fixed region cannot travel that far)."""
+    inverse = spec.solver.inverse
+    if inverse is None or not inverse.active:
+        return []
+    unit = _unit(spec)
+    warnings = []
+    for body, points, *_ in bodies:
+        low, high = points.min(axis=0), points.max(axis=0)
+        diagonal = float(np.linalg.norm(high - low))
+        for effector in body.effectors:
+            for goal in effector.effectorGoal or ():
+                away = float(np.linalg.norm(np.maximum(np.maximum(low - goal, np.asarray(goal) - high), 0.0)))
+                if away > GOAL_REACH_FACTOR * diagonal:
+                    warnings.append(
+                        f"body.{body.name}.effector.{effector.name}.effectorGoal: {_vector(goal)} is {away:.3g} "
+                        f"{unit} outside the body's bounding box, more than its size ({diagonal:.3g} {unit}): out "
+                        "of reach, the inverse model will only move the effector as far towards it as the "
+                        "actuators' limits allow; give a goal near the body")
+                    break
+    return warnings
+
+
 def check_scene(spec, bodies, obstacles, attachments=(), points=None, fixed=None) -> list[str]:
     """Raise :class:`SceneError` listing every problem found; return the warnings.
 
@@ -173,6 +211,7 @@ def check_scene(spec, bodies, obstacles, attachments=(), points=None, fixed=None
         errors += _attachment_problems(spec, attachments, points, fixed)
     if obstacles:
         errors += _obstacle_problems(spec, obstacles, [(b.name, p, s) for b, p, _, _, s in bodies])
+    warnings += _goal_warnings(spec, bodies)
     if errors:
         name = Path(spec.source).name
         raise SceneError([f"{name}: {error}" for error in errors])

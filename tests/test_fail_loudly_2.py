@@ -4,6 +4,7 @@ sees (the command's exit status and its stderr line), in-process through ``app.c
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,242 @@ def test_an_empty_set_value_is_refused_not_a_silent_reset_to_the_default(overrid
     status, _out, err = run_cli("check", str(FINGER), "--set", override)
     assert status == 2
     assert "--set body.finger.cable.cable.value: no value after '='" in err and "leave this --set out" in err
+
+
+# -- sweeps -----------------------------------------------------------------------------------------------
+CABLE = "body.finger.cable.cable.value"
+
+
+def test_a_sample_that_kills_its_worker_is_an_error_row_and_the_sweep_completes(tmp_path):
+    """Sample 1's worker aborts (as a crash in native code would): its row says status error and why, and the
+    other samples are there with their results (on the surviving worker and the one that replaced the dead)."""
+    from softsim.app.sweep import sweep
+
+    from tests.sweep_crash_plugin import AbortOnSample
+
+    clients = []
+
+    def started(client):
+        client.register_plugin(AbortOnSample(1))
+        clients.append(client)
+
+    results = sweep(FINGER, {CABLE: "2,4,6"}, frames=1, workers=2, out=tmp_path / "out", on_start=started)
+    assert list(results["sample"]) == [0, 1, 2]
+    assert list(results["status"]) == ["ok", "error", "ok"]
+    assert "worker process running this sample died" in results["message"][1]
+    assert results["cable.displacement"][2] == pytest.approx(6.0, abs=1e-6)
+    import pandas as pd
+
+    assert sorted(pd.read_parquet(tmp_path / "out" / "results.parquet")["sample"]) == [0, 1, 2]
+
+
+def sweep_cli(tmp_path: Path, *arguments: str) -> tuple[int, str]:
+    """``softsim sweep FINGER ARGUMENTS --frames 1`` (``--out tmp_path/out`` unless given): (status, stderr)."""
+    out = [] if "--out" in arguments else ["--out", str(tmp_path / "out")]
+    status, _out, err = run_cli("sweep", str(FINGER), *arguments, "--frames", "1", *out)
+    return status, err
+
+
+def test_a_samples_file_that_is_a_device_is_refused_at_once(tmp_path):
+    status, err = sweep_cli(tmp_path, "--samples", "/dev/zero")
+    assert status == 2
+    assert "--samples /dev/zero: is a character device, not a regular file" in err
+
+
+def test_a_samples_file_that_is_missing_or_unreadable_says_so_without_errno(tmp_path):
+    status, err = sweep_cli(tmp_path, "--samples", str(tmp_path / "none.csv"))
+    assert status == 2
+    assert f"--samples {tmp_path / 'none.csv'}: file not found" in err and "[Errno" not in err
+
+
+def test_a_samples_file_with_a_byte_order_mark_is_read(tmp_path):
+    from softsim.app.sweep.plan import read_samples
+
+    samples = tmp_path / "samples.csv"
+    samples.write_bytes(f"\ufeff{CABLE}\n2.0\n".encode())
+    assert [s.as_dict() for s in read_samples(samples)] == [{CABLE: 2.0}]
+
+
+def test_a_samples_file_naming_a_column_twice_is_refused(tmp_path):
+    samples = tmp_path / "samples.csv"
+    samples.write_text(f"{CABLE},{CABLE}\n2.0,3.0\n")
+    status, err = sweep_cli(tmp_path, "--samples", str(samples))
+    assert status == 2
+    assert f"the header names '{CABLE}' twice; give each key path one column" in err
+
+
+def test_a_key_varied_twice_is_refused_not_replaced_by_the_last(tmp_path):
+    status, err = sweep_cli(tmp_path, "--vary", f"{CABLE}=1,2", "--vary", f"{CABLE}=3,4")
+    assert status == 2
+    assert f"--vary {CABLE} is given twice; give all its values in one --vary" in err
+
+
+def test_vtu_without_keep_frames_is_refused(tmp_path):
+    status, err = sweep_cli(tmp_path, "--vary", f"{CABLE}=1,2", "--vtu")
+    assert status == 2
+    assert "--vtu writes each sample's .vtu files into OUT/samples/ID, which only --keep-frames keeps" in err
+
+
+def test_an_out_that_is_a_file_or_cannot_be_written_is_named_without_errno(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    status, err = sweep_cli(tmp_path, "--vary", f"{CABLE}=1,2", "--out", str(a_file))
+    assert status == 2
+    assert f"--out {a_file}: exists and is not a directory" in err
+    status, err = sweep_cli(tmp_path, "--vary", f"{CABLE}=1,2", "--out", str(a_file / "below"))
+    assert status == 2
+    assert f"--out {a_file / 'below'}: " in err and "[Errno" not in err
+
+
+def test_a_mesh_whose_name_holds_glob_characters_travels_with_the_scene(tmp_path, monkeypatch):
+    """``fing[1].vtu`` is a name, not a pattern: the bundle holds it, a sample runs (was: every sample
+    invalid), and the sample leaves no directory behind in the temporary directory."""
+    import shutil
+    import tempfile
+
+    from softsim.app.sweep.bundle import bundle_scene
+    from softsim.app.sweep.plan import Sample
+    from softsim.app.sweep.task import run_sample
+    from softsim.mechanics.scene import load_scene
+
+    shutil.copy(FINGER_MESH, tmp_path / "fing[1].vtu")
+    scene = finger_copy(tmp_path)
+    scene.write_text(scene.read_text().replace(FINGER_MESH.as_posix(), "fing[1].vtu"))
+    bundle = bundle_scene(load_scene(scene))
+    assert [name for name, _data in bundle.files] == ["file0_fing[1].vtu"]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    row = run_sample(bundle, (), Sample(0, ((CABLE, 2.0),)), 1)
+    assert row["status"] == "ok", row["message"]
+    assert row["cable.displacement"] == pytest.approx(2.0, abs=1e-6)
+    assert list(scratch.iterdir()) == []
+
+
+# -- softsim run: the output directory ------------------------------------------------------------------
+def test_a_second_run_into_a_directory_a_run_is_writing_is_refused(tmp_path):
+    """While the first run writes its frames, a second one into the same --out exits 2 and says why; the first
+    run's files are untouched and it completes."""
+    from softsim.app import headless
+
+    out = tmp_path / "out"
+    second: list[tuple[int, str]] = []
+
+    def start_another(_scene, index, _row):
+        if index == 1:
+            err = io.StringIO()
+            status = headless.main(["run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu"],
+                                   stdout=io.StringIO(), stderr=err)
+            second.append((status, err.getvalue()))
+
+    err = io.StringIO()
+    status = headless.main(["run", str(FINGER), "--frames", "2", "--out", str(out), "--no-vtu"],
+                           stdout=io.StringIO(), stderr=err, on_frame=start_another)
+    assert status == 0, err.getvalue()
+    assert second[0][0] == 2
+    assert f"another softsim run is writing into {out} now; wait until it ends, or choose another --out" in second[0][1]
+    assert len((out / "frames.csv").read_text().splitlines()) == 3  # the header and the first run's 2 rows
+
+
+def test_the_lock_is_released_when_a_run_ends(tmp_path):
+    from softsim.app.headless import hold_out_dir
+
+    out = tmp_path / "out"
+    assert run_cli("run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu")[0] == 0
+    with hold_out_dir(out):
+        pass  # not refused: nobody holds it
+    assert run_cli("run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu")[0] == 0
+
+
+def test_a_disk_full_names_the_file_being_written(tmp_path, monkeypatch):
+    import errno
+
+    from softsim.app import headless
+
+    out = tmp_path / "out"
+    writes = []
+    real_write = os.write
+
+    def write(descriptor, data):
+        writes.append(1)
+        if len(writes) > 1:  # the first row is written, the second finds the disk full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(headless.os, "write", write)
+    status, _out, err = run_cli("run", str(FINGER), "--frames", "3", "--out", str(out), "--no-vtu")
+    assert status == 2
+    assert f"cannot write {out / 'frames.csv'}: No space left on device (1 frame(s) are complete in frames.csv)" in err
+    assert "[Errno" not in err
+
+
+def test_an_out_that_cannot_be_created_is_named_without_errno(tmp_path):
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "below"
+    status, _out, err = run_cli("run", str(FINGER), "--frames", "1", "--out", str(out))
+    assert status == 2
+    assert f"--out: cannot create the directory {out} (Not a directory)" in err and "[Errno" not in err
+
+
+# -- scenes that load but make no sense -------------------------------------------------------------------
+def test_self_contact_at_rest_is_a_no_op(tmp_path):
+    """The finger with selfCollision and no actuation (it sags under gravity only): frames converge without a
+    contact, to the same state as without [collision] (frame 1 diverged on contacts between nodes and the
+    triangles across the finger's thin parts)."""
+    import csv
+
+    rows = {}
+    for name, extra in (("self", "\n[collision]\nselfCollision = true\n"), ("none", "")):
+        out = tmp_path / name
+        status, _out, err = run_cli("run", str(finger_copy(tmp_path, f"{name}.toml", extra=extra)), "--frames", "2",
+                                    "--out", str(out), "--no-vtu")
+        assert status == 0, err
+        rows[name] = list(csv.DictReader((out / "frames.csv").open()))
+    assert [float(row["collision.contacts"]) for row in rows["self"]] == [0.0, 0.0]
+    assert [float(row["max_displacement"]) for row in rows["self"]] == pytest.approx(
+        [float(row["max_displacement"]) for row in rows["none"]], rel=1e-9)
+
+
+def test_a_sphere_wholly_inside_the_body_is_refused(tmp_path):
+    scene = finger_copy(tmp_path, extra='\n[[obstacle]]\nname = "ball"\ntype = "sphere"\ncenter = [-50.0, 7.5, 7.5]\n'
+                                         'radius = 3.0\n')
+    status, _out, err = run_cli("check", str(scene))
+    assert status == 2
+    assert "finger.toml: obstacle.ball: the sphere lies inside body 'finger'" in err
+    assert "has no effect; move it outside the body" in err
+
+
+def test_an_obstacle_that_stops_before_it_starts_is_refused(tmp_path):
+    scene = finger_copy(tmp_path, extra='\n[[obstacle]]\nname = "floor"\ntype = "plane"\npoint = [0.0, -5.0, 0.0]\n'
+                                         'normal = [0.0, 1.0, 0.0]\nvelocity = [0.0, -1.0, 0.0]\nstartTime = 2.0\n'
+                                         'endTime = 1.0\n')
+    status, _out, err = run_cli("check", str(scene))
+    assert status == 2
+    assert "obstacle[0].endTime: 1 is before startTime = 2: the obstacle would never move" in err
+
+
+def test_an_effector_goal_without_the_inverse_model_gets_a_warning(tmp_path):
+    text = FINGER.read_text().replace('position = [-100.0, 7.5, 7.5]',
+                                      'position = [-100.0, 7.5, 7.5]\n  effectorGoal = [-100.0, 0.0, 7.5]')
+    scene = finger_copy(tmp_path)
+    scene.write_text(text.replace('"../meshes/finger.vtu"', f'"{FINGER_MESH.as_posix()}"'))
+    status, _out, err = run_cli("check", str(scene))
+    assert status == 0, err
+    assert ("warning: finger.toml: body[0].effector[0].effectorGoal: the inverse model is off (no [solver.inverse], "
+            "or active = false): nothing steers the effector to this goal, which only gives the output tip.distance"
+            in err)
+
+
+def test_an_inverse_goal_out_of_reach_is_flagged_at_load_and_at_the_end_of_the_run(tmp_path):
+    inverse = ROOT / "resources" / "scenes" / "trunk_inverse.toml"
+    text = inverse.read_text().replace("effectorGoal = [[-50.0, 40.0, 170.0]]", "effectorGoal = [[1e9, 0.0, 0.0]]")
+    scene = tmp_path / "far.toml"
+    scene.write_text(text.replace('"../meshes/', f'"{(ROOT / "resources" / "meshes").as_posix()}/'))
+    status, _out, err = run_cli("check", str(scene))
+    assert status == 0, err
+    assert "body.trunk.effector.tip.effectorGoal: [1e+09, 0, 0] is 1e+09 mm outside the body's bounding box" in err
+    assert "out of reach" in err
+    status, _out, err = run_cli("run", str(inverse), "--frames", "1", "--out", str(tmp_path / "out"), "--no-vtu",
+                                "--set", "body[0].effector[0].effectorGoal=[1e9, 0, 0]")
+    assert status == 0, err
+    assert "warning: trunk_inverse.toml: the effector goal is not reached: after frame 1 an effector is 1e+09 mm" in err

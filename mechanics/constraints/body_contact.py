@@ -23,7 +23,8 @@ FRICTION(mu) with it, as for the obstacles.
 
 Where softsim departs from SOFA: only point-triangle proximity (no edge-edge pairs; surfaces that cross with
 every node outside the other body are not detected), and self-collision ignores the triangles around the node
-(its one-ring and theirs).
+(its one-ring and theirs) and every triangle it is closer to than ``alarmDistance`` at rest (across a thin wall
+or a corner of the body: the material keeps them apart), so that self-contact at rest is a no-op.
 """
 
 from __future__ import annotations
@@ -276,7 +277,7 @@ class BodyContactConstraint(ContactRows):
 
     def __init__(self, surfaces: list[ContactSurface], pairs: list[tuple[int, int, float]], *,
                  contactDistance: float = 0.0, alarmDistance: float | None = None, n_nodes: int,
-                 name: str = "collision") -> None:
+                 name: str = "collision", rest_positions: np.ndarray | None = None) -> None:
         super().__init__(name)
         self.surfaces = surfaces
         self.pairs = [(int(a), int(b), float(mu)) for a, b, mu in pairs]
@@ -290,8 +291,30 @@ class BodyContactConstraint(ContactRows):
                                  f"{self.contactDistance} and {self.alarmDistance}")
         self.n_nodes = int(n_nodes)
         self._rings = {a: _ring_triangles(surfaces[a].triangles) for a, b, _mu in self.pairs if a == b}
+        self._rest = None if rest_positions is None else check_positions(name, rest_positions, self.n_nodes).copy()
+        self._near_at_rest: dict[int, np.ndarray] = {}
+        self._near_reach = None
         self._init_rows()
         self._clear()
+
+    def _rest_neighbours(self, surface: int, x: np.ndarray) -> np.ndarray:
+        """Self-collision of ``surface``: the (node, triangle) pairs closer than alarmDistance at rest, as sorted
+        keys ``node index * 2**32 + triangle index``. They are never contacts: the material between them keeps
+        them apart (a thin wall, a corner of the body), so self-contact at rest is a no-op. The rest positions
+        are ``rest_positions`` when given, else the first positions seen."""
+        if self._rest is None:
+            self._rest = np.array(x, dtype=np.float64)
+        if self._near_reach != self.alarmDistance:
+            self._near_at_rest, self._near_reach = {}, self.alarmDistance
+        near = self._near_at_rest.get(surface)
+        if near is None:
+            point, triangle = self._candidates(self._rest, surface, surface)
+            nodes, triangles = self.surfaces[surface].nodes, self.surfaces[surface].triangles
+            distance = closest_points_on_triangles(self._rest, nodes, triangles, point, triangle)[0]
+            close = distance < self.alarmDistance
+            near = np.unique(point[close] * (1 << 32) + triangle[close])
+            self._near_at_rest[surface] = near
+        return near
 
     def _clear(self) -> None:
         self.contact_nodes = np.zeros(0, dtype=np.int64)
@@ -344,10 +367,12 @@ class BodyContactConstraint(ContactRows):
                                      + np.concatenate([triangle, old_triangle]))
                     point, triangle = keys >> 32, keys & ((1 << 32) - 1)
                 nodes, triangles = self.surfaces[first].nodes, self.surfaces[second].triangles
-                if first == second and point.size:  # self-collision: not the triangles around the node
+                if first == second and point.size:  # self-collision: not the triangles around the node ...
                     ring = self._rings[first]
                     keep = np.array([t not in ring.get(int(nodes[p]), ()) for p, t in zip(point, triangle)],
                                     dtype=bool)
+                    # ... nor those it is near at rest
+                    keep &= ~np.isin(point * (1 << 32) + triangle, self._rest_neighbours(first, x))
                     point, triangle = point[keep], triangle[keep]
                 distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
                 reach = distance

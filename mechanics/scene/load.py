@@ -311,6 +311,10 @@ def _check_obstacle(obj: ObstacleSpec, path: str, ctx: _Context) -> None:
     for key in sorted(used - set(needed)):
         if getattr(obj, key) is not None:
             ctx.error(_join(path, key), f"not used by type {obj.type} (it uses {', '.join(needed)})")
+    if obj.endTime is not None and obj.endTime < obj.startTime:
+        ctx.error(_join(path, "endTime"), f"{obj.endTime:g} is before startTime = {obj.startTime:g}: the obstacle "
+                                          "would never move; give an endTime after startTime, or none (it never "
+                                          "stops)")
 
 
 def _unique(named: list[tuple[str, str]], what: str, ctx: _Context) -> None:
@@ -340,6 +344,14 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
     if inverse is not None and inverse.active and obj.bodies and not any(
             b.cables or b.cavities for b in obj.bodies):
         ctx.warn("solver.inverse", "inverse mode without a [[body.cable]] or [[body.cavity]]: nothing to solve for")
+    if inverse is None or not inverse.active:
+        for i, body in enumerate(obj.bodies):
+            for j, effector in enumerate(body.effectors):
+                if effector.effectorGoal is not None:
+                    ctx.warn(f"body[{i}].effector[{j}].effectorGoal",
+                             "the inverse model is off (no [solver.inverse], or active = false): nothing steers "
+                             f"the effector to this goal, which only gives the output {effector.name}.distance; "
+                             "add [solver.inverse] to drive the actuators to it")
     gravity = any(obj.scene.gravity)
     for i, body in enumerate(obj.bodies):
         massless = body.material.totalMass is None and body.material.massDensity is None
