@@ -13,7 +13,7 @@ one, never a part. The new file keeps the mode (and, where allowed, the owner) o
 file gets the mode ``open`` would give it (0666 minus the umask). A destination that is a symbolic link is
 written through: its target is replaced, the link stays. Temporary files are named
 ``.NAME.XXXXXXXX.tmp`` (:func:`temporary_target`); one left behind by a killed process is recognised by that
-name.
+name, and the next write of the same file removes it (its writer held a lock on it while it lived).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -183,8 +184,11 @@ def atomic_path(path: str | os.PathLike, *, durable: bool = False, make_parents:
         existing = None
     if existing is not None and not stat.S_ISREG(existing.st_mode):
         raise OSError(f"{target}: cannot be replaced: it {_not_regular(existing.st_mode)}")
+    _remove_stale_temporaries(target)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(handle)
+    if not _lock(handle):  # held until the file is renamed or removed: a live writer's file is never stale
+        os.close(handle)  # no flock here (Windows): an open file could not be renamed
+        handle = None
     try:
         yield temporary
         if existing is None:
@@ -203,6 +207,51 @@ def atomic_path(path: str | os.PathLike, *, durable: bool = False, make_parents:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+#: a temporary file younger than this is never removed as stale (it may be one a writer has just created and
+#: not yet locked) [s]
+STALE_AFTER_SECONDS = 2.0
+
+
+def _lock(descriptor: int) -> bool:
+    """Take an exclusive ``flock`` on ``descriptor`` without waiting; False when another process holds it (or
+    the system has no ``flock``: then nothing counts as stale)."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporary files of ``target`` that a killed writer left (``.NAME.XXXXXXXX.tmp`` beside it): a
+    writer holds a lock on its file while it lives, so a file no process holds, older than
+    :data:`STALE_AFTER_SECONDS`, belongs to a dead writer. Files that cannot be examined are left alone."""
+    try:
+        candidates = [entry for entry in os.scandir(target.parent)
+                      if entry.name.startswith(f".{target.name}.") and temporary_target(entry.name) == target.name]
+    except OSError:
+        return
+    now = time.time()
+    for entry in candidates:
+        with contextlib.suppress(OSError):
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if not entry.is_file(follow_symlinks=False) or age < STALE_AFTER_SECONDS:
+                continue
+            descriptor = os.open(entry.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                if _lock(descriptor):
+                    os.unlink(entry.path)
+            finally:
+                os.close(descriptor)
 
 
 def _fsync(path: str | os.PathLike, *, directory: bool = False) -> None:

@@ -338,3 +338,33 @@ def test_an_inverse_goal_out_of_reach_is_flagged_at_load_and_at_the_end_of_the_r
                                 "--set", "body[0].effector[0].effectorGoal=[1e9, 0, 0]")
     assert status == 0, err
     assert "warning: trunk_inverse.toml: the effector goal is not reached: after frame 1 an effector is 1e+09 mm" in err
+
+
+# -- temporary files ----------------------------------------------------------------------------------------
+def test_the_temporary_file_of_a_killed_save_is_removed_by_the_next_save(tmp_path):
+    """A process killed (SIGKILL) in the middle of saving a scene leaves ``.NAME.XXXXXXXX.tmp``; the next save of
+    the same file removes it. The temporary file of a live writer stays."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from softsim.mechanics.scene import load_scene, save_scene
+    from softsim.meshes import files
+
+    scene = finger_copy(tmp_path, "scene.toml")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom softsim.meshes.files import atomic_path\n"
+         f"with atomic_path({str(scene)!r}) as t:\n    open(t, 'w').write('half')\n    print('in', flush=True)\n"
+         "    time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "in"
+    (live,) = [p for p in tmp_path.iterdir() if files.temporary_target(p.name) == "scene.toml"]
+    os.utime(live, (time.time() - 60, time.time() - 60))
+    save_scene(load_scene(scene), scene)  # the writer lives: its file stays
+    assert live.exists()
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    assert live.exists()  # a killed process cleans nothing
+    save_scene(load_scene(scene), scene)
+    assert not live.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
