@@ -1,0 +1,158 @@
+"""Equilibrium solver on real robots: the SoftRobots suite (issue 28, item 8) and the shipped scenes.
+
+Protocol (static mode, from rest, through the public API): for each case of tests/data/softrobots/suite.py
+(CASES: the SoftRobots examples; SHIPPED: resources/scenes finger, trunk, pneunet) the "jump" sets the actuator
+to its target and solves one frame; the "ramp" sets each ramp value in turn, one frame per value. Per run:
+frames, converged frames, frames whose actuator reached its value (or the per-frame limit of the scene), the
+constrained-equilibrium Newton steps per frame (report.equilibrium.steps; median, max), its factorizations
+(report.equilibrium.iterations; median, max), its load increments (report.equilibrium.increments where the
+solver reports them, else "-"), and the wall time of scene.step() (median ms). Last, the shipped finger as
+shipped doing successive single-frame jumps of its cable 10, 20, 30, 40, 5, 45, 0, 25 mm, one row per frame.
+
+Usage: python benchmarks/bench_equilibrium.py [--cases NAME ...] [--json PATH] [--write] [--solver TEXT]
+       (--write: rewrite benchmarks/RESULTS_equilibrium.md; without it the table is only printed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ROOT, markdown_table, stats_ms, write_json  # noqa: E402
+
+SUITE_PATH = ROOT / "tests" / "data" / "softrobots" / "suite.py"
+
+
+def load_suite():
+    spec = importlib.util.spec_from_file_location("softrobots_suite", SUITE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["softrobots_suite"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _spread(values) -> tuple[str, str]:
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-", "-"
+    return f"{np.median(known):g}", f"{max(known)}"
+
+
+def summarize(suite, case, mode: str, records) -> dict:
+    steps = [r.steps for r in records]
+    factorizations = [r.factorizations for r in records]
+    increments = [r.increments for r in records]
+    first_bad = next((r for r in records if not (r.converged and r.reached_target(case))), None)
+    return {
+        "case": case.name, "mode": mode, "frames": len(records),
+        "converged": sum(r.converged for r in records),
+        "reached": sum(r.reached_target(case) for r in records),
+        "steps": steps, "factorizations": factorizations, "increments": increments,
+        "ms_median": stats_ms([r.seconds for r in records])["median"],
+        "last_reached": records[-1].reached, "last_expected": records[-1].expected,
+        "first_problem": "" if first_bad is None else f"value {first_bad.value:g}: {first_bad.message[:110]}",
+    }
+
+
+def jumps_case(suite) -> list[dict]:
+    """The shipped finger as shipped: one frame per value, each from the last frame's state."""
+    case = suite.BY_NAME["shipped_finger"]
+    scene = suite.load(case)
+    rows = []
+    for value in suite.SHIPPED_FINGER_JUMPS:
+        (record,) = suite.play(case, [value], scene=scene)
+        rows.append({"value": value, "converged": record.converged, "reached": record.reached,
+                     "steps": record.steps, "factorizations": record.factorizations,
+                     "increments": record.increments, "ms": 1e3 * record.seconds, "message": record.message[:110]})
+    return rows
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "mechanics"],
+                               capture_output=True, text=True, check=False).stdout.strip()
+        return head + (" + uncommitted changes under mechanics/" if dirty else "") if head else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", help="case names (default: every suite and shipped case)")
+    parser.add_argument("--json", help="write the measurements as JSON here")
+    parser.add_argument("--write", action="store_true", help="rewrite benchmarks/RESULTS_equilibrium.md")
+    parser.add_argument("--output", default=str(Path(__file__).with_name("RESULTS_equilibrium.md")))
+    parser.add_argument("--solver", help="how to name the solver measured in the results (default: the git commit)")
+    args = parser.parse_args(argv)
+    suite = load_suite()
+    cases = [suite.BY_NAME[name] for name in args.cases] if args.cases else list(suite.CASES + suite.SHIPPED)
+    results = []
+    for case in cases:
+        for mode in ("jump", "ramp"):
+            try:
+                results.append(summarize(suite, case, mode, suite.run(case, mode)))
+            except Exception as error:  # noqa: BLE001 - a broken case is reported in the table, not fatal
+                logging.getLogger("bench_equilibrium").warning("%s %s: %s", case.name, mode, error)
+                results.append({"case": case.name, "mode": mode, "error": str(error)})
+            print(case.name, mode, "done", flush=True)
+    jumps = jumps_case(suite) if not args.cases or "shipped_finger" in args.cases else []
+
+    header = ["case", "frames", "converged", "reached", "eq. steps median", "eq. steps max",
+              "factorizations median", "factorizations max", "increments", "ms/frame median", "last value",
+              "first problem"]
+    rows = []
+    for r in results:
+        if "error" in r:
+            rows.append([f"{r['case']} {r['mode']}"] + ["-"] * (len(header) - 2) + [f"error: {r['error'][:80]}"])
+            continue
+        steps = _spread(r["steps"])
+        factorizations = _spread(r["factorizations"])
+        increments = "-" if all(v is None for v in r["increments"]) else "/".join(_spread(r["increments"]))
+        rows.append([f"{r['case']} {r['mode']}", r["frames"], r["converged"], r["reached"], *steps,
+                     *factorizations, increments, f"{r['ms_median']:.0f}",
+                     f"{r['last_reached']:.4g} of {r['last_expected']:g}", r["first_problem"]])
+    table = markdown_table(header, rows)
+    jump_header = ["cable value (mm)", "converged", "reached", "eq. steps", "factorizations", "increments", "ms",
+                   "message"]
+    jump_rows = [[f"{j['value']:g}", "yes" if j["converged"] else "no", f"{j['reached']:.4f}",
+                  "-" if j["steps"] is None else j["steps"],
+                  "-" if j["factorizations"] is None else j["factorizations"],
+                  "-" if j["increments"] is None else j["increments"], f"{j['ms']:.0f}", j["message"]]
+                 for j in jumps]
+    jump_table = markdown_table(jump_header, jump_rows) if jumps else ""
+    print(table)
+    if jump_table:
+        print("\nshipped finger, successive single-frame jumps:\n" + jump_table)
+    if args.write:
+        solver = args.solver or "commit " + _commit()
+        text = ("## Equilibrium solver on real robots (`benchmarks/bench_equilibrium.py`)\n\n"
+                f"Solver: {solver}. Static mode, from rest. Cases: tests/data/softrobots/suite.py (the "
+                "SoftRobots examples' own meshes and numbers; `shipped_*`: resources/scenes). 'jump': the target "
+                "in one frame; 'ramp': one frame per ramp value. 'converged': frames whose report.converged is "
+                "true; 'reached': frames whose actuator reads the value set (or the scene's per-frame limit) "
+                "within 1e-4 of the target; eq. steps / factorizations: report.equilibrium.steps / .iterations "
+                "per frame; increments: report.equilibrium.increments ('-': not reported); ms: wall time of "
+                "scene.step(). 'last value': the actuator after the last frame, of the value expected.\n\n"
+                + table + "\n")
+        if jump_table:
+            text += ("\n### The shipped finger as shipped, successive single-frame jumps\n\n"
+                     "resources/scenes/finger.toml, one frame per value, each from the previous frame's state.\n\n"
+                     + jump_table + "\n")
+        Path(args.output).write_text(text)
+    write_json(args.json, {"cases": results, "shipped_finger_jumps": jumps})
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING)
+    raise SystemExit(main())
