@@ -656,8 +656,10 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
     skipped: the rows and columns of fixed nodes when ``k_data`` holds the free-DOF tangent).
     ``project_psd`` clamps the negative eigenvalues of dP/dF per element (hyperelastic models, and the exact
     corotational tangent).
-    ``exact_corotational`` (COROTATIONAL with ROT_POLAR_F or ROT_SVD_F only): the exact Hessian of the
-    corotated energy instead of SOFA's R K0 R^T. ``rest_rotations`` (m, 3, 3) are the rest frames R_0_1 of
+    ``exact_corotational`` (COROTATIONAL): the exact Jacobian of the force instead of SOFA's R K0 R^T: the
+    Hessian of the corotated energy for ROT_POLAR_F and ROT_SVD_F (symmetric), the consistent Jacobian of
+    SOFA's force with the derivative of its rotation for ROT_LARGE, ROT_POLAR and ROT_SVD (not symmetric:
+    :func:`_sofa_consistent_tangent`). ``rest_rotations`` (m, 3, 3) are the rest frames R_0_1 of
     SOFA's methods (see :func:`_element_rotation`) and ``dm_inv`` (m, 3, 3) the inverse rest edge matrices;
     each is read only by the rotation methods that need it.
     """
@@ -685,7 +687,14 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
     coef = np.empty(3)
     h = np.empty((4, 4, 3))
     s = np.empty((4, 4))
-    exact = exact_corotational and model == COROTATIONAL and (rot == ROT_POLAR_F or rot == ROT_SVD_F)
+    Sm = np.empty((3, 3))
+    Minv = np.empty((3, 3))
+    dR = np.empty((3, 3))
+    dE = np.empty((3, 3))
+    dP = np.empty((3, 3))
+    v6 = np.empty((6, 3))
+    exact = exact_corotational and model == COROTATIONAL
+    of_f = rot == ROT_POLAR_F or rot == ROT_SVD_F
     # dyadic tangents go straight from a few vectors to k_data (_scatter_blocks); the others build K_e
     dyadic = (model == LINEAR or model == COROTATIONAL) and not exact
     dyadic = dyadic or ((model == STVK or model == NEOHOOKEAN) and not project_psd)
@@ -700,11 +709,14 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
         if model == LINEAR or model == COROTATIONAL:
             if model == COROTATIONAL:
                 _element_rotation(rot, x, tet, F, rest_rotations[e], dm_inv[e], R, Q, C, sa, w, V, u, D, Pr,
-                                  want_K and exact)
+                                  want_K and exact and of_f)
             psi = _corotated_linear(F, R, mu[e], lam[e], P, E)
-            if want_K and exact:
+            if want_K and exact and of_f:
                 _corotated_exact_tangent(F, R, V, mu[e], lam[e], vol[e], dNe, project_psd, Ke, U, sig, coef,
                                          g, h)
+            elif want_K and exact:
+                _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pr, rest_rotations[e], mu[e], lam[e], vol[e],
+                                         dNe, Ke, Sm, Minv, dR, dE, dP, v6)
             elif want_K:
                 _dyads(R, dNe, g, s, None, mu[e])
                 _scatter_blocks(k_data, block_base, row_stride, tet, e, vol[e], dNe, g, s, lam[e], mu[e], 0.0, G)
@@ -788,3 +800,142 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_rotations, dm_inv, sigm
             for i in range(3):
                 for j in range(3):
                     sigma_out[e, i, j] = (P[i, 0] * F[j, 0] + P[i, 1] * F[j, 1] + P[i, 2] * F[j, 2]) / J
+
+
+@njit(cache=True, nogil=True)
+def _sofa_rotation_derivative(rot, x, tet, Q, D, Pp, R01, Minv, b, k, dR, v):
+    """dR/dx_{b,k} (3, 3) of SOFA's element rotation R (see :func:`_element_rotation`) for node ``b`` of the
+    element and direction ``k``; zero where R does not depend on that coordinate.
+
+    - ROT_LARGE: R = Q^T R_0_1 with Q's rows the Gram-Schmidt frame x = e/|e|, z = x X f/|x X f|, y = z X x
+      of the edges e = x_1 - x_0, f = x_2 - x_0 (``Q`` as left by :func:`_frame`): dx = (I - x x^T) de/|e|,
+      dz = (I - z z^T)(dx X f + x X df)/|x X f|, dy = dz X x + z X dx.
+    - ROT_POLAR (and ROT_SVD above SOFA_SVD_MIN_DET): R = polar(Ds) R_0_1 with Ds = Pp S (``D``, ``Pp``):
+      d polar(Ds) = Pp [w]x with w = (tr S I - S)^-1 axial(A - A^T), A = Pp^T dDs (``Minv`` holds
+      (tr S I - S)^-1).
+    ``v`` (6, 3) is scratch.
+    """
+    for i in range(3):
+        for j in range(3):
+            dR[i, j] = 0.0
+    if rot == ROT_LARGE:
+        se = (1.0 if b == 1 else 0.0) - (1.0 if b == 0 else 0.0)
+        sf = (1.0 if b == 2 else 0.0) - (1.0 if b == 0 else 0.0)
+        if se == 0.0 and sf == 0.0:
+            return
+        e0 = x[tet[1], 0] - x[tet[0], 0]
+        e1 = x[tet[1], 1] - x[tet[0], 1]
+        e2 = x[tet[1], 2] - x[tet[0], 2]
+        f0 = x[tet[2], 0] - x[tet[0], 0]
+        f1 = x[tet[2], 1] - x[tet[0], 1]
+        f2 = x[tet[2], 2] - x[tet[0], 2]
+        ne = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        z0 = Q[0, 1] * f2 - Q[0, 2] * f1
+        z1 = Q[0, 2] * f0 - Q[0, 0] * f2
+        z2 = Q[0, 0] * f1 - Q[0, 1] * f0
+        nz = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+        # dx_hat = (I - x x^T) de / |e| with de = se e_k
+        for i in range(3):
+            v[0, i] = se * ((1.0 if i == k else 0.0) - Q[0, i] * Q[0, k]) / ne
+        # dz = dx_hat X f + x_hat X df, df = sf e_k
+        v[1, 0] = v[0, 1] * f2 - v[0, 2] * f1
+        v[1, 1] = v[0, 2] * f0 - v[0, 0] * f2
+        v[1, 2] = v[0, 0] * f1 - v[0, 1] * f0
+        if sf != 0.0:
+            for i in range(3):
+                # x_hat X (sf e_k): component i = sf * eps_{i j k} x_j
+                for j in range(3):
+                    v[1, i] += sf * _levi(i, j, k) * Q[0, j]
+        zd = Q[2, 0] * v[1, 0] + Q[2, 1] * v[1, 1] + Q[2, 2] * v[1, 2]
+        for i in range(3):
+            v[2, i] = (v[1, i] - Q[2, i] * zd) / nz  # dz_hat
+        # dy_hat = dz_hat X x_hat + z_hat X dx_hat
+        v[1, 0] = v[2, 1] * Q[0, 2] - v[2, 2] * Q[0, 1] + Q[2, 1] * v[0, 2] - Q[2, 2] * v[0, 1]
+        v[1, 1] = v[2, 2] * Q[0, 0] - v[2, 0] * Q[0, 2] + Q[2, 2] * v[0, 0] - Q[2, 0] * v[0, 2]
+        v[1, 2] = v[2, 0] * Q[0, 1] - v[2, 1] * Q[0, 0] + Q[2, 0] * v[0, 1] - Q[2, 1] * v[0, 0]
+        for i in range(3):  # dR = dQ^T R_0_1, dQ's rows v[0], v[1], v[2]
+            for j in range(3):
+                dR[i, j] = v[0, i] * R01[0, j] + v[1, i] * R01[1, j] + v[2, i] * R01[2, j]
+        return
+    # ROT_POLAR / ROT_SVD: A = Pp^T dDs; dDs has e_k in column b - 1 (b >= 1) or -e_k in every column (b = 0)
+    for i in range(3):
+        for j in range(3):
+            col = (1.0 if j == b - 1 else 0.0) if b > 0 else -1.0
+            v[i, j] = Pp[k, i] * col
+    w0 = v[2, 1] - v[1, 2]
+    w1 = v[0, 2] - v[2, 0]
+    w2 = v[1, 0] - v[0, 1]
+    o0 = Minv[0, 0] * w0 + Minv[0, 1] * w1 + Minv[0, 2] * w2
+    o1 = Minv[1, 0] * w0 + Minv[1, 1] * w1 + Minv[1, 2] * w2
+    o2 = Minv[2, 0] * w0 + Minv[2, 1] * w1 + Minv[2, 2] * w2
+    for i in range(3):  # d polar = Pp [o]x, then dR = d polar R_0_1
+        v[3, i] = Pp[i, 1] * o2 - Pp[i, 2] * o1  # column 0 of Pp [o]x
+        v[4, i] = -Pp[i, 0] * o2 + Pp[i, 2] * o0  # column 1
+        v[5, i] = Pp[i, 0] * o1 - Pp[i, 1] * o0  # column 2
+    for i in range(3):
+        for j in range(3):
+            dR[i, j] = v[3, i] * R01[0, j] + v[4, i] * R01[1, j] + v[5, i] * R01[2, j]
+
+
+@njit(cache=True, nogil=True)
+def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe, Ke, S, Minv, dR, dE, dP, v):
+    """The consistent (exact) element Jacobian K_e = -d f_e/dx_e (12, 12) of SOFA's corotational force
+    f_a = -V R S(R^T F) dN_a, S(E) = 2 mu (sym E - I) + lam (tr E - 3) I, with the derivative of SOFA's
+    rotation R included: dP = dR S + R (2 mu sym dE + lam tr dE I), dE = dR^T F + R^T dF.
+
+    The matrix is not symmetric (SOFA's force is not the gradient of an energy). Without the dR terms it is
+    SOFA's R K0 R^T. ROT_SVD below SOFA_SVD_MIN_DET (SOFA's SVD branch of an inverted element) keeps dR = 0,
+    i.e. SOFA's tangent for that element. ``Q`` (ROT_LARGE), ``D`` and ``Pp`` (ROT_POLAR/ROT_SVD) are as left by
+    :func:`_element_rotation`; the other arrays are scratch.
+    """
+    for i in range(3):  # S = 2 mu eps + lam tr(eps) I, eps = sym(R^T F) - I
+        for j in range(3):
+            s = 0.0
+            for m in range(3):
+                s += R[m, i] * F[m, j]
+            dE[i, j] = s
+    tr = dE[0, 0] + dE[1, 1] + dE[2, 2] - 3.0
+    for i in range(3):
+        for j in range(3):
+            S[i, j] = mu * (dE[i, j] + dE[j, i]) - (2.0 * mu if i == j else 0.0) + (lam * tr if i == j else 0.0)
+    polar = rot == ROT_POLAR or (rot == ROT_SVD and _det3(F) >= SOFA_SVD_MIN_DET)
+    if polar:  # Minv = (tr S_p I - S_p)^-1 with S_p = Pp^T Ds
+        for i in range(3):
+            for j in range(3):
+                dP[i, j] = Pp[0, i] * D[0, j] + Pp[1, i] * D[1, j] + Pp[2, i] * D[2, j]
+        trs = dP[0, 0] + dP[1, 1] + dP[2, 2]
+        for i in range(3):
+            for j in range(3):
+                dE[i, j] = (trs if i == j else 0.0) - 0.5 * (dP[i, j] + dP[j, i])
+        _cofactor(dE, Minv)  # cofactor matrix; the inverse is its transpose over the determinant
+        det = _det3(dE)
+        for i in range(3):
+            for j in range(i, 3):
+                a = Minv[i, j] / det
+                Minv[i, j] = Minv[j, i] / det
+                Minv[j, i] = a
+    for b in range(4):
+        for k in range(3):
+            if rot == ROT_LARGE or polar:
+                _sofa_rotation_derivative(rot, x, tet, Q, D, Pp, R01, Minv, b, k, dR, v)
+            else:
+                for i in range(3):
+                    for j in range(3):
+                        dR[i, j] = 0.0
+            for i in range(3):  # dE = dR^T F + R^T dF, dF = e_k dN_b^T
+                for j in range(3):
+                    dE[i, j] = (dR[0, i] * F[0, j] + dR[1, i] * F[1, j] + dR[2, i] * F[2, j]
+                                + R[k, i] * dNe[b, j])
+            trd = dE[0, 0] + dE[1, 1] + dE[2, 2]
+            for i in range(3):  # dP = dR S + R dS, dS = mu (dE + dE^T) + lam tr(dE) I
+                for j in range(3):
+                    s = 0.0
+                    for m in range(3):
+                        ds = mu * (dE[m, j] + dE[j, m]) + (lam * trd if m == j else 0.0)
+                        s += dR[i, m] * S[m, j] + R[i, m] * ds
+                    dP[i, j] = s
+            column = 3 * b + k
+            for a in range(4):
+                for i in range(3):
+                    Ke[3 * a + i, column] = vol * (dP[i, 0] * dNe[a, 0] + dP[i, 1] * dNe[a, 1]
+                                                   + dP[i, 2] * dNe[a, 2])

@@ -151,18 +151,11 @@ def check_model(model, rotation_method):
 
 
 def check_corotational_tangent(corotational_tangent, model, rotation_method):
-    """Raise :class:`ParameterError` if ``corotational_tangent`` is not ``"sofa"`` or ``"exact"``, or is
-    ``"exact"`` for the corotational model with one of SOFA's rotation methods ``large``, ``polar``, ``svd``
-    (the exact tangent is the Hessian of the corotated energy with R = polar(F); SOFA's rotations are not
-    that R and their force is not the gradient of an energy). Other models ignore the value."""
+    """Raise :class:`ParameterError` if ``corotational_tangent`` is not ``"sofa"`` or ``"exact"``. Other
+    models ignore the value; ``"exact"`` is the Hessian of the corotated energy for ``polarF``/``svdF`` and
+    the consistent (unsymmetric) Jacobian of SOFA's force for ``large``, ``polar`` and ``svd``."""
     if corotational_tangent not in COROTATIONAL_TANGENTS:
         raise ParameterError(
             f"corotational_tangent (scene key corotationalTangent) must be one of "
             f"{', '.join(COROTATIONAL_TANGENTS)}, got {corotational_tangent!r}"
-        )
-    if corotational_tangent == "exact" and model == "corotational" and rotation_method not in ROTATION_METHODS_OF_F:
-        raise ParameterError(
-            "corotational_tangent (scene key corotationalTangent) 'exact' needs rotation_method 'polarF' or "
-            f"'svdF' (the rotation of F): the force of SOFA's {rotation_method!r} is not the gradient of an "
-            "energy; use corotationalTangent 'sofa', or rotation_method 'polarF'"
         )
