@@ -158,6 +158,57 @@ class _UpperTrianglePattern:
         return self.data
 
 
+class _FullPattern:
+    """The whole CSR pattern of a structurally symmetric matrix, as Pardiso's unsymmetric type reads it, and
+    the map ``transpose`` with ``A.data[transpose]`` the values of A^T in A's order (the symmetry test).
+
+    Indices are zero-based int32 (iparm[34] = 1)."""
+
+    def __init__(self, A: sp.csr_matrix):
+        n = A.shape[0]
+        self.indptr = A.indptr.astype(np.int32)
+        self.indices = A.indices.astype(np.int32)
+        self.pattern_indptr = A.indptr
+        self.pattern_indices = A.indices
+        self.data = np.zeros(A.nnz, dtype=np.float64)
+        self.transpose = transpose_map(A)
+        self.n = n
+
+    def fill(self, A: sp.csr_matrix) -> np.ndarray:
+        np.copyto(self.data, A.data)
+        return self.data
+
+
+def transpose_map(A: sp.csr_matrix) -> np.ndarray | None:
+    """``(nnz,) int64`` with ``A.data[map]`` the values of A^T in the order of A's entries, for a CSR matrix
+    with sorted indices whose pattern is symmetric; None when the pattern is not symmetric."""
+    n = A.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(A.indptr))
+    cols = A.indices.astype(np.int64)
+    keys = rows * n + cols
+    transposed = cols * n + rows
+    position = np.searchsorted(keys, transposed)
+    position = np.minimum(position, keys.size - 1)
+    if keys.size and not np.array_equal(keys[position], transposed):
+        return None
+    return position
+
+
+#: relative asymmetry max|A - A^T| / max|A| above which a matrix is factorized as unsymmetric
+SYMMETRY_TOLERANCE = 1e-12
+
+
+def relative_asymmetry(A: sp.csr_matrix, transpose: np.ndarray | None = None) -> float:
+    """max |A - A^T| / max |A| of a CSR matrix with sorted indices (inf when its pattern is not symmetric)."""
+    transpose = transpose_map(A) if transpose is None else transpose
+    if transpose is None:
+        return np.inf
+    scale = float(np.max(np.abs(A.data), initial=0.0))
+    if scale == 0.0:
+        return 0.0
+    return float(np.max(np.abs(A.data - A.data[transpose]), initial=0.0)) / scale
+
+
 def _single_threaded_openblas() -> None:
     """Limit numpy's OpenBLAS to one thread while MKL Pardiso factorizes.
 
@@ -193,6 +244,7 @@ class _PardisoBackend:
 
     SPD = 2
     SYMMETRIC_INDEFINITE = -2
+    UNSYMMETRIC = 11
 
     def __init__(self):
         _single_threaded_openblas()
@@ -265,14 +317,17 @@ class _PardisoBackend:
             )
         self.analysed = True
 
-    def factorize(self, A: sp.csr_matrix, stats: dict) -> None:
-        if self.pattern is None or not _same_pattern(
+    def factorize(self, A: sp.csr_matrix, stats: dict, symmetric: bool = True) -> None:
+        wanted = _UpperTrianglePattern if symmetric else _FullPattern
+        if self.pattern is None or not isinstance(self.pattern, wanted) or not _same_pattern(
             A, self.pattern.pattern_indptr, self.pattern.pattern_indices
         ):
             self.release()
-            self.pattern = _UpperTrianglePattern(A)
+            self.pattern = wanted(A)
             self.n = A.shape[0]
-            self.mtype = self.SPD
+            self.mtype = self.SPD if symmetric else self.UNSYMMETRIC
+            # unsymmetric: pivot perturbation 1e-13 (MKL's default for this type), symmetric: 1e-8
+            self.iparm[9] = 8 if symmetric else 13
         self.pattern.fill(A)
         if not self.analysed:
             start = time.perf_counter()
@@ -305,7 +360,7 @@ class _PardisoBackend:
             raise LinearSolverError(
                 f"Pardiso numerical factorization failed (error {error}: "
                 f"{_PARDISO_ERRORS.get(error, 'unknown')}) for a {self.n}x{self.n} matrix with matrix type "
-                f"{self.mtype}; the matrix is singular or not symmetric"
+                f"{self.mtype}; the matrix is singular{' or not symmetric' if self.mtype != self.UNSYMMETRIC else ''}"
             )
         self.factorized = True
         perturbed_pivots = int(self.iparm[13])
@@ -345,16 +400,14 @@ class _ScipyBackend:
     def release(self) -> None:
         self.lu = None
 
-    def factorize(self, A: sp.csr_matrix, stats: dict) -> None:
+    def factorize(self, A: sp.csr_matrix, stats: dict, symmetric: bool = True) -> None:
         start = time.perf_counter()
         self.n = A.shape[0]
+        options = dict(permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+        if not symmetric:  # partial pivoting for a general matrix
+            options = dict(permc_spec="COLAMD")
         try:
-            self.lu = spla.splu(
-                A.tocsc(),
-                permc_spec="MMD_AT_PLUS_A",
-                diag_pivot_thresh=0.0,
-                options={"SymmetricMode": True},
-            )
+            self.lu = spla.splu(A.tocsc(), **options)
         except RuntimeError as error:
             self.lu = None
             raise LinearSolverError(
@@ -417,6 +470,9 @@ class DirectSolver:
         self.backend = "pardiso" if isinstance(self._backend, _PardisoBackend) else "scipy"
         self.name = f"DirectSolver({self.backend})"
         self.matrix: sp.csr_matrix | None = None
+        #: whether the last factorized matrix was symmetric (Cholesky/LDL^T) or not (LU)
+        self.symmetric = True
+        self._transpose_key: tuple | None = None
         self.stats["memo_hits"] = 0
         self._memo_rhs: np.ndarray | None = None
         self._memo_solution: np.ndarray | None = None
@@ -427,18 +483,27 @@ class DirectSolver:
 
     @property
     def matrix_type(self) -> str:
-        """``"spd"`` (Cholesky) or ``"symmetric indefinite"`` (LDL^T) for Pardiso, ``"general"`` for SciPy."""
+        """``"spd"`` (Cholesky), ``"symmetric indefinite"`` (LDL^T) or ``"unsymmetric"`` (LU) for Pardiso,
+        ``"general"`` for SciPy."""
         if self.backend == "scipy":
             return "general"
-        return "spd" if self._backend.mtype == _PardisoBackend.SPD else "symmetric indefinite"
+        return {_PardisoBackend.SPD: "spd", _PardisoBackend.UNSYMMETRIC: "unsymmetric"}.get(
+            self._backend.mtype, "symmetric indefinite")
 
     def factorize(self, A) -> None:
+        """Factorize the square CSR matrix ``A`` (n, n) with both triangles stored. A matrix whose values are
+        not symmetric (relative asymmetry above :data:`SYMMETRY_TOLERANCE`: the consistent Jacobian of SOFA's
+        corotational force) is factorized as a general matrix (Pardiso's LU, or SuperLU with partial
+        pivoting); ``symmetric`` tells which was used."""
         A = _check_square_csr(A, self.name)
         if not A.has_sorted_indices:
             A = A.sorted_indices()
         self.matrix = None
         self._memo_rhs = self._memo_solution = None
-        self._backend.factorize(A, self.stats)
+        if self._transpose_key is None or not _same_pattern(A, *self._transpose_key[:2]):
+            self._transpose_key = (A.indptr, A.indices, transpose_map(A))
+        self.symmetric = relative_asymmetry(A, self._transpose_key[2]) <= SYMMETRY_TOLERANCE
+        self._backend.factorize(A, self.stats, self.symmetric)
         self.matrix = A
 
     def solve(self, b) -> np.ndarray:

@@ -236,3 +236,47 @@ def test_parameter_validation():
     assert isinstance(make_linear_solver("cg", maximum_number_of_iterations=4), CGSolver)
     with pytest.raises(ParameterError, match="linear solver kind"):
         make_linear_solver("lu")
+
+
+def random_unsymmetric(n=300, seed=3):
+    """A structurally symmetric, numerically unsymmetric, non-singular matrix (like the consistent Jacobian of
+    SOFA's corotational force: an SPD part plus an unsymmetric perturbation on the same pattern)."""
+    A = random_spd(n, seed=seed)
+    perturbation = A.copy()
+    perturbation.data = np.random.default_rng(seed).uniform(-0.3, 0.3, A.nnz) * np.abs(A.data)
+    return (A + perturbation).tocsr()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unsymmetric_matrix_is_factorized_as_general(backend):
+    A = random_unsymmetric()
+    assert np.abs((A - A.T).toarray()).max() > 0.01 * np.abs(A.toarray()).max()
+    b = np.random.default_rng(4).standard_normal((A.shape[0], 3))
+    solver = DirectSolver(backend=backend)
+    solver.factorize(A)
+    x = solver.solve(b)
+    reference = np.linalg.solve(A.toarray(), b)
+    assert not solver.symmetric
+    assert np.abs(x - reference).max() <= 1e-10 * np.abs(reference).max()
+    if backend == "pardiso":
+        assert solver.matrix_type == "unsymmetric"
+    # the same solver then takes a symmetric matrix of the same pattern again, with Cholesky
+    S = random_spd(A.shape[0], seed=3)
+    solver.factorize(S)
+    assert solver.symmetric
+    assert np.abs(solver.solve(b) - np.linalg.solve(S.toarray(), b)).max() <= 1e-10 * np.abs(
+        np.linalg.solve(S.toarray(), b)).max()
+    if backend == "pardiso":
+        assert solver.matrix_type == "spd"
+
+
+def test_relative_asymmetry_and_transpose_map():
+    from softsim.mechanics.linear_solvers import relative_asymmetry, transpose_map
+
+    A = random_unsymmetric(50, seed=5)
+    dense = A.toarray()
+    expected = np.abs(dense - dense.T).max() / np.abs(dense).max()
+    assert relative_asymmetry(A) == pytest.approx(expected, rel=1e-14)
+    assert relative_asymmetry(random_spd(50, seed=5)) == 0.0
+    upper = sp.triu(A, format="csr")  # an unsymmetric pattern has no transpose map
+    assert transpose_map(upper) is None and relative_asymmetry(upper) == np.inf
