@@ -49,14 +49,15 @@ def _value(text: str) -> Any:
     except tomllib.TOMLDecodeError:
         if text and all(c.isalnum() or c in "_-." for c in text):
             return text
-        raise SweepError(f"cannot read the value {text!r}: give one number, true/false or a quoted string") from None
+        raise SweepError(f"cannot read the value {_abridged(text)}: give one number, true/false or a quoted "
+                         "string") from None
     except ValueError:  # an integer longer than Python converts
         raise SweepError(f"a number of {sum(c.isdigit() for c in text)} digits, far more than any scene value "
                          "needs; write it with an exponent (e.g. 1e30)") from None
     except RecursionError:
         raise SweepError("arrays nested too deeply to read") from None
     if list(data) != ["v"]:
-        raise SweepError(f"{text!r} is one value followed by more text; give the value alone")
+        raise SweepError(f"{_abridged(text)} is one value followed by more text; give the value alone")
     return data["v"]
 
 
@@ -68,34 +69,45 @@ def parse_spec(spec: str) -> list[Any]:
     if ":" in spec:
         parts = spec.split(":")
         if len(parts) != 3:
-            raise SweepError(f"SPEC {spec!r}: start:stop:num has three parts")
+            raise SweepError(f"SPEC {_abridged(spec)}: start:stop:num has three parts")
         try:
             start, stop, num = float(parts[0]), float(parts[1]), float(parts[2])
         except ValueError:
-            raise SweepError(f"SPEC {spec!r}: start, stop and num must be numbers") from None
+            raise SweepError(f"SPEC {_abridged(spec)}: start, stop and num must be numbers") from None
         if not (math.isfinite(start) and math.isfinite(stop)):
-            raise SweepError(f"SPEC {spec!r}: start and stop must be finite")
+            raise SweepError(f"SPEC {_abridged(spec)}: start and stop must be finite")
         if not math.isfinite(num) or num != int(num) or num < 1 or num > MAX_SAMPLES:
-            raise SweepError(f"SPEC {spec!r}: num must be a whole number in [1, {MAX_SAMPLES}]")
+            raise SweepError(f"SPEC {_abridged(spec)}: num must be a whole number in [1, {MAX_SAMPLES}]")
         num = int(num)
         if num == 1:
             return [start]
         return [start + (stop - start) * i / (num - 1) for i in range(num)]
     items = spec.split(",")
     if any(not item.strip() for item in items):
-        raise SweepError(f"SPEC {spec!r}: an empty item in the comma list")
+        raise SweepError(f"SPEC {_abridged(spec)}: an empty item in the comma list")
     try:
         return [_value(item) for item in items]
     except SweepError as error:
-        raise SweepError(f"SPEC {spec!r}: {error}") from None
+        raise SweepError(f"SPEC {_abridged(spec)}: {error}") from None
 
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
     """``"KEY=SPEC"`` -> (KEY, values)."""
     key, sep, spec = text.partition("=")
     if not sep or not key.strip():
-        raise SweepError(f"--vary expects KEY=SPEC (e.g. body.finger.material.youngModulus=400:800:3), got {text!r}")
-    return key.strip(), parse_spec(spec)
+        raise SweepError(f"--vary expects KEY=SPEC (e.g. body.finger.material.youngModulus=400:800:3), got "
+                         f"{_abridged(text)}")
+    try:
+        return key.strip(), parse_spec(spec)
+    except SweepError as error:
+        raise SweepError(f"--vary {key.strip()}: {error}") from None
+
+
+def _abridged(text: str, limit: int = 60) -> str:
+    """``repr(text)``, its middle left out when longer than ``limit`` characters."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[: limit // 2]) + f" ... ({len(text)} characters) ... " + repr(text[-10:])
 
 
 def parse_varies(texts: list[str]) -> dict[str, list[Any]]:
