@@ -1,4 +1,10 @@
-"""Linear solvers: direct (Pardiso, SciPy), CG with Caribou's semantics, factorization reuse."""
+"""Linear solvers: direct (Pardiso, SciPy), CG with Caribou's semantics, factorization reuse.
+
+Pardiso's tests are skipped where pypardiso is not installed (it is only on x86_64); the backend-specific checks
+of the Newton solver (one symbolic analysis per solve) are here too, so that the Newton tests run on either
+backend."""
+
+import importlib.util
 
 import numpy as np
 import pytest
@@ -12,7 +18,10 @@ from softsim.mechanics.linear_solvers import (
     make_linear_solver,
 )
 
-BACKENDS = ["pardiso", "scipy"]
+#: pypardiso (MKL) is installed only on x86_64; elsewhere DirectSolver falls back to SciPy
+HAS_PARDISO = importlib.util.find_spec("pypardiso") is not None
+needs_pardiso = pytest.mark.skipif(not HAS_PARDISO, reason="pypardiso is not installed (x86_64 only)")
+BACKENDS = [pytest.param("pardiso", marks=needs_pardiso), "scipy"]
 
 
 def random_spd(n=400, density=0.01, shift=1.0, seed=0):
@@ -58,6 +67,7 @@ def test_multiple_right_hand_sides_equal_column_solves(backend):
     assert solver.stats["right_hand_sides"] == 2 * B.shape[1]
 
 
+@needs_pardiso
 def test_pardiso_reuses_symbolic_analysis_for_same_pattern():
     A = random_spd(seed=4)
     solver = DirectSolver(backend="pardiso")
@@ -100,9 +110,32 @@ def test_singular_matrix_is_reported():
     solver = DirectSolver(backend="scipy")
     with pytest.raises(LinearSolverError, match="singular"):
         solver.factorize(A)
+
+
+@needs_pardiso
+def test_pardiso_perturbs_the_pivot_of_a_singular_matrix():
+    A = sp.csr_matrix(np.diag(np.r_[np.ones(9), 0.0]))
     pardiso = DirectSolver(backend="pardiso")
     pardiso.factorize(A)
     assert pardiso.stats["perturbed_pivots"] == 1
+
+
+@needs_pardiso
+def test_a_newton_solve_analyses_the_pattern_once_with_pardiso():
+    """The Newton iterations hand Pardiso tangents of one sparsity pattern: one symbolic analysis for the whole
+    solve, one numerical factorization per iteration."""
+    from softsim.mechanics.newton import StaticNewtonSolver
+
+    from tests.mechanics.test_newton_fem import beam_problem
+
+    X, _, _tip, _, problem = beam_problem((20, 2, 2), 10.0, 1.0, "neohookean", 1000.0, 0.3, (0.0, 0.0, -0.3))
+    solver = StaticNewtonSolver(linear_solver=DirectSolver(backend="pardiso"), newton_iterations=15,
+                                residual_tolerance_threshold=1e-10, correction_tolerance_threshold=0)
+    report = solver.solve(problem, X)
+    assert report.converged
+    stats = solver.linear_solver.stats
+    assert stats["analyses"] == 1 + stats.get("spd_fallbacks", 0) and stats.get("spd_fallbacks", 0) <= 1
+    assert stats["factorizations"] == report.iterations
 
 
 @pytest.mark.parametrize(
