@@ -391,7 +391,8 @@ def samples_cases(folder: Path) -> list[Case]:
         cases.append(Case("samples", name, ["sweep", str(FINGER), "--samples", str(path), "--frames", "1", "--out",
                                             out], "refuse", (key, path.name)))
     os.mkfifo(folder / "fifo.csv")
-    (folder / "big.csv").write_bytes(b"1\n" * (128 * 1024**2 + 1))
+    with open(folder / "big.csv", "wb") as big:  # sparse: refused by its size before a byte is read
+        big.truncate(256 * 1024**2 + 1)
     for name, target in (("/dev/zero", "/dev/zero"), ("a directory", str(folder)), ("missing", str(folder / "x.csv")),
                          ("a named pipe", str(folder / "fifo.csv")), ("larger than 256 MiB", str(folder / "big.csv"))):
         cases.append(Case("samples", f"the samples file is {name}", ["sweep", str(FINGER), "--samples", target,
