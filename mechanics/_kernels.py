@@ -829,11 +829,12 @@ def _sofa_rotation_derivative(rot, x, tet, Q, D, Pp, R01, Minv, b, k, dR, v):
         f0 = x[tet[2], 0] - x[tet[0], 0]
         f1 = x[tet[2], 1] - x[tet[0], 1]
         f2 = x[tet[2], 2] - x[tet[0], 2]
-        ne = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        # a collapsed edge or face has no frame derivative: NaN, never a division error (the state is refused)
+        ne = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2) or math.nan
         z0 = Q[0, 1] * f2 - Q[0, 2] * f1
         z1 = Q[0, 2] * f0 - Q[0, 0] * f2
         z2 = Q[0, 0] * f1 - Q[0, 1] * f0
-        nz = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+        nz = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2) or math.nan
         # dx_hat = (I - x x^T) de / |e| with de = se e_k
         for i in range(3):
             v[0, i] = se * ((1.0 if i == k else 0.0) - Q[0, i] * Q[0, k]) / ne
@@ -908,7 +909,7 @@ def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe
             for j in range(3):
                 dE[i, j] = (trs if i == j else 0.0) - 0.5 * (dP[i, j] + dP[j, i])
         _cofactor(dE, Minv)  # cofactor matrix; the inverse is its transpose over the determinant
-        det = _det3(dE)
+        det = _det3(dE) or math.nan  # tr S I - S is singular only for a collapsed element
         for i in range(3):
             for j in range(i, 3):
                 a = Minv[i, j] / det

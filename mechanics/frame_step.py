@@ -42,9 +42,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 from softsim.mechanics.constrained_tangent import ConstrainedTangent, ResponseCache
+from softsim.mechanics.equilibrium import (
+    ROUND_OFF_FACTOR,
+    EquilibriumReport,
+    body_size,
+    equilibrate,
+    force_stiffness,
+    solve_accuracy,
+    solve_failed,
+    solve_failure,
+)
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.inversion import count_new_inversions
-from softsim.mechanics.resolutions import Blocks, row_residuals
+from softsim.mechanics.linear_solvers import LinearSolverError
+from softsim.mechanics.resolutions import Blocks
 
 logger = logging.getLogger(__name__)
 
@@ -52,25 +63,11 @@ logger = logging.getLogger(__name__)
 MAX_REDETECTIONS = 3
 #: how a static frame ends: at the nonlinear constrained equilibrium, or with SOFA's single linear correction
 CORRECTIONS = ("equilibrium", "linear")
-#: the constrained equilibrium iterations take at most this many steps per allowed factorization
-STEPS_PER_FACTORIZATION = 5
-#: unbalanced force (relative to the force scale) above which every equilibrium step refactorizes the tangent
-FAR_FROM_EQUILIBRIUM = 1e-3
-#: relative tolerance of an iterative solve in the equilibrium iterations (inexact Newton steps). Measured on a
-#: 36k-tet beam with a ramping cable: 0.1 adds outer steps (14 instead of 11 with SOFA's tangent), a tenth of the
-#: distance to the equilibrium costs 3 CG iterations per step for nothing with SOFA's tangent (its steps
-#: converge linearly whatever the inner accuracy); 0.01-0.03 keeps the outer steps of exact solves at 1-2 CG
-#: iterations each.
-INEXACT_FORCING = 0.02
-#: halvings of a constrained equilibrium step that does not lower the merit before the frame gives up
-MAX_STEP_HALVINGS = 8
-#: an unconverged complementarity solve that misses the constraint laws by more than this fraction of the
-#: body's size fails the frame
-MAX_CONSTRAINT_MISS = 1e-2
 #: a node that moves farther than this many times the body's size (bbox diagonal) means a runaway solve
 MAX_DISPLACEMENT_FACTOR = 10.0
-_ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
-_CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
+_ROUND_OFF_FACTOR = ROUND_OFF_FACTOR
+_body_size = body_size
+_force_stiffness = force_stiffness
 
 
 @dataclass
@@ -246,7 +243,9 @@ def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: 
         else:
             KinvJt = cache.solve(linear_solver, Jt)
     W = np.asarray(J_free @ KinvJt)
-    return 0.5 * (W + W.T), KinvJt
+    if getattr(linear_solver, "symmetric", True):  # round-off only; an unsymmetric tangent's W is unsymmetric
+        W = 0.5 * (W + W.T)
+    return W, KinvJt
 
 
 def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
@@ -345,13 +344,13 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
                 started = time.perf_counter()
                 x_new = x_free + problem.expand(correction_dx)
                 times["correction"] = times.get("correction", 0.0) + time.perf_counter() - started
-        except ValueError as error:  # W not positive on its diagonal: an indefinite tangent
+        except (ValueError, LinearSolverError) as error:  # W not positive on its diagonal, a runaway state
             return None, FrameReport(frame, False, f"constraint projection failed: {error}",
                                      newton=newton_report, times=times)
         projection_report = constraint_report
-        accuracy = _solve_accuracy(system, W, constraint_report.force)
-        if _solve_failed(constraint_report, accuracy, _body_size(problem.elasticity.rest_positions)):
-            return None, FrameReport(frame, False, _solve_failure(constraint_report, accuracy), newton=newton_report,
+        accuracy = solve_accuracy(system, W, constraint_report.force)
+        if solve_failed(constraint_report, accuracy, body_size(problem.elasticity.rest_positions)):
+            return None, FrameReport(frame, False, solve_failure(constraint_report, accuracy), newton=newton_report,
                                      constraint=constraint_report, times=times)
         if correction == "equilibrium":
             started = time.perf_counter()
@@ -361,8 +360,9 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
                 last = None if last_report is None else system.initial_force(last_report.forces)
                 start_force = constraint_report.force if last is None else last
             tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)
-            equilibrium = _equilibrate(problem, newton, constraint_solver, enforced, x, start, system,
-                                       constraint_report, start_force, W, tangent)
+            equilibrium = equilibrate(problem, newton, constraint_solver, enforced, x, start, system,
+                                      constraint_report, start_force, W, tangent, build=build_constraint_system,
+                                      project=_project, check_state=check_state)
             times["reequilibration"] = time.perf_counter() - started
             if equilibrium.diverged:
                 return None, FrameReport(frame, False, f"constrained equilibrium diverged: {equilibrium.reason}",
@@ -483,209 +483,6 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
         return (f"{inverted} element(s) inverted (det F <= 0): the actuation or load is beyond what the mesh "
                 f"can take")
     return ""
-
-
-def _body_size(rest: np.ndarray) -> float:
-    """The diagonal of the bounding box of the rest positions (n, 3)."""
-    return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if rest.size else 0.0
-
-
-@dataclass
-class EquilibriumReport:
-    """The constrained Newton iterations that end a frame at the nonlinear constrained equilibrium.
-
-    ``iterations``: factorizations done, ``steps``: Newton steps taken (a step may reuse the last
-    factorization); ``residual``: |R + J^T lambda| / force scale at the accepted state;
-    ``constraint_residual``: the largest constraint-law residual of a row, as a length (violation / |J_i|);
-    ``x`` (n, 3), ``system`` and ``constraint`` (the last complementarity report) describe that state.
-    """
-
-    iterations: int
-    converged: bool
-    diverged: bool
-    reason: str
-    residual: float
-    constraint_residual: float
-    x: np.ndarray | None = None
-    system: ConstraintSystem | None = None
-    constraint: object | None = None
-    steps: int = 0
-    #: the multipliers (m,) of the accepted state (those of ``constraint`` unless no step was taken)
-    force: np.ndarray | None = None
-
-
-@dataclass
-class _State:
-    """A candidate state of the equilibrium iterations and how far it is from the constrained equilibrium."""
-
-    x: np.ndarray
-    force: np.ndarray
-    residual: np.ndarray
-    check: ConstraintSystem
-    unbalanced: float  # |R(x) + J(x)^T lambda|
-    relative: float  # unbalanced / (|f_int| + |f_ext|)
-    length: float  # largest constraint-law residual of a row, as a length
-    balanced: bool
-
-
-def _law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray, force: np.ndarray,
-                 blocks: Blocks) -> float:
-    """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
-    laws = row_residuals(np.maximum(w_diag, np.finfo(float).tiny), violation, force, blocks)
-    row_norms = np.sqrt(np.asarray(J_free.multiply(J_free).sum(axis=1)).ravel())
-    return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
-
-
-def _solve_accuracy(system: ConstraintSystem, W: np.ndarray, force: np.ndarray) -> float:
-    """How well the complementarity solve met the linearised laws (W, dfree) with ``force``, as a length."""
-    return _law_lengths(system.J_free, np.diag(W), system.dfree + W @ force, force, system.blocks)
-
-
-def _solve_failed(report, accuracy: float, body_size: float) -> bool:
-    """An unconverged complementarity solve whose answer misses the laws by more than
-    :data:`MAX_CONSTRAINT_MISS` of the body's size: a diverging iteration (e.g. ImprovedJacobi with too strong
-    a spectral correction), not merely an unfinished one."""
-    return not report.converged and accuracy > MAX_CONSTRAINT_MISS * body_size
-
-
-def _solve_failure(report, accuracy: float) -> str:
-    return (f"the constraint solver diverged (error {report.currentError:.3g} after {report.currentIterations} "
-            f"iterations; its answer misses the constraint laws by {accuracy:.3g} in length)")
-
-
-def _evaluate(problem, enforced, x_last, x, force, W, residual_tolerance) -> _State:
-    """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,)."""
-    residual = problem.residual(x)
-    check = build_constraint_system(enforced, x_last, x, problem.free_dofs, linearize_at=x)
-    unbalanced = float(np.linalg.norm(residual + check.J_free.T @ force)) if check.n_rows == force.size else np.inf
-    scale = getattr(problem, "last_force_scale", 0.0)
-    length = np.inf
-    if check.n_rows == force.size:
-        length = _law_lengths(check.J_free, np.diag(W), check.dfree + check.compliance * force, force,
-                              check.blocks)
-    relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
-    balanced = unbalanced <= max(residual_tolerance, _ROUND_OFF_FACTOR) * scale
-    return _State(x, force, residual, check, unbalanced, relative, length, balanced)
-
-
-def _equilibrate(problem, newton, constraint_solver, enforced, x_last, x_cur, system, report, force,
-                 W, tangent: ConstrainedTangent) -> EquilibriumReport:
-    """Constrained Newton (SQP) iterations from ``x_cur`` (n, 3) with the multipliers ``force`` (m,).
-
-    Each step first checks the state: the unbalanced force |R(x) + J(x)^T lambda| must be below
-    ``residual_tolerance_threshold`` times |f_int| + |f_ext| (or at its round-off floor), and every
-    constraint row must obey its law at x (:func:`mechanics.resolutions.row_residuals`, measured as a length:
-    row residual / |J_i|) within ``correction_tolerance_threshold`` times the body's size of the accuracy the
-    last complementarity solve reached on its linearised laws (an iterative solver stops at its own
-    tolerance, and no outer iteration can do better than that). A state that passes
-    is the frame's answer. Otherwise, with R at x and a factorized tangent K: the free step is K^-1 R, the rows
-    are linearised to x + K^-1 R (from J and the violations at x, which the check built), the complementarity
-    problem gives lambda and x <- x + K^-1 (R + J^T lambda).
-    A step that leads to an implausible state (:func:`check_state`: a runaway displacement or an inverted
-    element) is halved, with the multipliers, up to :data:`MAX_STEP_HALVINGS` times (a full step from a far
-    start can overshoot into a state the corotational tangent does not describe).
-
-    K is factorized at x (with an exact material tangent, plus the stiffness of the constraint forces at the
-    current lambda, :mod:`mechanics.constrained_tangent`, so that the steps converge quadratically; SOFA's
-    corotational tangent is not the derivative of its forces, and adding the constraints' stiffness to it
-    made the 5 -> 10 mm finger pull diverge where the plain tangent converges linearly) by a solver of its
-    own whose factorization outlives the frame (a new target starts from the last frame's equilibrium, where
-    that factorization was made): on every step while the unbalanced force is above
-    :data:`FAR_FROM_EQUILIBRIUM` of the force scale, and nearer the equilibrium when a step did not at least
-    halve the unbalanced force (with an exact
-    tangent; with an approximate one, when it did not lower it by a tenth), unless the step before it was
-    already taken with a new factorization; the other steps reuse the last factorization. With an
-    approximate material tangent (SOFA's corotational one) the convergence is linear whatever is
-    refactorized, and these reused steps cost a residual and a solve instead of an assembly and a
-    factorization. At most ``newton_iterations`` factorizations and :data:`STEPS_PER_FACTORIZATION` times as
-    many steps; the set of rows stays the frame's (contacts are not re-detected). Diverged when no step
-    length gives a plausible state, or the steps end unconverged with an unbalanced force 1000 times larger
-    than after the first step (or than at the start, when that was larger).
-    """
-    residual_tolerance = max(newton.residual_tolerance_threshold, 0.0)
-    body_size = _body_size(problem.elasticity.rest_positions)
-    length_tolerance = max(newton.correction_tolerance_threshold, _CORRECTION_ROUND_OFF) * body_size
-    factorizations, steps, last_unbalanced, refactorized_last = 0, 0, None, False
-    solver = tangent.solver(newton.linear_solver)
-    exact = bool(getattr(problem.elasticity, "exact_tangent", False))
-    state = _evaluate(problem, enforced, x_last, x_cur, force, W, residual_tolerance)
-    reference_unbalanced = max(state.unbalanced, _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0))
-    solve_accuracy = _solve_accuracy(system, W, report.force) if system.n_rows == report.force.size else 0.0
-
-    def finish(converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
-        return EquilibriumReport(factorizations, converged, diverged, reason, state.relative, state.length,
-                                 state.x, state.check if state.check.n_rows == system.n_rows else system, report,
-                                 steps, state.force)
-
-    while True:
-        if state.check.n_rows != system.n_rows:
-            return finish(False, False, "the constraint rows changed during the iterations")
-        if state.balanced and state.length <= length_tolerance + 2.0 * solve_accuracy:
-            return finish(True, False, "converged")
-        # Far from the equilibrium every step gets a new tangent. Near it, a step that did not halve the
-        # unbalanced force asks for one, unless the step before it had one: then the rate is the material
-        # tangent's own (SOFA's corotational one), not the factorization's age.
-        refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or (
-            last_unbalanced is not None and state.unbalanced > (0.5 if exact else 0.9) * last_unbalanced
-            and not refactorized_last)
-        if steps >= STEPS_PER_FACTORIZATION * newton.newton_iterations or (
-                refactorize and factorizations >= newton.newton_iterations):
-            if state.unbalanced > 1e3 * reference_unbalanced:
-                return finish(False, True, f"the unbalanced force grew from {reference_unbalanced:.3g} to "
-                                           f"{state.unbalanced:.3g} in {steps} steps")
-            return finish(False, False, f"not converged after {steps} steps and {factorizations} factorizations "
-                                        f"(unbalanced force {state.relative:.3g} of the force scale, constraint "
-                                        f"residual {state.length:.3g})")
-        refactorized_last = refactorize
-        if refactorize:
-            K_free = problem.tangent(state.x)
-            terms = _force_stiffness(state.check, state.x, state.force) if exact else []
-            solver.factorize(tangent.matrix(K_free, terms))
-            factorizations += 1
-        last_unbalanced = state.unbalanced
-        steps += 1
-        check = state.check
-        # K^-1 R and K^-1 J^T in one solve; an iterative solver (the asynchronous preconditioner) solves them to
-        # INEXACT_FORCING only: these iterations check the true unbalanced force and constraint laws themselves
-        KinvJt, free_step = tangent.responses.solve(solver, check.J_free.T.toarray(), extra=state.residual,
-                                                    tolerance=INEXACT_FORCING)
-        x_lin = state.x + problem.expand(free_step)
-        # the rows linearised at x: J(x) and d(x) + J(x) (x_lin - x), from the rows built to check x
-        candidate = ConstraintSystem(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
-                                     check.blocks, check.compliance, check.row_ranges)
-        try:
-            correction_dx, candidate_report, W = _project(constraint_solver, solver, candidate, state.force,
-                                                          KinvJt=KinvJt)
-        except ValueError as error:
-            return finish(False, True, f"constraint projection failed: {error}")
-        step_x = x_lin + problem.expand(correction_dx) - state.x
-        step_force = candidate_report.force - state.force
-        for halving in range(MAX_STEP_HALVINGS + 1):
-            alpha = 0.5 ** halving
-            x_trial = state.x + alpha * step_x
-            if not check_state(problem, x_trial):
-                break
-        else:
-            return finish(False, True, f"every step length up to 1/{2 ** MAX_STEP_HALVINGS} gives an implausible "
-                                       f"state: {check_state(problem, state.x + step_x)}")
-        state = _evaluate(problem, enforced, x_last, x_trial, state.force + alpha * step_force, W,
-                          residual_tolerance)
-        if steps == 1:  # a start at the last equilibrium has a tiny unbalanced force whatever the new target
-            reference_unbalanced = max(reference_unbalanced, state.unbalanced)
-        system, report = candidate, candidate_report
-        solve_accuracy = _solve_accuracy(candidate, W, candidate_report.force)
-        if _solve_failed(candidate_report, solve_accuracy, body_size):
-            return finish(False, True, _solve_failure(candidate_report, solve_accuracy))
-
-
-def _force_stiffness(system: ConstraintSystem, x: np.ndarray, force: np.ndarray) -> list:
-    """The constraints' force-stiffness triplets at ``x`` (n, 3) for the multipliers ``force`` (m,)."""
-    terms = []
-    for constraint, rows in zip(system.constraints, system.row_ranges):
-        term = constraint.force_stiffness(x, force[rows])
-        if term is not None:
-            terms.append(term)
-    return terms
 
 
 def _report(frame, newton_report, constraint_report, n_rows, times, equilibrium=None) -> FrameReport:

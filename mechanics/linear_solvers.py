@@ -500,6 +500,8 @@ class DirectSolver:
             A = A.sorted_indices()
         self.matrix = None
         self._memo_rhs = self._memo_solution = None
+        if not np.all(np.isfinite(A.data)):  # a runaway state: never hand NaN/inf to the native factorization
+            raise LinearSolverError(f"{self.name}: the matrix has non-finite entries (the state ran away)")
         if self._transpose_key is None or not _same_pattern(A, *self._transpose_key[:2]):
             self._transpose_key = (A.indptr, A.indices, transpose_map(A))
         self.symmetric = relative_asymmetry(A, self._transpose_key[2]) <= SYMMETRY_TOLERANCE
@@ -510,6 +512,8 @@ class DirectSolver:
         if self.matrix is None:
             raise LinearSolverError(f"{self.name}.solve called before a successful factorize()")
         b = _check_rhs(b, self.matrix.shape[0], self.name)
+        if not np.all(np.isfinite(b)):
+            raise LinearSolverError(f"{self.name}: the right-hand side has non-finite entries (the state ran away)")
         start = time.perf_counter()
         many = b.ndim == 2
         memo = self._memo_rhs

@@ -125,12 +125,26 @@ def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
     return material.model, young, poisson
 
 
-def _corotational_tangent_kwargs(material) -> dict:
+def _corotational_tangent_kwargs(material, spec) -> dict:
     """TetElasticity's ``corotational_tangent`` and ``spd_projection`` for ``material.corotationalTangent``
     ("exact_spd" is the exact tangent with its negative eigenvalues clamped; the projection is switched on for
-    the corotational model only, the scene has no key for the hyperelastic models' projection)."""
+    the corotational model only, the scene has no key for the hyperelastic models' projection).
+
+    The exact tangent serves the static forward frame with the direct solver, where the constrained equilibrium
+    needs it to converge quadratically (the consistent Jacobian of SOFA's rotations ``large``, ``polar`` and
+    ``svd`` is not symmetric: it is factorized as a general matrix). The conjugate gradient solvers
+    (``[solver.linear] type = "cg"`` or ``"async"``) need a symmetric positive definite matrix, the implicit time
+    step of dynamic mode takes one Newton iteration per step with the mass on the diagonal, and the inverse
+    model's quadratic program is built on a symmetric W: with them every rotation keeps SOFA's positive
+    semi-definite R K0 R^T. "exact_spd" with SOFA's rotations is SOFA's tangent too (it is semi-definite
+    already)."""
     value = material.corotationalTangent
-    return {"corotational_tangent": "sofa" if value == "sofa" else "exact",
+    sofa_rotation = material.rotation_method in ("large", "polar", "svd")
+    symmetric_needed = (spec.solver.linear.type != "direct" or spec.scene.mode != "static"
+                        or (spec.solver.inverse is not None and spec.solver.inverse.active))
+    if value == "sofa" or symmetric_needed or (sofa_rotation and value == "exact_spd"):
+        return {"corotational_tangent": "sofa", "spd_projection": False}
+    return {"corotational_tangent": "exact",
             "spd_projection": value == "exact_spd" and material.model == "corotational"}
 
 
@@ -264,7 +278,7 @@ class Scene:
             model_name, young, poisson = element_materials(spec, body, mesh)
             elasticity = TetElasticity(mesh.points, mesh.tets, model=model_name, young=young, poisson=poisson,
                                        rotation_method=body.material.rotation_method,
-                                       **_corotational_tangent_kwargs(body.material))
+                                       **_corotational_tangent_kwargs(body.material, spec))
             fixed = self._fixed_nodes(body, mesh)
             gravity = Gravity(self._masses(body, mesh), spec.scene.gravity)
             self.gravities.append(gravity)
@@ -510,6 +524,7 @@ class Scene:
             sim.newton.set_parameters(**_newton_parameters(table))
         elif isinstance(table, LinearSpec):
             sim.newton.set_parameters(linear_solver=_linear_solver(table))
+            self._apply_tangents()
         elif isinstance(table, ConstraintSpec) and key == "type":
             sim.set_constraint_solver(make_constraint_solver_from(table))
         elif isinstance(table, ConstraintSpec):
@@ -522,9 +537,11 @@ class Scene:
                 gravity.g = spec.scene.gravity
         elif isinstance(table, InverseSpec) or (isinstance(table, SolverSpec) and key == "inverse"):
             sim.set_inverse(inverse_settings(spec.solver.inverse))
+            self._apply_tangents()
         elif isinstance(table, SceneSettings) and key == "mode":
             self._check_grounded(ParameterError)
             sim.set_mode(spec.scene.mode)
+            self._apply_tangents()
         elif isinstance(table, SceneSettings | DragSpec):
             pass  # name, units: labels only; drag.compliance is read when a drag starts
         elif isinstance(table, MaterialSpec | MaterialRegionSpec) and key not in ("totalMass", "massDensity"):
@@ -533,12 +550,17 @@ class Scene:
             model, young, poisson = element_materials(spec, body, self.meshes[index])
             self.model.bodies[index].elasticity.set_material(model=model, young=young, poisson=poisson,
                                                              rotation_method=body.material.rotation_method,
-                                                             **_corotational_tangent_kwargs(body.material))
+                                                             **_corotational_tangent_kwargs(body.material, spec))
         elif isinstance(table, CableSpec | CavitySpec | EffectorSpec) and key in sim.constraint(table.name).PARAMETERS:
             value = getattr(table, key)
             sim.constraint(table.name).set_parameters(**{key: np.asarray(value) if isinstance(value, tuple) else value})
         else:
             self._build_keep_positions()
+
+    def _apply_tangents(self) -> None:
+        """Each body's corotational tangent for the current linear solver, mode and inverse setting."""
+        for body, model_body in zip(self.spec.bodies, self.model.bodies):
+            model_body.elasticity.set_material(**_corotational_tangent_kwargs(body.material, self.spec))
 
     def _build_keep_positions(self) -> None:
         """Rebuild after a change of structure, keeping the state: positions, velocities, frame and time (moving

@@ -183,6 +183,10 @@ class Constraint(abc.ABC):
     #: True when some rows measure motion since the last frame (frictional contacts): the frame step then
     #: passes the last frame's positions as ``x`` to :meth:`violation`, otherwise ``x_free`` itself.
     measures_motion = False
+    #: True when a frame may move the rows' targets from their old values to the new ones in increments (an
+    #: actuator, the drag, an attachment: :mod:`mechanics.equilibrium`); False for contacts, whose targets
+    #: are the geometry's
+    ramped = True
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:

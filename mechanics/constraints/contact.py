@@ -227,6 +227,7 @@ class ContactRows(Constraint):
     :meth:`store`. Subclasses detect (``update``), set ``contact_nodes`` and call :meth:`_set_contacts`."""
 
     measures_motion = True
+    ramped = False
     last_positions: np.ndarray | None = None
     n_nodes: int | None = None
 

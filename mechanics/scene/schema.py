@@ -338,8 +338,10 @@ class MaterialSpec:
         help="Element rotations: polarF/svdF take the rotation of F (frame-invariant); large/polar/svd are "
              "SOFA TetrahedronFEMForceField's formulas.")
     corotationalTangent: str = _key(
-        Choice("sofa", "exact", "exact_spd"), "sofa", when=when("model", "corotational"),
-        help="sofa: R K0 R^T; exact: the corotated energy's Hessian (polarF/svdF only; quadratic Newton); "
+        Choice("sofa", "exact", "exact_spd"), "exact", when=when("model", "corotational"),
+        help="exact: the consistent Jacobian of the force in static frames with the direct solver (quadratic "
+             "Newton; unsymmetric for large/polar/svd); dynamic mode, the inverse model and the CG solvers use "
+             "sofa's; sofa: SOFA's R K0 R^T, which omits the rotations' derivative (linear convergence); "
              "exact_spd: the exact tangent with negative eigenvalues clamped to 0.")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region",
                                              help="Regions with other youngModulus or poissonRatio.")

@@ -9,7 +9,7 @@ API only (Scene.load, scene.set, scene.step, report.converged, scene.outputs):
 Every frame must converge, and the actuator must read the value set (or, where the example limits the change
 per frame, maxDispVariation, the value that limit allows) after the frame.
 
-The xfail marks record what the solver of commit 7292f56 does on each case (measured on this project's 2-core
+The xfail marks record what the solver does on each case that still fails (measured on this project's 2-core
 machine); they are strict, so a case that starts to pass fails the suite until its mark is removed.
 """
 
@@ -37,39 +37,21 @@ def _load_suite():
 
 suite = _load_suite()
 
-#: (case, mode) -> what happens now (solver of commit 7292f56; "eq." = the constrained equilibrium iterations)
+#: (case, mode) -> what happens now (measured on the exact-tangent solver with automatic increments)
 XFAIL = {
-    ("finger", "jump"): "30 mm in one frame: eq. not converged after 10 steps / 10 factorizations (unbalanced "
-                        "force 0.046 of the force scale), cable at 29.995 mm",
-    ("finger", "ramp"): "5..25 mm converge; the 30 mm frame stops at 10 factorizations (unbalanced force 0.0015), "
-                        "cable at 30 mm",
-    ("trunk", "jump"): "even the first 1 mm (maxDispVariation) does not converge: 10 factorizations, unbalanced "
-                       "force 0.66, cableL0 at 0.972 mm",
-    ("trunk", "ramp"): "no frame of 20 converges (10 factorizations each, unbalanced force 0.005..0.99); from "
-                       "14 mm the cable falls back and ends at 12.18 of 20 mm",
-    ("trunk_nolimit", "jump"): "20 mm in one frame: 10 factorizations, unbalanced force 1.0, cableL0 at 14.57 mm",
-    ("trunk_nolimit", "ramp"): "no frame converges; 5 and 10 mm nearly reached (4.96, 9.96), then stuck at 13.9 "
-                               "and 13.8 of 15 and 20 mm",
-    ("diamond", "jump"): "20 mm in one frame: 10 factorizations, unbalanced force 0.0016 (the cable is at 20 mm)",
-    ("springy", "jump"): "volume growth 8 in one frame diverges: every step length down to 1/256 inverts "
-                         "elements; the frame is refused (growth 0)",
-    ("springy", "ramp"): "1, 2, 3 converge; from 4 on every frame diverges (inverted elements), the growth stays "
-                         "at 3",
-    ("pneunet_gripper", "jump"): "150 kPa in one frame: 10 factorizations, unbalanced force 0.08",
-    ("pneunet_gripper", "ramp"): "25 and 50 kPa converge; 75..150 kPa stop at 10 factorizations (unbalanced "
-                                 "force 0.02..1.08)",
-    ("tentacle", "jump"): "35 mm in one frame: 10 factorizations, unbalanced force 1.0, cable at 13.1 mm",
-    ("tentacle", "ramp"): "5 and 10 mm converge; 15 mm stops at 10 factorizations; from 20 mm the cable falls "
-                          "back (19.4, 18.0, 15.4, 12.1 mm of 20..35)",
-    ("bunny", "jump"): "volume growth 40 in one frame: 10 factorizations, unbalanced force 0.012, growth 39.998",
-    ("bunny", "ramp"): "10, 20, 30 converge; 40 stops at 10 factorizations (unbalanced force 0.0012)",
-    ("finger_plane", "jump"): "30 mm into the plane in one frame: 10 factorizations, unbalanced force 0.96, cable "
-                              "at 26.5 mm",
-    ("finger_plane", "ramp"): "5..15 mm converge; 20, 25, 30 mm (in contact) stop at 10 factorizations, the last "
-                              "at 29.98 mm",
-    ("finger_block", "jump"): "30 mm into the block in one frame: 10 factorizations, unbalanced force 0.0066",
-    ("finger_block", "ramp"): "5..25 mm converge; 30 mm stops at 10 factorizations (unbalanced force 1.0), cable "
-                              "at 16.9 mm",
+    ("trunk_nolimit", "jump"): "20 mm in one frame: 10 increments, 141 steps; ends at 99.6 % of the change "
+                               "(cableL0 at 19.91 mm), the last increments stall",
+    ("trunk_nolimit", "ramp"): "10, 15 and 20 mm converge (47-129 steps, up to 16 increments); the 5 mm frame "
+                               "ends at 4.99 mm, its last increment stalls",
+    ("springy", "jump"): "volume growth 8 in one frame: every step inverts an element (SOFA's dynamic run goes "
+                         "through inverted elements; softsim refuses such states); 0 % reached",
+    ("springy", "ramp"): "1, 2, 3 converge in 5 steps; at 4 it stops at 3.82 (an element would invert)",
+    ("tentacle", "jump"): "35 mm in one frame: the hinged segments buckle without the example's 7 "
+                          "UnilateralPlaneConstraints; stalls at 36 % of the change",
+    ("tentacle", "ramp"): "5..25 mm converge in 10-12 steps; 30 mm stalls at 26.2 mm",
+    ("finger_block", "ramp"): "5..20 mm converge in 8-10 steps; at 25 mm the equilibrium converges but Gauss-Seidel "
+                              "on the block's contact rows stops at 1000 iterations (error 1.8e-5), at 30 mm every "
+                              "step inverts an element",
 }
 
 

@@ -1,0 +1,498 @@
+"""Step IV of a static frame: the nonlinear constrained equilibrium, reached in automatic increments.
+
+At the current x, with the tangent K (the consistent Jacobian of the forces plus the constraint forces'
+stiffness when the material tangent is exact) and R = f_int + f_ext: the free step is K^-1 R, the rows are
+linearised to x + K^-1 R, the complementarity problem gives lambda and x <- x + K^-1 (R + J^T lambda). These
+constrained Newton (SQP) steps converge quadratically with the exact tangent, but only from near the answer:
+a slider jumped from 0 to 45 mm asks for a state far from the last equilibrium.
+
+Automatic increments (Abaqus's automatic incrementation, FEBio's auto time stepper): the frame's change is
+followed along the homotopy
+
+    R(x) + J^T lambda - (1 - t) r_0 = 0,   d_i(x) - target_i - (1 - t) o_i   (actuator rows)
+
+from t = 0, solved by the start state (x_0, lambda_0) by construction (r_0 and o_i are its unbalanced force
+and the actuator rows' offsets from their new targets), to t = 1, the requested state. For a changed cable
+or cavity target, gravity or force this is the physical load path (the target moves linearly from its old
+value to the new one); for any other edit (a modulus) a path of fictitious forces that starts where the body
+is. Contact rows are not shifted. The first increment is the whole change; an increment whose Newton steps
+fail (an inverted element at every step length, a growing imbalance, no convergence within the step budget)
+is halved from the last converged sub-state, and an increment solved in a few steps doubles the next one.
+The frame fails only when an increment of :data:`MIN_INCREMENT` fails: it then ends at the last converged
+sub-state and says how far it got.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.indefinite_projection import equality_like_rows, needs_indefinite_projection, solve_indefinite
+from softsim.mechanics.linear_solvers import LinearSolverError
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, row_residuals
+
+#: the constrained equilibrium iterations take at most this many steps per allowed factorization
+STEPS_PER_FACTORIZATION = 5
+#: unbalanced force (relative to the force scale) above which every equilibrium step refactorizes the tangent
+FAR_FROM_EQUILIBRIUM = 1e-3
+#: relative tolerance of an iterative solve in the equilibrium iterations (inexact Newton steps). Measured on a
+#: 36k-tet beam with a ramping cable: 0.1 adds outer steps, 0.01-0.03 keeps the outer steps of exact solves.
+INEXACT_FORCING = 0.02
+#: halvings of a constrained equilibrium step that leads to an implausible or much worse state
+MAX_STEP_HALVINGS = 8
+#: an unconverged complementarity solve that misses the constraint laws by more than this fraction of the
+#: body's size fails the frame
+MAX_CONSTRAINT_MISS = 1e-2
+#: the smallest increment, as a fraction of the frame's change; one that fails ends the frame short
+MIN_INCREMENT = 1.0 / 256.0
+#: Newton steps of one increment (with the exact tangent) within which it counts as easy: the next doubles
+EASY_INCREMENT_STEPS = 4
+#: Newton steps one increment may take with the exact tangent before it is cut (with SOFA's approximate tangent
+#: the budget is ``newton_iterations`` factorizations and STEPS_PER_FACTORIZATION times as many steps)
+EXACT_INCREMENT_STEPS = 20
+#: an increment whose merit did not fall below this fraction of its best value STALL_STEPS steps earlier is
+#: stalling (Newton wandering far from the answer): it is cut at once instead of spending its whole budget
+STALL_FACTOR = 0.5
+STALL_STEPS = 8
+#: a frame takes at most this many times ``newton_iterations`` factorizations over all its increments (an
+#: interactive frame must end); then it ends at the last converged sub-state, saying how far it got
+FRAME_FACTORIZATION_BUDGET = 10
+#: relative imbalance and law residual (over the body's size) to which an intermediate increment is solved: it
+#: only has to bring the next increment's start near the path; the last increment meets the Newton tolerances
+INTERMEDIATE_TOLERANCE = 1e-4
+#: a trial state whose merit exceeds this multiple of the current one is halved (a step may raise the merit
+#: on the way to the answer, as Newton's steps do, but not by orders of magnitude)
+MERIT_GROWTH = 10.0
+INVERSION_CHECKED_STEPS = True
+ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
+CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
+
+
+@dataclass
+class EquilibriumReport:
+    """The constrained Newton iterations that end a frame at the nonlinear constrained equilibrium.
+
+    ``iterations``: factorizations done, ``steps``: Newton steps taken (a step may reuse the last
+    factorization), ``increments``: the increments solved (1 when the change was solved at once);
+    ``reached``: the fraction of the frame's change reached (1.0 when converged; less when the smallest
+    increment failed, then ``x`` is the last converged sub-state and ``shortfall`` says what it reached);
+    ``residual``: |R + J^T lambda| / force scale at the accepted state;
+    ``constraint_residual``: the largest constraint-law residual of a row, as a length (violation / |J_i|);
+    ``x`` (n, 3), ``system`` and ``constraint`` (the last complementarity report) describe that state.
+    """
+
+    iterations: int
+    converged: bool
+    diverged: bool
+    reason: str
+    residual: float
+    constraint_residual: float
+    x: np.ndarray | None = None
+    system: object | None = None
+    constraint: object | None = None
+    steps: int = 0
+    #: the multipliers (m,) of the accepted state (those of ``constraint`` unless no step was taken)
+    force: np.ndarray | None = None
+    increments: int = 1
+    reached: float = 1.0
+    #: per ramped constraint that fell short: (name, value reached, value requested)
+    shortfall: list = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    """A candidate state of the equilibrium iterations and how far it is from the constrained equilibrium."""
+
+    x: np.ndarray
+    force: np.ndarray
+    residual: np.ndarray  # R(x) - (1 - t) r_0 on the free DOFs
+    check: object  # the rows at x (ConstraintSystem), actuator rows shifted to the increment's targets
+    unbalanced: float  # |R(x) - (1 - t) r_0 + J(x)^T lambda|
+    relative: float  # unbalanced / force scale
+    length: float  # largest constraint-law residual of a row, as a length
+    balanced: bool
+
+    def merit(self, body_size: float) -> float:
+        """How far from the equilibrium, dimensionless: relative imbalance plus law residual / body size."""
+        return self.relative + self.length / max(body_size, np.finfo(float).tiny)
+
+
+class Homotopy:
+    """The increments' path from a start state (x_0, lambda_0) to the frame's requested state.
+
+    ``r0 (n_free,)`` is the start's unbalanced force, ``offsets`` maps each ramped constraint to
+    ``(row offsets (rows,), force offsets (rows,), targets (rows,))``: d_i + c_i lambda_i - target_i of its
+    displacement-like rows (EQUALITY, BOUNDED) and lambda_i - target_i of its FORCE rows at the start, and the
+    requested targets.
+    """
+
+    def __init__(self, r0: np.ndarray, offsets: dict) -> None:
+        self.r0 = r0
+        self.offsets = offsets
+
+    @classmethod
+    def at(cls, state: _State) -> Homotopy:
+        check = state.check
+        r0 = state.residual + (check.J_free.T @ state.force if check.n_rows == state.force.size else 0.0)
+        offsets = {}
+        if check.n_rows == state.force.size:
+            kinds = _row_values(check.blocks, check.blocks.kind.astype(np.int64), check.n_rows)
+            targets = _row_values(check.blocks, check.blocks.target, check.n_rows)
+            law_d = check.dfree + check.compliance * state.force
+            for constraint, rows in zip(check.constraints, check.row_ranges):
+                if not getattr(constraint, "ramped", True):
+                    continue
+                kind = kinds[rows]
+                displacement_like = (kind == EQUALITY) | (kind == BOUNDED)
+                d_offset = np.where(displacement_like, law_d[rows] - targets[rows], 0.0)
+                f_offset = np.where(kind == FORCE, state.force[rows] - targets[rows], 0.0)
+                offsets[constraint] = (d_offset, f_offset, targets[rows].copy())
+        return cls(np.asarray(r0, dtype=np.float64).copy(), offsets)
+
+    def residual_shift(self, t: float) -> np.ndarray | float:
+        return 0.0 if t >= 1.0 else (1.0 - t) * self.r0
+
+    def shift(self, system, t: float):
+        """``system`` (a ConstraintSystem at some x) with its ramped rows' targets at the increment ``t``:
+        violations of displacement-like rows minus (1 - t) o_i, FORCE targets plus (1 - t) o_i."""
+        if t >= 1.0 or not self.offsets:
+            return system
+        dfree = system.dfree.copy()
+        target = system.blocks.target.copy()
+        block_of_row = np.repeat(np.arange(system.blocks.size.size), system.blocks.size)
+        for constraint, rows in zip(system.constraints, system.row_ranges):
+            offset = self.offsets.get(constraint)
+            if offset is None or offset[0].size != rows.stop - rows.start:
+                continue
+            dfree[rows] -= (1.0 - t) * offset[0]
+            forced = np.flatnonzero(offset[1])
+            if forced.size:
+                target[block_of_row[rows.start + forced]] += (1.0 - t) * offset[1][forced]
+        blocks = system.blocks
+        shifted = Blocks(blocks.start, blocks.size, blocks.kind, target, blocks.lo, blocks.hi, blocks.mu)
+        return type(system)(system.constraints, system.J_free, dfree, shifted, system.compliance,
+                            system.row_ranges)
+
+    def shortfall(self, system, t: float) -> list:
+        """(name, target reached, target requested) of every ramped single-row constraint whose target moved,
+        at ``t`` (a cable's displacement or force, a cavity's volume growth or pressure)."""
+        found = []
+        for constraint, rows in zip(system.constraints, system.row_ranges):
+            offset = self.offsets.get(constraint)
+            if offset is None or rows.stop - rows.start != 1 or offset[0].size != 1:
+                continue
+            moved = offset[0][0] if offset[0][0] != 0.0 else offset[1][0]
+            if moved == 0.0:
+                continue
+            requested = float(offset[2][0])
+            found.append((constraint.name, requested + (1.0 - t) * moved, requested))
+        return found
+
+
+def _row_values(blocks: Blocks, values: np.ndarray, n_rows: int) -> np.ndarray:
+    """A per-block array repeated over each block's rows: (n_rows,)."""
+    return np.repeat(values, blocks.size) if n_rows else np.zeros(0)
+
+
+def law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray, force: np.ndarray,
+                blocks: Blocks) -> float:
+    """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
+    laws = row_residuals(np.maximum(np.abs(w_diag), np.finfo(float).tiny), violation, force, blocks)
+    row_norms = np.sqrt(np.asarray(J_free.multiply(J_free).sum(axis=1)).ravel())
+    return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
+
+
+def solve_accuracy(system, W: np.ndarray, force: np.ndarray) -> float:
+    """How well the complementarity solve met the linearised laws (W, dfree) with ``force``, as a length."""
+    return law_lengths(system.J_free, np.diag(W), system.dfree + W @ force, force, system.blocks)
+
+
+def solve_failed(report, accuracy: float, body_size: float) -> bool:
+    """An unconverged complementarity solve whose answer misses the laws by more than
+    :data:`MAX_CONSTRAINT_MISS` of the body's size: a diverging iteration (e.g. ImprovedJacobi with too strong
+    a spectral correction), not merely an unfinished one."""
+    return not report.converged and accuracy > MAX_CONSTRAINT_MISS * body_size
+
+
+def solve_failure(report, accuracy: float) -> str:
+    return (f"the constraint solver diverged (error {report.currentError:.3g} after {report.currentIterations} "
+            f"iterations; its answer misses the constraint laws by {accuracy:.3g} in length)")
+
+
+def force_stiffness(system, x: np.ndarray, force: np.ndarray) -> list:
+    """The constraints' force-stiffness triplets at ``x`` (n, 3) for the multipliers ``force`` (m,)."""
+    terms = []
+    for constraint, rows in zip(system.constraints, system.row_ranges):
+        term = constraint.force_stiffness(x, force[rows])
+        if term is not None:
+            terms.append(term)
+    return terms
+
+
+def body_size(rest: np.ndarray) -> float:
+    """The diagonal of the bounding box of the rest positions (n, 3)."""
+    return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if rest.size else 0.0
+
+
+class _Context:
+    """What every step of a frame's equilibrium iterations shares."""
+
+    def __init__(self, problem, newton, constraint_solver, enforced, x_last, W, tangent, build, project, check_state):
+        self.problem = problem
+        self.newton = newton
+        self.constraint_solver = constraint_solver
+        self.enforced = enforced
+        self.x_last = x_last
+        self.W = W
+        self.tangent = tangent
+        self.build = build
+        self.project = project
+        self.check_state = check_state
+        self.residual_tolerance = max(newton.residual_tolerance_threshold, 0.0)
+        self.body_size = body_size(problem.elasticity.rest_positions)
+        self.length_tolerance = max(newton.correction_tolerance_threshold, CORRECTION_ROUND_OFF) * self.body_size
+        self.exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+        self.solver = tangent.solver(newton.linear_solver)
+        self.factorizations = 0
+        self.steps = 0
+        self.homotopy: Homotopy | None = None
+        #: whether every trial state must be free of inverted elements (else only the accepted equilibria)
+        self.inversion_checked = INVERSION_CHECKED_STEPS
+        self.last_report = None
+        self.last_system = None
+
+    def evaluate(self, x: np.ndarray, force: np.ndarray, t: float) -> _State:
+        """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,), at increment t."""
+        problem = self.problem
+        residual = problem.residual(x)
+        check = self.build(self.enforced, self.x_last, x, problem.free_dofs, linearize_at=x)
+        if self.homotopy is not None:
+            residual = residual - self.homotopy.residual_shift(t)
+            check = self.homotopy.shift(check, t)
+        same = check.n_rows == force.size
+        unbalanced = float(np.linalg.norm(residual + check.J_free.T @ force)) if same else np.inf
+        scale = getattr(problem, "last_force_scale", 0.0)
+        length = np.inf
+        if same and self.W.shape[0] == check.n_rows:
+            length = law_lengths(check.J_free, np.diag(self.W), check.dfree + check.compliance * force, force,
+                                 check.blocks)
+        relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
+        balanced = unbalanced <= max(self.residual_tolerance, ROUND_OFF_FACTOR) * scale
+        return _State(x, force, residual, check, unbalanced, relative, length, balanced)
+
+
+def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, system, report, force, W,
+                tangent: ConstrainedTangent, *, build, project, check_state) -> EquilibriumReport:
+    """Constrained Newton (SQP) iterations from ``x_start`` (n, 3) with the multipliers ``force`` (m,), in
+    automatic increments (module docstring).
+
+    ``system``/``report``/``W``: the rows, complementarity report and W (m, m) of the projection that gave
+    the start. ``build`` (the frame step's ``build_constraint_system``), ``project`` (its projection, Steps
+    II-III on a built system) and ``check_state`` are passed in so that this module has no import cycle.
+
+    A state passes when the unbalanced force |R(x) + J(x)^T lambda| is below ``residual_tolerance_threshold``
+    times |f_int| + |f_ext| (or at its round-off floor), and every constraint row obeys its law at x within
+    ``correction_tolerance_threshold`` times the body's size of the accuracy the last complementarity solve
+    reached on its linearised laws. K is refactorized at x on every step while the unbalanced force is above
+    :data:`FAR_FROM_EQUILIBRIUM` of the force scale, and nearer the equilibrium when a step did not at least
+    halve it (with an exact tangent; with SOFA's approximate one, when it did not lower it by a tenth), unless
+    the step before it was taken with a new factorization. The factorization outlives the frame (a new target
+    starts from the last equilibrium, where it was made). A step that leads to an implausible state
+    (``check_state``: a runaway displacement or an inverted element) or whose merit (relative imbalance plus
+    law residual over the body's size) grows more than :data:`MERIT_GROWTH`-fold is halved, with the
+    multipliers, up to :data:`MAX_STEP_HALVINGS` times.
+    """
+    ctx = _Context(problem, newton, constraint_solver, enforced, x_last, W, tangent, build, project, check_state)
+    ctx.last_report, ctx.last_system = report, system
+    start = ctx.evaluate(x_start, force, 1.0)
+    accuracy = solve_accuracy(system, W, report.force) if system.n_rows == report.force.size else 0.0
+    if start.check.n_rows != system.n_rows:
+        return _finish(ctx, start, False, False, "the constraint rows changed during the iterations")
+    if _passes(ctx, start, accuracy):
+        return _finish(ctx, start, True, False, "converged")
+    ctx.homotopy = Homotopy.at(start)
+    converged_state = ctx.evaluate(x_start, force, 0.0)
+    t, increment, increments, last_reason = 0.0, 1.0, 0, ""
+    budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
+    while True:
+        if ctx.factorizations >= budget:
+            last_reason = f"the frame's budget of {budget} factorizations is spent" + (
+                f" ({last_reason})" if last_reason else "")
+            break
+        target = min(1.0, t + increment)
+        state, accuracy, outcome, reason = _increment(ctx, converged_state, target)
+        if outcome == "converged":
+            t, converged_state = target, state
+            increments += 1
+            if t >= 1.0:
+                final = _finish(ctx, state, True, False, "converged")
+                final.increments = increments
+                return final
+            if ctx.last_increment_steps <= EASY_INCREMENT_STEPS:
+                increment = min(2.0 * increment, 1.0 - t)
+            continue
+        last_reason = reason
+        increment *= 0.5
+        if increment < MIN_INCREMENT:
+            break
+    # the smallest increment failed: end at the last converged sub-state, saying how far it got
+    shortfall = ctx.homotopy.shortfall(converged_state.check, t) if t > 0.0 else []
+    reached = "; ".join(f"{name} reached {got:.4g} of {wanted:.4g}" for name, got, wanted in shortfall)
+    if t > 0.0:
+        reason = (f"reached {100.0 * t:.0f} % of the requested change" + (f" ({reached})" if reached else "")
+                  + f": {last_reason}")
+    else:
+        reason = f"reached 0 % of the requested change (even 1/{round(1 / MIN_INCREMENT)} of it fails): {last_reason}"
+
+    # no increment at all: the frame fails and keeps its last state; a part of the change: the frame ends there
+    final = _finish(ctx, converged_state, False, t == 0.0, reason)
+    final.increments, final.reached, final.shortfall = increments, t, shortfall
+    return final
+
+
+def _passes(ctx: _Context, state: _State, accuracy: float) -> bool:
+    return state.balanced and state.length <= ctx.length_tolerance + 2.0 * accuracy
+
+
+def _finish(ctx: _Context, state: _State, converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
+    system = state.check if state.check.n_rows == ctx.last_system.n_rows else ctx.last_system
+    return EquilibriumReport(ctx.factorizations, converged, diverged, reason, state.relative, state.length, state.x,
+                             system, ctx.last_report, ctx.steps, state.force)
+
+
+def _increment(ctx: _Context, state: _State, t: float):
+    """Newton steps from the converged ``state`` to the equilibrium at increment ``t``.
+
+    Returns ``(state, accuracy, outcome, reason)``: outcome "converged" or "cut" (this increment cannot be
+    solved: try a smaller one from ``state``)."""
+    newton = ctx.newton
+    state = ctx.evaluate(state.x, state.force, t)
+    reference = max(state.unbalanced, ROUND_OFF_FACTOR * getattr(ctx.problem, "last_force_scale", 0.0))
+    last_unbalanced, refactorized_last, steps, factorizations = None, False, 0, 0
+    merits: list[float] = []
+    accuracy = 0.0
+    max_steps = (min(EXACT_INCREMENT_STEPS, STEPS_PER_FACTORIZATION * newton.newton_iterations) if ctx.exact
+                 else STEPS_PER_FACTORIZATION * newton.newton_iterations)
+    solver = ctx.solver
+    ctx.last_increment_steps = 0
+    while True:
+        if state.check.n_rows != ctx.last_system.n_rows:
+            return state, accuracy, "cut", "the constraint rows changed during the iterations"
+        if _passes(ctx, state, accuracy) or (t < 1.0 and state.merit(ctx.body_size) <= INTERMEDIATE_TOLERANCE):
+            inverted = "" if ctx.inversion_checked else ctx.check_state(ctx.problem, state.x)
+            if inverted:
+                return state, accuracy, "cut", f"the equilibrium found is not admissible: {inverted}"
+            ctx.last_increment_steps = steps
+            return state, accuracy, "converged", ""
+        merits.append(state.merit(ctx.body_size))
+        if ctx.exact and len(merits) > STALL_STEPS and min(merits[-STALL_STEPS:]) > STALL_FACTOR * min(
+                merits[:-STALL_STEPS]):
+            return state, accuracy, "cut", (f"stalled: the imbalance did not halve in {STALL_STEPS} steps "
+                                            f"(unbalanced force {state.relative:.3g} of the force scale)")
+        # With the exact tangent a reused factorization converges linearly, a new one quadratically: reuse it
+        # only while a step still cuts the imbalance tenfold. With SOFA's tangent the rate is the tangent's own
+        # whatever is refactorized: refactorize when a step did not lower it by a tenth, unless the step before
+        # was already taken with a new factorization.
+        slow = last_unbalanced is not None and (
+            state.unbalanced > 0.1 * last_unbalanced if ctx.exact
+            else state.unbalanced > 0.9 * last_unbalanced and not refactorized_last)
+        refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or slow
+        if steps >= max_steps or (refactorize and factorizations >= newton.newton_iterations):
+            if state.unbalanced > 1e3 * reference:
+                return state, accuracy, "cut", (f"the unbalanced force grew from {reference:.3g} to "
+                                                f"{state.unbalanced:.3g} in {steps} steps")
+            return state, accuracy, "cut", (f"not converged after {steps} steps and {factorizations} "
+                                            f"factorizations (unbalanced force {state.relative:.3g} of the force "
+                                            f"scale, constraint residual {state.length:.3g})")
+        refactorized_last = refactorize
+        if refactorize:
+            K_free = ctx.problem.tangent(state.x)
+            terms = force_stiffness(state.check, state.x, state.force) if ctx.exact else []
+            try:
+                solver.factorize(ctx.tangent.matrix(K_free, terms))
+            except (LinearSolverError, np.linalg.LinAlgError) as error:  # singular: a smaller increment may help
+                return state, accuracy, "cut", f"the tangent could not be factorized ({error})"
+            factorizations += 1
+            ctx.factorizations += 1
+        last_unbalanced = state.unbalanced
+        steps += 1
+        ctx.steps += 1
+        check = state.check
+        try:
+            KinvJt, free_step = ctx.tangent.responses.solve(solver, check.J_free.T.toarray(), extra=state.residual,
+                                                            tolerance=INEXACT_FORCING)
+        except (LinearSolverError, np.linalg.LinAlgError) as error:  # a runaway state's non-finite residual
+            return state, accuracy, "cut", f"the step could not be solved ({error})"
+        x_lin = state.x + ctx.problem.expand(free_step)
+        candidate = type(check)(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
+                                check.blocks, check.compliance, check.row_ranges)
+        try:
+            correction_dx, candidate_report, W = _project(ctx, solver, candidate, state.force, KinvJt)
+        except ValueError as error:
+            return state, accuracy, "cut", f"constraint projection failed: {error}"
+        step_x = x_lin + ctx.problem.expand(correction_dx) - state.x
+        step_force = candidate_report.force - state.force
+        trial, why = None, ""
+        current_merit = state.merit(ctx.body_size)
+        for halving in range(MAX_STEP_HALVINGS + 1):
+            alpha = 0.5 ** halving
+            x_trial = state.x + alpha * step_x
+            why = ctx.check_state(ctx.problem, x_trial, inversion=ctx.inversion_checked)
+            if why:
+                continue
+            ctx.W = W
+            candidate_state = ctx.evaluate(x_trial, state.force + alpha * step_force, t)
+            if candidate_state.merit(ctx.body_size) <= MERIT_GROWTH * current_merit or halving == MAX_STEP_HALVINGS:
+                trial = candidate_state
+                break
+            why = "every shorter step makes the imbalance worse"
+        if trial is None:
+            return state, accuracy, "cut", (f"every step length down to 1/{2 ** MAX_STEP_HALVINGS} gives an "
+                                            f"implausible state: {why}")
+        if steps == 1:
+            reference = max(reference, trial.unbalanced)
+        state = trial
+        ctx.last_system, ctx.last_report = candidate, candidate_report
+        accuracy = solve_accuracy(candidate, W, candidate_report.force)
+        if solve_failed(candidate_report, accuracy, ctx.body_size):
+            # a smaller increment may give the complementarity solver a better-posed problem; when none does,
+            # the frame fails with this reason
+            return state, accuracy, "cut", solve_failure(candidate_report, accuracy)
+
+
+def ramped_rows(system) -> np.ndarray:
+    """(m,) bool: the rows of the constraints whose targets a frame ramps (actuators, drag, attachments)."""
+    mask = np.zeros(system.n_rows, dtype=bool)
+    for constraint, rows in zip(system.constraints, system.row_ranges):
+        mask[rows] = getattr(constraint, "ramped", True)
+    return mask
+
+
+def project(constraint_solver, W: np.ndarray, system, initial_force, *, exact: bool = False):
+    """The complementarity solve of ``system`` with W (m, m), returning its report.
+
+    With an exact tangent (``exact``), K is indefinite at many stable equilibria (a cable-bent finger), and so
+    may be W even where its diagonal is positive. When actuator rows and other rows (contacts) meet, the
+    actuator rows are solved as equalities by the active-set solve of :mod:`mechanics.indefinite_projection`
+    and the contacts by the constraint solver on their Schur complement, the stiffness the contacts see with
+    the actuators holding (Gauss-Seidel on the whole W diverged on a finger pressed on a plane). So is any
+    problem whose W has a non-positive diagonal. Otherwise the scene's constraint solver solves the whole
+    problem, with its own settings."""
+    rows_a = equality_like_rows(system.blocks, ramped_rows(system)) if W.shape[0] else np.zeros(0, dtype=np.int64)
+    if needs_indefinite_projection(W) or (exact and 0 < rows_a.size < W.shape[0]):
+        return solve_indefinite(constraint_solver, W, system.dfree, system.blocks, rows_a, initial_force)
+    return constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
+
+
+def _project(ctx: _Context, solver, candidate, start_force, KinvJt):
+    """Steps II-III of one equilibrium step: (K^-1 J^T lambda on the free DOFs, report, W)."""
+    W = np.asarray(candidate.J_free @ KinvJt)
+    if getattr(solver, "symmetric", True):
+        W = 0.5 * (W + W.T)
+    W[np.diag_indices_from(W)] += candidate.compliance
+    if start_force is not None and start_force.size != candidate.n_rows:
+        start_force = None
+    report = project(ctx.constraint_solver, W, candidate, start_force, exact=ctx.exact)
+    return KinvJt @ report.force, report, W

@@ -1,0 +1,125 @@
+"""The complementarity solve of a step whose W = J K^-1 J^T is not positive on its diagonal.
+
+With the exact tangent, K is indefinite at many stable constrained equilibria: a finger bent by its cable is
+a column compressed beyond its buckling load, held by the cable. K is then positive only on the motions the
+cable allows, and the cable's own W_ii = J_i K^-1 J_i^T is negative. The Newton step on the constrained system
+is still well defined (its KKT matrix is non-singular), but an iterative complementarity solver needs a
+positive diagonal.
+
+The rows that cause it are the actuators' and the drag's (equality rows, or displacement rows with force
+bounds): they are solved as equalities, exactly (LU of their block of W), with the other rows seeing the
+Schur complement, which is positive for the contacts of a stable state; a bounded row whose force leaves its
+bounds is fixed at the bound, and released again when its law asks for it (an active-set loop on these few
+rows, as in a primal active-set QP method).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg as sla
+from softsim.mechanics.constraint_solvers.base import ConstraintReport
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, Blocks
+
+#: active-set changes on the actuator rows before the solve gives up
+MAX_ACTIVE_SET_CHANGES = 20
+
+
+def needs_indefinite_projection(W: np.ndarray) -> bool:
+    """True when W (m, m) has a diagonal entry that is not positive (an iterative solver refuses it)."""
+    return bool(W.shape[0]) and bool(np.any(np.diag(W) <= 0.0))
+
+
+def equality_like_rows(blocks: Blocks, ramped_rows: np.ndarray) -> np.ndarray:
+    """Rows (k,) of single-row EQUALITY/BOUNDED blocks and of 3-row EQUALITY blocks that belong to a ramped
+    constraint (``ramped_rows`` (m,) bool): actuators in displacement mode, the drag, attachments."""
+    kind = np.repeat(blocks.kind, blocks.size)
+    return np.flatnonzero(ramped_rows & ((kind == EQUALITY) | (kind == BOUNDED)))
+
+
+def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks: Blocks, rows_a: np.ndarray,
+                     initial_force: np.ndarray | None = None) -> ConstraintReport:
+    """Multipliers (m,) for W (m, m) (any sign on the diagonal of the ``rows_a`` rows), dfree (m,), blocks.
+
+    The ``rows_a`` rows are equalities with force bounds; the others are solved by ``constraint_solver`` on
+    their Schur complement. Raises ValueError when the equality block is singular or the reduced problem
+    still has a non-positive diagonal.
+    """
+    started = time.perf_counter()
+    m = dfree.size
+    target = np.repeat(blocks.target, blocks.size)
+    lo, hi = np.repeat(blocks.lo, blocks.size), np.repeat(blocks.hi, blocks.size)
+    kind = np.repeat(blocks.kind, blocks.size)
+    is_a = np.zeros(m, dtype=bool)
+    is_a[rows_a] = True
+    rows_r = np.flatnonzero(~is_a)
+    fixed = {}  # row -> the force bound it is held at
+    force = np.zeros(m) if initial_force is None or initial_force.size != m else initial_force.copy()
+    reduced_report = None
+    seen, cycled = set(), False
+    for _ in range(MAX_ACTIVE_SET_CHANGES + 1):
+        rows_e = np.array([r for r in rows_a if r not in fixed], dtype=np.int64)
+        rows_f = np.array(sorted(fixed), dtype=np.int64)
+        f_fixed = np.array([fixed[r] for r in rows_f])
+        # rows E: W_EE f_E + W_ER f_R + W_EF f_F + dfree_E = target_E
+        q = dfree.copy()
+        if rows_f.size:
+            q += W[:, rows_f] @ f_fixed
+        f_r = force[rows_r]
+        if rows_e.size:
+            try:
+                lu = sla.lu_factor(W[np.ix_(rows_e, rows_e)], check_finite=False)
+            except (np.linalg.LinAlgError, ValueError) as error:
+                raise ValueError(f"the actuator rows' block of W is singular ({error})") from error
+            if not np.all(np.isfinite(lu[0])) or np.any(np.diag(lu[0]) == 0.0):
+                raise ValueError("the actuator rows' block of W is singular")
+            X = sla.lu_solve(lu, W[np.ix_(rows_e, rows_r)], check_finite=False)
+            y = sla.lu_solve(lu, target[rows_e] - q[rows_e], check_finite=False)
+        else:
+            X, y = np.zeros((0, rows_r.size)), np.zeros(0)
+        if rows_r.size:
+            W_r = W[np.ix_(rows_r, rows_r)] - W[np.ix_(rows_r, rows_e)] @ X
+            q_r = q[rows_r] + W[np.ix_(rows_r, rows_e)] @ y
+            size = blocks.size[np.isin(blocks.start, rows_r)]
+            keep = np.isin(blocks.start, rows_r)
+            blocks_r = Blocks(np.concatenate(([0], np.cumsum(size)[:-1])), size, blocks.kind[keep],
+                              blocks.target[keep], blocks.lo[keep], blocks.hi[keep], blocks.mu[keep])
+            reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)
+            f_r = reduced_report.force
+        force = np.zeros(m)
+        force[rows_r] = f_r
+        force[rows_f] = f_fixed
+        if rows_e.size:
+            force[rows_e] = y - X @ f_r
+        d = dfree + W @ force
+        changed = False
+        for r in rows_e:  # a force out of its bounds: hold the row at the bound
+            if kind[r] == BOUNDED and (force[r] < lo[r] or force[r] > hi[r]):
+                fixed[int(r)] = lo[r] if force[r] < lo[r] else hi[r]
+                changed = True
+        for r in rows_f:  # a held row whose law would pull it back inside its bounds: release it
+            if (fixed[r] == lo[r] and d[r] < target[r]) or (fixed[r] == hi[r] and d[r] > target[r]):
+                del fixed[int(r)]
+                changed = True
+        key = tuple(sorted(fixed.items()))
+        if changed and key in seen:
+            # a cycle: with a negative W_ii the linearised row has no consistent state (held at its bound it
+            # asks to be released, released it needs a force beyond the bound). The last set, with every such
+            # row held at its bound, is the step's answer; the laws are checked again at the new state.
+            cycled = True
+            for r in rows_e:
+                if kind[r] == BOUNDED:
+                    force[r] = min(max(force[r], lo[r]), hi[r])
+            break
+        seen.add(key)
+        if not changed:
+            break
+    d = dfree + W @ force
+    error = float(np.max(np.abs(d[rows_a] - target[rows_a])[[r not in fixed for r in rows_a]], initial=0.0))
+    converged = (not changed or cycled) and (reduced_report is None or reduced_report.converged)
+    iterations = 0 if reduced_report is None else reduced_report.currentIterations
+    if reduced_report is not None:
+        error = max(error, reduced_report.currentError)
+    return ConstraintReport(force, d, iterations, error, converged, np.array([error]), time.perf_counter() - started,
+                            currentNumConstraints=m, solver="active-set on the actuator rows")
