@@ -78,6 +78,8 @@ class ConstrainedTangent:
         self._solver_template = None
         #: K^-1 J^T of the last equilibrium steps, per factorization (see ResponseCache)
         self.responses = ResponseCache()
+        #: the last frame's move between equilibria (mechanics.equilibrium.Secant), for the next one's predictor
+        self.history = None
 
     @property
     def current_solver(self):

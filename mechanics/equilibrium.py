@@ -56,6 +56,9 @@ EXACT_INCREMENT_STEPS = 20
 #: stalling (Newton wandering far from the answer): it is cut at once instead of spending its whole budget
 STALL_FACTOR = 0.5
 STALL_STEPS = 8
+#: with the exact tangent a step reuses the last factorization only when the step before cut the imbalance by
+#: this factor (a chord step then still gains a lot; otherwise Newton's quadratic step is worth a factorization)
+EXACT_REUSE_RATE = 0.1
 #: a frame takes at most this many times ``newton_iterations`` factorizations over all its increments (an
 #: interactive frame must end); then it ends at the last converged sub-state, saying how far it got
 FRAME_FACTORIZATION_BUDGET = 10
@@ -200,7 +203,8 @@ def law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray
                 blocks: Blocks) -> float:
     """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
     laws = row_residuals(np.maximum(np.abs(w_diag), np.finfo(float).tiny), violation, force, blocks)
-    row_norms = np.sqrt(np.asarray(J_free.multiply(J_free).sum(axis=1)).ravel())
+    rows = np.repeat(np.arange(J_free.shape[0]), np.diff(J_free.indptr))
+    row_norms = np.sqrt(np.bincount(rows, weights=J_free.data ** 2, minlength=J_free.shape[0]))
     return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
 
 
@@ -314,6 +318,7 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
         return _finish(ctx, start, True, False, "converged")
     ctx.homotopy = Homotopy.at(start)
     converged_state = ctx.evaluate(x_start, force, 0.0)
+    predicted = _predict(ctx, start)
     t, increment, increments, last_reason = 0.0, 1.0, 0, ""
     budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
     while True:
@@ -322,13 +327,18 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
                 f" ({last_reason})" if last_reason else "")
             break
         target = min(1.0, t + increment)
-        state, accuracy, outcome, reason = _increment(ctx, converged_state, target)
+        from_state = converged_state if predicted is None or target < 1.0 or t > 0.0 else predicted
+        state, accuracy, outcome, reason = _increment(ctx, from_state, target)
+        if outcome != "converged" and from_state is predicted:  # a bad prediction: the increments from the start
+            predicted = None
+            continue
         if outcome == "converged":
             t, converged_state = target, state
             increments += 1
             if t >= 1.0:
                 final = _finish(ctx, state, True, False, "converged")
                 final.increments = increments
+                _remember(ctx, start, state)
                 return final
             if ctx.last_increment_steps <= EASY_INCREMENT_STEPS:
                 increment = min(2.0 * increment, 1.0 - t)
@@ -350,6 +360,69 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     final = _finish(ctx, converged_state, False, t == 0.0, reason)
     final.increments, final.reached, final.shortfall = increments, t, shortfall
     return final
+
+
+@dataclass
+class Secant:
+    """The last frame's move from one equilibrium to the next, for the next frame's predictor: the start
+    ``x_start`` (n, 3) and end ``x_end`` (n, 3), their multipliers (m,), and the frame's change ``change`` (the
+    homotopy's unbalanced force and actuator offsets, one vector) with the ``key`` of its layout."""
+
+    x_start: np.ndarray
+    force_start: np.ndarray
+    x_end: np.ndarray
+    force_end: np.ndarray
+    change: np.ndarray
+    key: tuple
+
+
+#: the predictor extrapolates the last frame's move only when this frame's change points the same way (cosine)
+PREDICTOR_MIN_COSINE = 0.95
+#: ... and is at most this many times as large
+PREDICTOR_MAX_RATIO = 4.0
+
+
+def _change(homotopy: Homotopy) -> tuple[np.ndarray, tuple]:
+    """The frame's change as one vector (the unbalanced force at the start, the actuator rows' offsets) and the
+    key of its layout (which constraints, how many rows)."""
+    parts, key = [homotopy.r0], [homotopy.r0.size]
+    for constraint, (d_offset, f_offset, _targets) in homotopy.offsets.items():
+        parts += [d_offset, f_offset]
+        key.append((id(constraint), d_offset.size))
+    return np.concatenate(parts), tuple(key)
+
+
+def _predict(ctx: _Context, start: _State) -> _State | None:
+    """A secant predictor for slider drags: when the last frame moved the body from one equilibrium to this
+    frame's start and this frame's change is a multiple alpha of that frame's (the same actuators moved the
+    same way), start the Newton steps from x + alpha (x - x_previous) with the multipliers extrapolated alike.
+    None when there is no such history or the predicted state is implausible (the Newton steps from a
+    prediction that fails start again from the frame's start)."""
+    history = getattr(ctx.tangent, "history", None)
+    if history is None or history.x_end.shape != start.x.shape or not np.array_equal(history.x_end, start.x):
+        return None
+    change, key = _change(ctx.homotopy)
+    if key != history.key or history.force_end.shape != start.force.shape:
+        return None
+    norm = float(np.linalg.norm(change) * np.linalg.norm(history.change))
+    if norm == 0.0:
+        return None
+    cosine = float(change @ history.change) / norm
+    alpha = float(change @ history.change) / float(history.change @ history.change)
+    if cosine < PREDICTOR_MIN_COSINE or not 0.0 < alpha <= PREDICTOR_MAX_RATIO:
+        return None
+    x = start.x + alpha * (history.x_end - history.x_start)
+    force = start.force + (alpha * (history.force_end - history.force_start)
+                           if history.force_start.shape == start.force.shape else 0.0)
+    if ctx.check_state(ctx.problem, x):
+        return None
+    return ctx.evaluate(x, force, 1.0)
+
+
+def _remember(ctx: _Context, start: _State, end: _State) -> None:
+    """Keep this frame's move for the next frame's predictor (on the tangent object, which outlives frames)."""
+    change, key = _change(ctx.homotopy)
+    ctx.tangent.history = Secant(start.x.copy(), start.force.copy(), end.x.copy(), end.force.copy(), change, key)
 
 
 def _passes(ctx: _Context, state: _State, accuracy: float) -> bool:
@@ -396,7 +469,7 @@ def _increment(ctx: _Context, state: _State, t: float):
         # whatever is refactorized: refactorize when a step did not lower it by a tenth, unless the step before
         # was already taken with a new factorization.
         slow = last_unbalanced is not None and (
-            state.unbalanced > 0.1 * last_unbalanced if ctx.exact
+            state.unbalanced > EXACT_REUSE_RATE * last_unbalanced if ctx.exact
             else state.unbalanced > 0.9 * last_unbalanced and not refactorized_last)
         refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or slow
         if steps >= max_steps or (refactorize and factorizations >= newton.newton_iterations):
