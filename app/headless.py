@@ -78,6 +78,11 @@ _LISTED_NOT_CONVERGED = 10
 BASE_COLUMNS = (
     "frame",
     "wall_ms",
+    "converged",
+    "status",
+    "increments",
+    "equilibrium_steps",
+    "factorizations",
     "newton_iterations",
     "newton_converged",
     "newton_residual",
@@ -107,6 +112,8 @@ def _format_value(value) -> str:
         return "1" if value else "0"
     if isinstance(value, int | np.integer):
         return str(int(value))
+    if isinstance(value, str):
+        return value
     return repr(float(value))
 
 
@@ -178,20 +185,30 @@ class FrameCsv:
 def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict[str, float]) -> dict:
     """One CSV row from a successful frame's :class:`~mechanics.frame_step.FrameReport`.
 
-    ``newton_*`` describe the frame's nonlinear solve: the free Newton solve of a static frame
-    (``newton_residual`` is its last residual norm ``|R|``, force unit) or the implicit step of a dynamic frame
-    (its last velocity correction norm); a frame without constraint rows has ``constraint_iterations`` 0,
-    ``constraint_error`` 0 and ``constraint_converged`` 1.
+    ``converged`` and ``status`` are the frame's own (:attr:`FrameReport.status`: ok, limited, not_converged);
+    ``increments``, ``equilibrium_steps`` and ``factorizations`` are those of the constrained equilibrium of a
+    static frame (empty without one). ``newton_*`` describe the frame's nonlinear solve: the free Newton solve
+    of a static frame (``newton_residual`` is its last residual norm ``|R|``, force unit; ``newton_converged``
+    is the equilibrium's convergence when the frame has one, so it never reads 1 for a frame that did not
+    converge) or the implicit step of a dynamic frame (its last velocity correction norm); a frame without
+    constraint rows has ``constraint_iterations`` 0, ``constraint_error`` 0 and ``constraint_converged`` 1.
     ``max_displacement`` is ``max_i |x_i - X_i|`` (length unit).
     """
     solve = report.dynamic if report.dynamic is not None else report.newton
     norms = report.residual_norms
     constraint = report.constraint
+    equilibrium = report.equilibrium
     row: dict[str, object] = {
         "frame": index,
         "wall_ms": 1e3 * wall_seconds,
+        "converged": bool(report.converged),
+        "status": report.status,
+        "increments": None if equilibrium is None else int(equilibrium.increments),
+        "equilibrium_steps": None if equilibrium is None else int(equilibrium.steps),
+        "factorizations": None if equilibrium is None else int(equilibrium.iterations),
         "newton_iterations": report.iterations,
-        "newton_converged": solve is not None and bool(solve.converged),
+        "newton_converged": bool(equilibrium.converged) if equilibrium is not None else (
+            solve is not None and bool(solve.converged)),
         "newton_residual": float(norms[-1]) if norms.size else float("nan"),
         "constraint_iterations": 0 if constraint is None else int(constraint.currentIterations),
         "constraint_error": 0.0 if constraint is None else float(constraint.currentError),
@@ -492,7 +509,7 @@ def _run_frames(scene, frames: int, out_dir: Path, write_vtu: bool, on_frame, pr
             started = time.perf_counter()
             report = scene.step()
             wall = time.perf_counter() - started
-            if not report.ok:
+            if not report.ran:
                 result.failed_frame = int(report.frame)
                 result.message = report.message
                 logger.debug("frame %d failed: %s", report.frame, report.message)

@@ -116,7 +116,7 @@ def frame_problems(frame, spec) -> list[Problem]:
     if report is None:
         return []
     units = spec.scene.units if spec is not None else None
-    if not report.ok:
+    if not report.ran:
         return [Problem("failed", f"frame {report.frame} failed: {report.message}")]
     problems = [p for p in (_nonlinear(report), _constraint(report, units)) if p is not None]
     if report.inverse is not None:

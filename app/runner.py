@@ -370,12 +370,12 @@ class SimulationRunner:
             self._post(Message("error", f"frame failed: {error}"))
             self.frames_attempted += 1
             return
-        if not report.ok:
+        if not report.ran:
             self._post(Message("warning", f"frame {report.frame} failed: {report.message}"))
         elif report.message:  # converged badly (e.g. Newton or the constraint solver hit its iteration cap)
             self._post(Message("warning", f"frame {report.frame}: {report.message}"))
         self._last_report = report
         self._post_snapshot(report)
-        if report.ok:
+        if report.ran:
             self.frames_run += 1
         self.frames_attempted += 1

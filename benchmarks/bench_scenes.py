@@ -66,7 +66,7 @@ def settle(step, max_frames: int = 80) -> int:
     quiet = 0
     for frame in range(1, max_frames + 1):
         report = step()
-        quiet = quiet + 1 if (report.ok and report.iterations == 0) else 0
+        quiet = quiet + 1 if (report.ran and report.iterations == 0) else 0
         if quiet >= 2:
             return frame
     return max_frames

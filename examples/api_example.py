@@ -22,7 +22,7 @@ scene.set("body.finger.cable.cable.value", PULL)
 previous = scene.positions.copy()  # (n, 3) node positions [mm]
 for frame in range(1, 51):
     report = scene.step()
-    if not report.ok:
+    if not report.ran:
         raise SystemExit(f"frame {frame} failed: {report.message}")
     motion = float(np.max(np.linalg.norm(scene.positions - previous, axis=1)))
     previous = scene.positions.copy()

@@ -121,7 +121,8 @@ class FrameReport:
     """
 
     frame: int
-    ok: bool
+    #: the frame ran and its state was kept (False: it failed and the simulation kept its last good state)
+    ran: bool
     message: str
     newton: object | None = None
     constraint: object | None = None
@@ -146,17 +147,35 @@ class FrameReport:
     #: frame's solves, the ``factorization_age`` (tangents assembled since the one the preconditioner factorized;
     #: the largest of the frame's solvers) and the ``background_factorizations`` finished during the frame
     preconditioner: dict | None = None
+    #: names of the actuators a bound or rate limit held this frame (filled by the simulation)
+    limited: list = field(default_factory=list)
 
     @property
     def wall_time(self) -> float:
         return sum(self.times.values())
 
     @property
+    def ok(self) -> bool:
+        """The frame's answer can be trusted: it ran and converged. A frame that ran without converging keeps
+        its best state but is not ok; ``ran`` tells it from a failed one."""
+        return self.converged
+
+    @property
+    def status(self) -> str:
+        """"ok", "limited" (converged, an actuator held by a bound or rate limit), "not_converged" (ran, best
+        state kept) or "diverged" (failed, last good state kept)."""
+        if not self.ran:
+            return "diverged"
+        if not self.converged:
+            return "not_converged"
+        return "limited" if self.limited else "ok"
+
+    @property
     def converged(self) -> bool:
         """The frame ran and its answer meets the tolerances: the constrained equilibrium converged (or, with
         the linear correction or without constraint rows, the free Newton solve did) and the complementarity
         solve converged."""
-        if not self.ok:
+        if not self.ran:
             return False
         if self.inverse is not None and not self.inverse.converged:
             return False

@@ -183,8 +183,13 @@ class Simulation:
             self._last_static_report = report
             self.frame += 1
             self.mode_of_last_frame = "static"
+            report.limited = self._limited_actuators()
         self.last_report = report
         return report
+
+    def _limited_actuators(self) -> list[str]:
+        """The names of the actuators a bound or rate limit held in the frame just stored."""
+        return [c.name for c in self.constraints if c.outputs.get("limited", 0.0) == 1.0]
 
     def _async_solvers(self) -> list:
         """The frame's linear solvers that are asynchronous preconditioners (Newton's, the equilibrium's)."""
@@ -212,6 +217,7 @@ class Simulation:
             self.time = result.state.time
             self.frame += 1
             self.mode_of_last_frame = "dynamic"
+            report.limited = self._limited_actuators()
         else:
             self.failed_frames += 1
         self.last_report = report

@@ -36,10 +36,12 @@ EXACT = ["--set", "solver.newton.correction=equilibrium"]
 
 
 def read_csv(path: Path) -> tuple[list[str], list[dict[str, float]]]:
+    """frames.csv as numbers (an empty cell as NaN); the ``status`` column stays a string."""
     with open(path, newline="") as stream:
         reader = csv.reader(stream)
         header = next(reader)
-        rows = [dict(zip(header, map(float, line), strict=True)) for line in reader]
+        rows = [{name: cell if name == "status" else (float(cell) if cell else float("nan"))
+                 for name, cell in zip(header, line, strict=True)} for line in reader]
     return header, rows
 
 
@@ -85,9 +87,11 @@ def test_run_writes_csv_with_every_column_one_row_per_frame(pulled_run):
     for column in ("cable.cableLength", "cable.displacement", "cable.force", "tip.x", "tip.y", "tip.z"):
         assert column in header
     assert [row["frame"] for row in rows] == [1.0, 2.0, 3.0]
-    assert all(math.isfinite(value) for row in rows for value in row.values())
+    assert all(math.isfinite(value) for row in rows for name, value in row.items() if name != "status")
     last = rows[-1]
     assert last["newton_converged"] == 1.0 and last["constraint_converged"] == 1.0
+    assert last["converged"] == 1.0 and last["status"] == "ok" and last["increments"] >= 1.0
+    assert last["equilibrium_steps"] >= 1.0 and last["factorizations"] >= 0.0
     assert last["cable.displacement"] == pytest.approx(PULL, abs=1e-5)
     # the cable is shorter by exactly the pull (rest length of the looped cable: 157.806 mm)
     assert last["cable.cableLength"] == pytest.approx(157.806 - PULL, abs=1e-3)
@@ -237,7 +241,7 @@ def test_diverging_first_frame_exits_3_and_keeps_the_header(tmp_path, capsys):
     assert cli_main(["run", str(scene), "--frames", "1", "--out", str(tmp_path / "plain"), *plain]) == 3
     assert "frame 1 diverged: Newton solve diverged: NaN in residual;" in one_line(capsys.readouterr().err)
     header, rows = read_csv(out / "frames.csv")
-    assert header[:9] == list(headless.BASE_COLUMNS) and rows == []
+    assert header[: len(headless.BASE_COLUMNS)] == list(headless.BASE_COLUMNS) and rows == []
     assert "<DataSet" not in (out / "result.pvd").read_text()
 
 
@@ -406,18 +410,20 @@ def test_check_warns_about_an_effector_on_a_fixed_node(tmp_path, capsys):
 
 def test_frame_csv_grows_columns_and_formats_values(tmp_path):
     table = headless.FrameCsv(tmp_path / "frames.csv", ["cable.force"])
-    table.append({"frame": 1, "newton_converged": True, "cable.force": 0.25})
+    table.append({"frame": 1, "newton_converged": True, "status": "ok", "cable.force": 0.25})
     table.append({"frame": 2, "newton_converged": False, "cable.force": 0.5, "contact.force": 1.0})
     table.close()
     lines = (tmp_path / "frames.csv").read_text().splitlines()
     assert len(lines) == 3 and table.rows == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames.csv"]  # the rewrite left no temporary file
     header = lines[0].split(",")
-    assert header[:9] == list(headless.BASE_COLUMNS) and header[9:] == ["cable.force", "contact.force"]
+    base = len(headless.BASE_COLUMNS)
+    assert header[:base] == list(headless.BASE_COLUMNS) and header[base:] == ["cable.force", "contact.force"]
     first = dict(zip(header, lines[1].split(","), strict=True))
     second = dict(zip(header, lines[2].split(","), strict=True))
     assert (first["frame"], first["newton_converged"], first["cable.force"], first["contact.force"]) == \
         ("1", "1", "0.25", "")
+    assert first["status"] == "ok" and second["status"] == ""  # a string cell is written as it is
     assert (second["newton_converged"], second["contact.force"]) == ("0", "1.0")
 
 

@@ -341,7 +341,7 @@ class PlotsPanel(QWidget):
 def _summary(frame, *, short: bool = False) -> str:
     """One line about the frame's solves; ``short`` leaves out the reasons (they go into the tooltip)."""
     report = frame.report
-    parts = [f"frame {frame.index}" + ("" if report.ok else f": FAILED ({report.message})")]
+    parts = [f"frame {frame.index}" + ("" if report.ran else f": FAILED ({report.message})")]
     solve = report.dynamic if report.dynamic is not None else report.newton
     if solve is not None:
         state = "converged" if solve.converged else ("diverged" if solve.diverged else "not converged")

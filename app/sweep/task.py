@@ -107,7 +107,8 @@ def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_
     except Exception as error:  # noqa: BLE001
         row.update(status="error", message=f"{type(error).__name__}: {error}")
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
-    row.update(last)
+    # the last frame's columns; its own status is the frame's (the row's status is the sample's)
+    row.update({("frame_status" if name == "status" else name): value for name, value in last.items()})
 
 
 def run_samples(bundle, sets, samples, frames: int, **options) -> list[dict]:

@@ -314,6 +314,23 @@ def short_of(achieved: float, commanded: float) -> float:
     return float(abs(achieved - commanded) > 1e-6 * max(abs(achieved), abs(commanded)) + 1e-12)
 
 
+def limit_binds(commanded: float, imposed: float | None, achieved: float, other: float, lo: float,
+                hi: float) -> float:
+    """The ``limited`` output of an actuator: 1.0 only when a limit actually holds it, else 0.0.
+
+    ``commanded`` is its value, ``imposed`` the target its rows imposed after the range and rate clipping
+    (None before a frame), ``achieved`` what it reached (the displacement or growth it controls, or the force
+    or pressure), ``other`` its other quantity and [``lo``, ``hi``] that quantity's bounds (infinite when
+    unset). It binds when the clipping moved the target, or when the command is missed with the other quantity
+    on one of its bounds; an actuator short of its value because the frame did not converge is not limited."""
+    if imposed is not None and short_of(imposed, commanded):
+        return 1.0
+    if not short_of(achieved, commanded):
+        return 0.0
+    on_bound = any(math.isfinite(bound) and not short_of(other, bound) for bound in (lo, hi))
+    return float(on_bound)
+
+
 def or_inf(value: float | None, sign: float) -> float:
     """``value``, or ``sign * inf`` when unset."""
     return sign * math.inf if value is None else float(value)

@@ -31,8 +31,8 @@ from softsim.mechanics.constraints.base import (
     check_order,
     check_positions,
     inverse_range,
+    limit_binds,
     or_inf,
-    short_of,
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
@@ -140,6 +140,8 @@ class CableConstraint(Constraint):
         mapping_tolerance: float | None = None,
     ) -> None:
         super().__init__(name)
+        #: the target the rows imposed in the last frame, after the range and rate clipping (None before)
+        self.imposed: float | None = None
         self.point_set = PointSet(name, X, tets, points=points, indices=indices, tolerance=mapping_tolerance)
         self.n_nodes = self.point_set.n_nodes
         self.hasPullPoint = check_parameters(CableSpec, name, {"hasPullPoint": hasPullPoint})["hasPullPoint"]
@@ -272,12 +274,14 @@ class CableConstraint(Constraint):
                                   hi=or_inf(self.maxForce, 1))
         if self.valueType == "displacement":
             target = self.displacement_target(self.L0 - self.length(x))
+            self.imposed = target
             return Blocks.bounded(1, target=target, lo=or_inf(self.minForce, -1), hi=or_inf(self.maxForce, 1))
         force = float(self.value)
         if self.minForce is not None:
             force = max(force, self.minForce)
         if self.maxForce is not None:
             force = min(force, self.maxForce)
+        self.imposed = force
         lo = -math.inf if self.maxNegativeDisp is None else -self.maxNegativeDisp
         return Blocks.force(1, target=force, lo=lo, hi=or_inf(self.maxPositiveDisp, 1))
 
@@ -310,12 +314,17 @@ class CableConstraint(Constraint):
 
     @property
     def limited(self) -> float:
-        """1.0 when the commanded value was not reached (a force or displacement bound, or maxDispVariation,
-        stopped the cable), else 0.0; in inverse mode, when the solution sits on one of the limits."""
+        """1.0 when a limit holds the cable short of its value (maxDispVariation or the displacement range
+        clipped the target, or the force sits on minForce/maxForce; in force mode the force range clipped the
+        force, or the displacement sits on its range), else 0.0; in inverse mode, when the solution sits on one
+        of the limits. A cable short of its value in a frame that did not converge is not limited."""
         if self.inverse_target is not None:
             return float(bool(self.inverse_bound))
-        achieved = self.displacement if self.valueType == "displacement" else self.force
-        return short_of(achieved, float(self.value))
+        if self.valueType == "displacement":
+            return limit_binds(float(self.value), self.imposed, self.displacement, self.force,
+                               or_inf(self.minForce, -1), or_inf(self.maxForce, 1))
+        return limit_binds(float(self.value), self.imposed, self.force, self.displacement,
+                           -or_inf(self.maxNegativeDisp, 1), or_inf(self.maxPositiveDisp, 1))
 
     @property
     def outputs(self) -> dict[str, float]:

@@ -40,8 +40,8 @@ from softsim.mechanics.constraints.base import (
     check_order,
     check_positions,
     inverse_range,
+    limit_binds,
     or_inf,
-    short_of,
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
@@ -121,6 +121,8 @@ class SurfacePressureConstraint(Constraint):
         mapping_tolerance: float | None = None,
     ) -> None:
         super().__init__(name)
+        #: the target the rows imposed in the last frame, after the range and rate clipping (None before)
+        self.imposed: float | None = None
         if (triangles is None) == (surface_points is None):
             raise ParameterError(
                 f"{name}: give either triangles (body node ids) or surface_points and surface_triangles"
@@ -290,6 +292,7 @@ class SurfacePressureConstraint(Constraint):
             return Blocks.bounded(1, target=self.inverse_target, lo=or_inf(self.minPressure, -1),
                                   hi=or_inf(self.maxPressure, 1))
         target = self.imposed_value(x)
+        self.imposed = target
         if self.valueType == "volumeGrowth":
             return Blocks.bounded(
                 1, target=target, lo=or_inf(self.minPressure, -1), hi=or_inf(self.maxPressure, 1)
@@ -324,9 +327,14 @@ class SurfacePressureConstraint(Constraint):
 
     @property
     def outputs(self) -> dict[str, float]:
-        limited = (float(bool(self.inverse_bound)) if self.inverse_target is not None else
-                   short_of(self.volumeGrowth if self.valueType == "volumeGrowth" else self.pressure,
-                            float(self.value)))
+        if self.inverse_target is not None:
+            limited = float(bool(self.inverse_bound))
+        elif self.valueType == "volumeGrowth":
+            limited = limit_binds(float(self.value), self.imposed, self.volumeGrowth, self.pressure,
+                                  or_inf(self.minPressure, -1), or_inf(self.maxPressure, 1))
+        else:
+            limited = limit_binds(float(self.value), self.imposed, self.pressure, self.volumeGrowth,
+                                  or_inf(self.minVolumeGrowth, -1), or_inf(self.maxVolumeGrowth, 1))
         return {
             "cavityVolume": self.cavityVolume,
             "initialCavityVolume": self.initialCavityVolume,

@@ -130,7 +130,7 @@ def test_an_unreachable_pull_ends_at_the_last_converged_sub_state_and_says_how_f
     scene.step()
     scene.set(CABLE, 60.0)
     report = scene.step()
-    assert report.ok and not report.converged
+    assert report.ran and not report.ok and report.status == "not_converged"
     equilibrium = report.equilibrium
     assert 0.5 < equilibrium.reached < 1.0
     (name, reached, requested), = equilibrium.shortfall
@@ -147,6 +147,25 @@ def test_a_change_no_increment_can_take_fails_the_frame_and_keeps_the_state():
     before = scene.positions.copy()
     scene.set(CABLE, 1e4)
     report = scene.step()
-    assert not report.ok
+    assert not report.ran and report.status == "diverged"
     assert "reached 0 % of the requested change" in report.message
     np.testing.assert_array_equal(scene.positions, before)
+
+
+def test_an_actuator_short_of_its_value_in_an_unconverged_frame_is_not_limited():
+    """``NAME.limited`` is 1 only when a bound or rate limit holds the actuator: a frame cut short by its budget
+    (one factorization per increment, ten per frame) leaves the cable short with limited 0 and status
+    not_converged; maxForce 500 mN holds the same pull with limited 1 and status limited."""
+    scene = Scene.load(FINGER)
+    scene.set("solver.newton.newton_iterations", 1)
+    scene.set(CABLE, 20.0)
+    report = scene.step()
+    outputs = scene.outputs()
+    assert report.ran and report.status == "not_converged"
+    assert outputs["cable.displacement"] < 19.0 and outputs["cable.limited"] == 0.0 and report.limited == []
+    held = Scene.load(FINGER)
+    held.set("body.finger.cable.cable.maxForce", 500.0)
+    held.set(CABLE, 20.0)
+    report = held.step()
+    assert report.converged and report.status == "limited" and report.limited == ["cable"]
+    assert held.outputs()["cable.limited"] == 1.0 and held.outputs()["cable.force"] == pytest.approx(500.0)

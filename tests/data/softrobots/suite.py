@@ -100,7 +100,7 @@ class FrameRecord:
     expected: float  # what the actuator should read after it (the value, or max_step from the last one)
     reached: float  # what it reads (scene.outputs()[case.output])
     converged: bool
-    ok: bool
+    ok: bool  # the frame ran (report.ran): False when it failed and the state was kept
     message: str
     steps: int | None  # report.equilibrium.steps (None: no equilibrium iterations this frame)
     factorizations: int | None  # report.equilibrium.iterations
@@ -146,7 +146,7 @@ def play(case: Case, values, scene=None) -> list[FrameRecord]:
         increments = getattr(equilibrium, "increments", None) if equilibrium is not None else None
         records.append(FrameRecord(
             value=float(value), expected=expected, reached=reached, converged=bool(report.converged),
-            ok=bool(report.ok), message=report.message, seconds=seconds,
+            ok=bool(report.ran), message=report.message, seconds=seconds,
             steps=None if equilibrium is None else int(equilibrium.steps),
             factorizations=None if equilibrium is None else int(equilibrium.iterations),
             increments=None if increments is None else int(increments)))
