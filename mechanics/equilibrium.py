@@ -203,6 +203,9 @@ def law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray
                 blocks: Blocks) -> float:
     """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
     laws = row_residuals(np.maximum(np.abs(w_diag), np.finfo(float).tiny), violation, force, blocks)
+    if not J_free.has_canonical_format:  # a mapped cable's rows may hold a column twice: sum them first
+        J_free = J_free.copy()
+        J_free.sum_duplicates()
     rows = np.repeat(np.arange(J_free.shape[0]), np.diff(J_free.indptr))
     row_norms = np.sqrt(np.bincount(rows, weights=J_free.data ** 2, minlength=J_free.shape[0]))
     return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
@@ -262,22 +265,32 @@ class _Context:
         self.factorizations = 0
         self.steps = 0
         self.homotopy: Homotopy | None = None
+        self._cache: list = []
         #: whether every trial state must be free of inverted elements (else only the accepted equilibria)
         self.inversion_checked = INVERSION_CHECKED_STEPS
         self.last_report = None
         self.last_system = None
 
+    def _at(self, x: np.ndarray) -> tuple:
+        """(R (n_free,), the rows at x, the force scale) at ``x`` (n, 3); the last two are kept, since a state is
+        evaluated again at another increment or after the homotopy is made (one assembly instead of two)."""
+        for cached_x, values in self._cache:
+            if cached_x is x or np.array_equal(cached_x, x):
+                return values
+        residual = self.problem.residual(x)
+        check = self.build(self.enforced, self.x_last, x, self.problem.free_dofs, linearize_at=x)
+        values = (residual, check, getattr(self.problem, "last_force_scale", 0.0))
+        self._cache = [(x.copy(), values), *self._cache[:1]]
+        return values
+
     def evaluate(self, x: np.ndarray, force: np.ndarray, t: float) -> _State:
         """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,), at increment t."""
-        problem = self.problem
-        residual = problem.residual(x)
-        check = self.build(self.enforced, self.x_last, x, problem.free_dofs, linearize_at=x)
+        residual, check, scale = self._at(x)
         if self.homotopy is not None:
             residual = residual - self.homotopy.residual_shift(t)
             check = self.homotopy.shift(check, t)
         same = check.n_rows == force.size
         unbalanced = float(np.linalg.norm(residual + check.J_free.T @ force)) if same else np.inf
-        scale = getattr(problem, "last_force_scale", 0.0)
         length = np.inf
         if same and self.W.shape[0] == check.n_rows:
             length = law_lengths(check.J_free, np.diag(self.W), check.dfree + check.compliance * force, force,
@@ -321,8 +334,10 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     predicted = _predict(ctx, start)
     t, increment, increments, last_reason = 0.0, 1.0, 0, ""
     budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
+    out_of_budget = False
     while True:
         if ctx.factorizations >= budget:
+            out_of_budget = True
             last_reason = f"the frame's budget of {budget} factorizations is spent" + (
                 f" ({last_reason})" if last_reason else "")
             break
@@ -348,16 +363,17 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
         if increment < MIN_INCREMENT:
             break
     # the smallest increment failed: end at the last converged sub-state, saying how far it got
-    shortfall = ctx.homotopy.shortfall(converged_state.check, t) if t > 0.0 else []
+    shortfall = ctx.homotopy.shortfall(converged_state.check, t) if t > 0.0 or out_of_budget else []
     reached = "; ".join(f"{name} reached {got:.4g} of {wanted:.4g}" for name, got, wanted in shortfall)
-    if t > 0.0:
+    if t > 0.0 or out_of_budget:
         reason = (f"reached {100.0 * t:.0f} % of the requested change" + (f" ({reached})" if reached else "")
                   + f": {last_reason}")
     else:
         reason = f"reached 0 % of the requested change (even 1/{round(1 / MIN_INCREMENT)} of it fails): {last_reason}"
 
-    # no increment at all: the frame fails and keeps its last state; a part of the change: the frame ends there
-    final = _finish(ctx, converged_state, False, t == 0.0, reason)
+    # no increment at all could be solved: the frame fails and keeps its last state; a part of the change, or a
+    # budget spent: the frame ends at the last converged sub-state, not converged
+    final = _finish(ctx, converged_state, False, t == 0.0 and not out_of_budget, reason)
     final.increments, final.reached, final.shortfall = increments, t, shortfall
     return final
 
@@ -547,14 +563,14 @@ def project(constraint_solver, W: np.ndarray, system, initial_force, *, exact: b
     """The complementarity solve of ``system`` with W (m, m), returning its report.
 
     With an exact tangent (``exact``), K is indefinite at many stable equilibria (a cable-bent finger), and so
-    may be W even where its diagonal is positive. When actuator rows and other rows (contacts) meet, the
-    actuator rows are solved as equalities by the active-set solve of :mod:`mechanics.indefinite_projection`
-    and the contacts by the constraint solver on their Schur complement, the stiffness the contacts see with
-    the actuators holding (Gauss-Seidel on the whole W diverged on a finger pressed on a plane). So is any
-    problem whose W has a non-positive diagonal. Otherwise the scene's constraint solver solves the whole
-    problem, with its own settings."""
+    may be W even where its diagonal is positive: the actuator rows are solved as equalities by the active-set
+    solve of :mod:`mechanics.indefinite_projection` and the other rows (contacts) by the scene's constraint
+    solver on their Schur complement, the stiffness the contacts see with the actuators holding (Gauss-Seidel on
+    the whole W diverged on a finger pressed on a plane, and its inexact answer on the trunk's eight coupled,
+    unsymmetric cable rows stalled the Newton steps at 3e-4 of the force scale). So is any problem whose W has a
+    non-positive diagonal. Otherwise the scene's constraint solver solves the whole problem."""
     rows_a = equality_like_rows(system.blocks, ramped_rows(system)) if W.shape[0] else np.zeros(0, dtype=np.int64)
-    if needs_indefinite_projection(W) or (exact and 0 < rows_a.size < W.shape[0]):
+    if needs_indefinite_projection(W) or (exact and rows_a.size):
         return solve_indefinite(constraint_solver, W, system.dfree, system.blocks, rows_a, initial_force)
     return constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
 

@@ -118,10 +118,11 @@ class TetElasticity:
         (twist) eigenvalues of the analytic eigensystem of the corotated dP/dF at no extra cost; ignored by
         SOFA's corotational tangent, which is positive semi-definite already.
     corotational_tangent : str
-        Corotational model only: ``"sofa"`` (default, SOFA's R K0_e R^T, dR/dx neglected) or ``"exact"``
-        (the exact Hessian of the corotated energy with R = polar(F), so Newton converges quadratically;
-        rotation_method ``polarF`` or ``svdF`` only, it raises ParameterError for SOFA's ``large``, ``polar``
-        and ``svd``). The forces are the same.
+        Corotational model only: ``"sofa"`` (default here; the scene's default is ``"exact"``: SOFA's
+        R K0_e R^T, dR/dx neglected) or ``"exact"`` (the exact Jacobian of the force, so Newton converges
+        quadratically: for ``polarF``/``svdF`` the Hessian of the corotated energy, for SOFA's ``large``,
+        ``polar`` and ``svd`` the consistent Jacobian with the rotation's derivative, which is not symmetric).
+        The forces are the same.
 
     Notes
     -----
@@ -179,7 +180,7 @@ class TetElasticity:
     # ------------------------------------------------------------------ parameters
     @property
     def exact_tangent(self) -> bool:
-        """True when :meth:`tangent` is the exact Hessian of the energy (every model but the corotational one
+        """True when :meth:`tangent` is the exact Jacobian of the force (every model but the corotational one
         with SOFA's tangent, which omits the derivative of the rotations, or with the SPD projection)."""
         return self.model != "corotational" or (self.corotational_tangent == "exact" and not self.spd_projection)
 

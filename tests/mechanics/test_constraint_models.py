@@ -168,8 +168,10 @@ def test_cable_store_outputs():
     expected_length = 6.0 + np.sqrt(8.0)
     assert cable.outputs == pytest.approx(
         {"cableLength": expected_length, "displacement": cable.L0 - expected_length, "force": 2.5,
-         "limited": 1.0}  # displacement mode with value 0: the stored state is not at the command
+         "limited": 0.0}  # short of the command (value 0), but no bound holds it (a force of 2.5, no bounds)
     )
+    cable.set_parameters(maxForce=2.5)  # the force on its bound: now a limit holds the cable short of 0
+    assert cable.outputs["limited"] == 1.0
 
 
 def test_cable_parameter_errors():
@@ -265,7 +267,7 @@ def test_cavity_orientation_and_flip_normal():
     inward.store(np.array([0.7]), x)
     assert inward.outputs == pytest.approx(
         {"cavityVolume": 1.331, "initialCavityVolume": 1.0, "pressure": 0.7, "volumeGrowth": 0.331,
-         "limited": 1.0}  # the stored state is not at the command (value 0)
+         "limited": 0.0}  # short of the command (value 0), but no bound holds it
     )
     flipped.store(np.array([0.0]), x)
     assert flipped.outputs["volumeGrowth"] == pytest.approx(-0.331)

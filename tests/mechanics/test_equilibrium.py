@@ -154,10 +154,10 @@ def test_a_change_no_increment_can_take_fails_the_frame_and_keeps_the_state():
 
 def test_an_actuator_short_of_its_value_in_an_unconverged_frame_is_not_limited():
     """``NAME.limited`` is 1 only when a bound or rate limit holds the actuator: a frame cut short by its budget
-    (one factorization per increment, ten per frame) leaves the cable short with limited 0 and status
+    (two factorizations per increment, twenty per frame) leaves the cable short with limited 0 and status
     not_converged; maxForce 500 mN holds the same pull with limited 1 and status limited."""
     scene = Scene.load(FINGER)
-    scene.set("solver.newton.newton_iterations", 1)
+    scene.set("solver.newton.newton_iterations", 2)
     scene.set(CABLE, 20.0)
     report = scene.step()
     outputs = scene.outputs()

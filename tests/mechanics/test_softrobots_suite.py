@@ -41,8 +41,6 @@ suite = _load_suite()
 XFAIL = {
     ("trunk_nolimit", "jump"): "20 mm in one frame: 10 increments, 141 steps; ends at 99.6 % of the change "
                                "(cableL0 at 19.91 mm), the last increments stall",
-    ("trunk_nolimit", "ramp"): "10, 15 and 20 mm converge (47-129 steps, up to 16 increments); the 5 mm frame "
-                               "ends at 4.99 mm, its last increment stalls",
     ("springy", "jump"): "volume growth 8 in one frame: every step inverts an element (SOFA's dynamic run goes "
                          "through inverted elements; softsim refuses such states); 0 % reached",
     ("springy", "ramp"): "1, 2, 3 converge in 5 steps; at 4 it stops at 3.82 (an element would invert)",
