@@ -388,6 +388,8 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
             equilibrium = equilibrate(problem, newton, constraint_solver, enforced, x, start, system,
                                       constraint_report, start_force, W, tangent, build=build_constraint_system,
                                       project=_project, check_state=check_state)
+            equilibrium = _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, equilibrium,
+                                             tangent, times)
             times["reequilibration"] = time.perf_counter() - started
             if equilibrium.diverged:
                 return None, FrameReport(frame, False, f"constrained equilibrium diverged: {equilibrium.reason}",
@@ -413,6 +415,36 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     report.projection_forces = projection_forces
     report.signature = signature
     return x_new, report
+
+
+def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, equilibrium, tangent, times):
+    """Contacts the equilibrium's positions reach but that have no row (a finger curled onto a plane it did not
+    touch at the projection): detect them there, build the rows again and continue the equilibrium iterations
+    from that state, up to :data:`MAX_REDETECTIONS` times, so that a frame ends with a contact set that matches
+    its positions. Returns the last equilibrium report (steps and factorizations summed)."""
+    steps, factorizations = 0, 0
+    for _ in range(MAX_REDETECTIONS):
+        if equilibrium.diverged or equilibrium.x is None:
+            break
+        missed = [c for c in enforced if getattr(c, "missed_contacts", None) and c.missed_contacts(equilibrium.x)]
+        if not missed:
+            break
+        for constraint in missed:
+            constraint.remember(equilibrium.x)
+            constraint.update(x_free)
+        system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+        previous = equilibrium.system
+        pairs = [] if previous is None else [(c, equilibrium.force[rows]) for c, rows in
+                                             zip(previous.constraints, previous.row_ranges)]
+        _dx, report, W = _project(constraint_solver, newton.linear_solver, system, None, times=times)
+        start_force = system.initial_force(pairs)
+        steps, factorizations = steps + equilibrium.steps, factorizations + equilibrium.iterations
+        equilibrium = equilibrate(problem, newton, constraint_solver, enforced, x, equilibrium.x, system, report,
+                                  np.zeros(system.n_rows) if start_force is None else start_force, W, tangent,
+                                  build=build_constraint_system, project=_project, check_state=check_state)
+    equilibrium.steps += steps
+    equilibrium.iterations += factorizations
+    return equilibrium
 
 
 def free_configuration(problem, newton, constraints, x: np.ndarray, free_start: np.ndarray | None, frame: int):

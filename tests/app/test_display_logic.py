@@ -54,9 +54,13 @@ def test_frame_problems_name_the_solver_and_the_actuator_and_by_how_much():
     assert [p.level for p in problems] == ["warning"]
     assert problems[0].text == ("cable 'cable' is short of its target: displacement 5 mm of 8 mm "
                                 "(a limit of the actuator stops it)")
+    # one Gauss-Seidel sweep on the trunk's eight coupled cable rows (with SOFA's tangent: with the exact one
+    # the actuator rows are solved exactly, not by the constraint solver)
+    scene = Scene.load(resource_path("scenes", "trunk.toml"))
+    scene.set("body.trunk.material.corotationalTangent", "sofa")
     scene.set("solver.constraint.maxIterations", 1)
     scene.set("solver.constraint.tolerance", 1e-14)
-    scene.set("body.finger.cable.cable.value", 3.0)
+    scene.set("body.trunk.cable.cableL0.value", 3.0)
     report = scene.step()
     texts = [p.text for p in frame_problems(scene.simulation.snapshot(report), scene.spec)]
     error = report.constraint.currentError

@@ -15,7 +15,7 @@ from softsim.app.settings import MAX_RECENT_FILES, Settings, config_dir
 @dataclass
 class _Report:
     frame: int
-    ok: bool = True
+    ran: bool = True
     message: str = ""
 
 

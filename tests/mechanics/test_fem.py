@@ -501,11 +501,11 @@ def corotational(X, tets, rotation, tangent="exact", **kwargs):
                          corotational_tangent=tangent, **kwargs)
 
 
-@pytest.mark.parametrize("rotation", EXACT_ROTATIONS)
-@pytest.mark.parametrize(("seed", "angle"), [(1, 0.0), (2, 0.0), (3, 150.0)])
-def test_exact_corotational_tangent_matches_finite_differences(rotation, seed, angle):
+def tangent_against_differences(rotation, seed, angle):
+    """An irregular mesh stretched and sheared (seed), plus a rigid rotation of ``angle`` degrees about a skew
+    axis, with random moduli: the exact-tangent element, x, f_int, K (dense) and K by central differences."""
     X, tets, x = deformed_mesh(seed)
-    if angle:  # plus a large rigid rotation about a skew axis
+    if angle:
         axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
         W = np.cross(np.eye(3), axis)
         t = np.radians(angle)
@@ -513,8 +513,13 @@ def test_exact_corotational_tangent_matches_finite_differences(rotation, seed, a
     young = np.random.default_rng(seed).uniform(500.0, 1500.0, len(tets))
     el = corotational(X, tets, rotation, young=young, poisson=0.35)
     f, K = el.forces_and_tangent(x)
-    K = K.toarray()
-    K_fd = fd_tangent(el, x, 1e-6)
+    return el, x, f, K.toarray(), fd_tangent(el, x, 1e-6)
+
+
+@pytest.mark.parametrize("rotation", EXACT_ROTATIONS)
+@pytest.mark.parametrize(("seed", "angle"), [(1, 0.0), (2, 0.0), (3, 150.0)])
+def test_exact_corotational_tangent_matches_finite_differences(rotation, seed, angle):
+    el, x, f, K, K_fd = tangent_against_differences(rotation, seed, angle)
     err = rel_err(K, K_fd)
     el.set_material(corotational_tangent="sofa")
     f_sofa, K_sofa = el.forces_and_tangent(x)
@@ -611,17 +616,7 @@ def test_exact_corotational_tangent_parameter_errors():
 def test_sofa_rotation_consistent_jacobian_matches_finite_differences(rotation, seed, angle):
     """The exact Jacobian of SOFA's corotational force, with the derivative of the element rotation: against
     central differences of the force (h = 1e-6), on an irregular mesh stretched, sheared and rotated."""
-    X, tets, x = deformed_mesh(seed)
-    if angle:
-        axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
-        W = np.cross(np.eye(3), axis)
-        t = np.radians(angle)
-        x = x @ (np.eye(3) + np.sin(t) * W + (1 - np.cos(t)) * W @ W).T
-    young = np.random.default_rng(seed).uniform(500.0, 1500.0, len(tets))
-    el = corotational(X, tets, rotation, young=young, poisson=0.35)
-    f, K = el.forces_and_tangent(x)
-    K = K.toarray()
-    K_fd = fd_tangent(el, x, 1e-6)
+    el, x, f, K, K_fd = tangent_against_differences(rotation, seed, angle)
     err = rel_err(K, K_fd)
     asymmetry = np.abs(K - K.T).max() / np.abs(K).max()
     el.set_material(corotational_tangent="sofa")
