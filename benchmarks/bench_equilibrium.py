@@ -9,7 +9,15 @@ constrained-equilibrium Newton steps per frame (report.equilibrium.steps; median
 solver reports them, else "-"), and the wall time of scene.step() (median ms). Last, the shipped finger as
 shipped doing successive single-frame jumps of its cable 10, 20, 30, 40, 5, 45, 0, 25 mm, one row per frame.
 
+Slider ramps: the shipped finger (cable 0.5 mm per frame), trunk (cableL0 0.5 mm per frame) and pneunet (cavity
+1 kPa per frame) as a user drags a slider: median ms and equilibrium steps per frame.
+
+``--before REV`` measures the solver of git revision REV too, in the same run: a temporary worktree of REV is
+made, and this script runs again in a subprocess with that worktree first on the import path (the scenes and
+the suite stay this tree's); the table then shows before and after side by side.
+
 Usage: python benchmarks/bench_equilibrium.py [--cases NAME ...] [--json PATH] [--write] [--solver TEXT]
+       [--before REV]
        (--write: rewrite benchmarks/RESULTS_equilibrium.md; without it the table is only printed)
 """
 
@@ -17,9 +25,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +40,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, markdown_table, stats_ms, write_json  # noqa: E402
+
+#: the source tree whose solver this process measures (--before: a worktree of an older revision); it must come
+#: before the repository root that _common puts on the path
+SOLVER_TREE = os.environ.get("SOFTSIM_BENCH_TREE")
+if SOLVER_TREE:
+    sys.path.insert(0, SOLVER_TREE)
 
 SUITE_PATH = ROOT / "tests" / "data" / "softrobots" / "suite.py"
 
@@ -75,6 +94,55 @@ def jumps_case(suite) -> list[dict]:
     return rows
 
 
+#: slider ramps: (shipped case name, key, start, stop, step), one frame per value
+SLIDER_RAMPS = (
+    ("shipped_finger", "body.finger.cable.cable.value", 0.5, 20.0, 0.5),
+    ("shipped_trunk", "body.trunk.cable.cableL0.value", 0.5, 15.0, 0.5),
+    ("shipped_pneunet", "body.pneunet.cavity.cavity.value", 1.0, 30.0, 1.0),
+)
+
+
+def slider_ramps(suite) -> list[dict]:
+    """Each slider ramp from rest: frames, converged, median steps and ms per frame (the first frame left out:
+    it is the jump from rest)."""
+    rows = []
+    for name, key, start, stop, step in SLIDER_RAMPS:
+        case = suite.BY_NAME[name]
+        values = list(np.arange(start, stop + 0.5 * step, step))
+        records = suite.play(dataclass_replace(case, key=key), values)
+        later = records[1:]
+        steps = [r.steps for r in later if r.steps is not None]
+        rows.append({"case": name, "key": key, "step": step, "frames": len(records),
+                     "converged": sum(r.converged for r in records),
+                     "steps_median": float(np.median(steps)) if steps else None,
+                     "ms_median": stats_ms([r.seconds for r in later])["median"]})
+    return rows
+
+
+def _measure_before(revision: str, args) -> dict:
+    """This benchmark's measurements on the solver of ``revision`` (a temporary git worktree first on the
+    import path of a subprocess running this script)."""
+    folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
+    worktree = folder / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), revision], check=True,
+                   capture_output=True)
+    try:
+        output = folder / "before.json"
+        command = [sys.executable, str(Path(__file__).resolve()), "--json", str(output)]
+        if args.cases:
+            command += ["--cases", *args.cases]
+        environment = dict(os.environ, SOFTSIM_BENCH_TREE=str(worktree))
+        subprocess.run(command, check=True, env=environment, cwd=str(ROOT))
+        measured = json.loads(output.read_text())
+        if not measured.get("solver_path", "").startswith(str(worktree)):
+            raise RuntimeError(f"--before measured {measured.get('solver_path')}, not the worktree {worktree}")
+        return measured
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False,
+                       capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _commit() -> str:
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -93,7 +161,9 @@ def main(argv=None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite benchmarks/RESULTS_equilibrium.md")
     parser.add_argument("--output", default=str(Path(__file__).with_name("RESULTS_equilibrium.md")))
     parser.add_argument("--solver", help="how to name the solver measured in the results (default: the git commit)")
+    parser.add_argument("--before", help="a git revision whose solver is measured too, in the same run")
     args = parser.parse_args(argv)
+    before = _measure_before(args.before, args) if args.before else None
     suite = load_suite()
     cases = [suite.BY_NAME[name] for name in args.cases] if args.cases else list(suite.CASES + suite.SHIPPED)
     results = []
@@ -106,6 +176,7 @@ def main(argv=None) -> int:
                 results.append({"case": case.name, "mode": mode, "error": str(error)})
             print(case.name, mode, "done", flush=True)
     jumps = jumps_case(suite) if not args.cases or "shipped_finger" in args.cases else []
+    sliders = slider_ramps(suite) if not args.cases else []
 
     header = ["case", "frames", "converged", "reached", "eq. steps median", "eq. steps max",
               "factorizations median", "factorizations max", "increments", "ms/frame median", "last value",
@@ -121,7 +192,21 @@ def main(argv=None) -> int:
         rows.append([f"{r['case']} {r['mode']}", r["frames"], r["converged"], r["reached"], *steps,
                      *factorizations, increments, f"{r['ms_median']:.0f}",
                      f"{r['last_reached']:.4g} of {r['last_expected']:g}", r["first_problem"]])
+    if before is not None:
+        header, rows = _compare(header, rows, results, before["cases"])
     table = markdown_table(header, rows)
+    slider_header = ["slider ramp", "frames", "converged", "eq. steps median", "ms/frame median"]
+    slider_rows = [[f"{s['case']} ({s['key'].split('.')[-2]} +{s['step']:g} per frame)", s["frames"],
+                    s["converged"], "-" if s["steps_median"] is None else f"{s['steps_median']:g}",
+                    f"{s['ms_median']:.1f}"] for s in sliders]
+    if before is not None and before.get("sliders"):
+        old = {s["case"]: s for s in before["sliders"]}
+        slider_header = ["slider ramp", "frames", "converged before", "converged", "eq. steps median before",
+                         "eq. steps median", "ms/frame median before", "ms/frame median"]
+        slider_rows = [[row[0], row[1], old[s["case"]]["converged"], row[2],
+                        "-" if old[s["case"]]["steps_median"] is None else f"{old[s['case']]['steps_median']:g}",
+                        row[3], f"{old[s['case']]['ms_median']:.1f}", row[4]] for row, s in zip(slider_rows, sliders)]
+    slider_table = markdown_table(slider_header, slider_rows) if sliders else ""
     jump_header = ["cable value (mm)", "converged", "reached", "eq. steps", "factorizations", "increments", "ms",
                    "message"]
     jump_rows = [[f"{j['value']:g}", "yes" if j["converged"] else "no", f"{j['reached']:.4f}",
@@ -129,12 +214,22 @@ def main(argv=None) -> int:
                   "-" if j["factorizations"] is None else j["factorizations"],
                   "-" if j["increments"] is None else j["increments"], f"{j['ms']:.0f}", j["message"]]
                  for j in jumps]
+    if before is not None and before.get("shipped_finger_jumps"):
+        jump_header = ["cable value (mm)", "before: converged", "before: reached", "before: steps", "converged",
+                       "reached", "eq. steps", "factorizations", "increments", "ms", "message"]
+        jump_rows = [[row[0], "yes" if old["converged"] else "no", f"{old['reached']:.4f}",
+                      "-" if old["steps"] is None else old["steps"], *row[1:]]
+                     for row, old in zip(jump_rows, before["shipped_finger_jumps"])]
     jump_table = markdown_table(jump_header, jump_rows) if jumps else ""
     print(table)
+    if slider_table:
+        print("\nslider ramps:\n" + slider_table)
     if jump_table:
         print("\nshipped finger, successive single-frame jumps:\n" + jump_table)
     if args.write:
         solver = args.solver or "commit " + _commit()
+        if args.before:
+            solver = f"before: {args.before}; after: {solver}; measured in one run"
         text = ("## Equilibrium solver on real robots (`benchmarks/bench_equilibrium.py`)\n\n"
                 f"Solver: {solver}. Static mode, from rest. Cases: tests/data/softrobots/suite.py (the "
                 "SoftRobots examples' own meshes and numbers; `shipped_*`: resources/scenes). 'jump': the target "
@@ -144,13 +239,36 @@ def main(argv=None) -> int:
                 "per frame; increments: report.equilibrium.increments ('-': not reported); ms: wall time of "
                 "scene.step(). 'last value': the actuator after the last frame, of the value expected.\n\n"
                 + table + "\n")
+        if slider_table:
+            text += ("\n### Slider ramps\n\nFrom rest, one frame per value; the first frame (the jump from rest) "
+                     "is left out of the medians.\n\n" + slider_table + "\n")
         if jump_table:
             text += ("\n### The shipped finger as shipped, successive single-frame jumps\n\n"
                      "resources/scenes/finger.toml, one frame per value, each from the previous frame's state.\n\n"
                      + jump_table + "\n")
         Path(args.output).write_text(text)
-    write_json(args.json, {"cases": results, "shipped_finger_jumps": jumps})
+    import softsim.mechanics
+
+    write_json(args.json, {"cases": results, "shipped_finger_jumps": jumps, "sliders": sliders,
+                           "solver_path": str(Path(softsim.mechanics.__file__).resolve())})
     return 0
+
+
+def _compare(header: list, rows: list, results: list[dict], before: list[dict]) -> tuple[list, list]:
+    """The table with the before solver's converged frames, median steps and median ms beside each row."""
+    old = {(r["case"], r["mode"]): r for r in before}
+    new_header = [header[0], header[1], "converged before", "converged", "reached before", "reached",
+                  "eq. steps median before", "eq. steps median", "factorizations median", "increments",
+                  "ms/frame median before", "ms/frame median", "last value", "first problem"]
+    new_rows = []
+    for row, r in zip(rows, results):
+        o = old.get((r["case"], r["mode"]))
+        if o is None or "error" in o or "error" in r:
+            new_rows.append(row[:2] + ["-"] * (len(new_header) - 2))
+            continue
+        new_rows.append([row[0], row[1], o["converged"], row[2], o["reached"], row[3], _spread(o["steps"])[0],
+                         row[4], row[6], row[8], f"{o['ms_median']:.0f}", row[9], row[10], row[11]])
+    return new_header, new_rows
 
 
 if __name__ == "__main__":

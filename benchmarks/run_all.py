@@ -130,6 +130,8 @@ def main(argv=None) -> int:
         wall["sweep"] = run("bench_sweep.py", [*quick])
         wall["inverse"] = run("bench_inverse.py", [*quick, "--json", str(tmp / "inverse.json")])
         wall["contact"] = run("bench_contact.py", [*quick, "--json", str(tmp / "contact.json")])
+        # the real-robot suite with the solver of the round's start beside it (issue 28)
+        wall["equilibrium"] = run("bench_equilibrium.py", ["--write", "--before", "04522c5"])
         wall["async"] = run("bench_async.py", (["--sizes", "1k", "10k", "36k", "--frames", "3"] if args.quick else [])
                             + ["--json", str(tmp / "async.json")])
         scenes, scaling, render, gui, inverse, asynchronous = (
@@ -155,7 +157,8 @@ def main(argv=None) -> int:
         "",
     ]
     sections = []
-    for name in ("RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
+    for name in ("RESULTS_equilibrium.md",
+                 "RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
                  "RESULTS_inverse.md", "RESULTS_contact.md", "RESULTS_async.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name

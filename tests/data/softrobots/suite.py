@@ -146,7 +146,8 @@ def play(case: Case, values, scene=None) -> list[FrameRecord]:
         increments = getattr(equilibrium, "increments", None) if equilibrium is not None else None
         records.append(FrameRecord(
             value=float(value), expected=expected, reached=reached, converged=bool(report.converged),
-            ok=bool(report.ran), message=report.message, seconds=seconds,
+            ok=bool(getattr(report, "ran", report.ok)),  # solvers before FrameReport.ran: ok meant "ran"
+            message=report.message, seconds=seconds,
             steps=None if equilibrium is None else int(equilibrium.steps),
             factorizations=None if equilibrium is None else int(equilibrium.iterations),
             increments=None if increments is None else int(increments)))
