@@ -120,7 +120,7 @@ def test_a_node_dragged_with_the_mouse_moves_the_body_and_it_returns_on_release(
     assert viewport.dragging and picked, "the press did not pick a node of the finger"
     node = picked[0]
     assert np.linalg.norm(rest[node] - aim) < 8.0  # a node of the picked triangle (mesh size ~5 mm)
-    qtbot.waitUntil(lambda: "node" in main_window.pick_label.text(), timeout=5000)  # probed on the worker
+    qtbot.waitUntil(lambda: "node" in main_window.pick_label.text(), timeout=60000)  # probed on the worker
     for step in range(1, 7):
         qtbot.mouseMove(viewport, QPoint(start.x(), start.y() - 15 * step))
         qtbot.wait(30)
