@@ -518,7 +518,9 @@ def _increment(ctx: _Context, state: _State, t: float):
         candidate = type(check)(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
                                 check.blocks, check.compliance, check.row_ranges)
         try:
-            correction_dx, candidate_report, W = _project(ctx, solver, candidate, state.force, KinvJt)
+            correction_dx, candidate_report, W = ctx.project(
+                ctx.constraint_solver, solver, candidate, state.force, KinvJt=KinvJt,
+                solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
         except ValueError as error:
             return state, accuracy, "cut", f"constraint projection failed: {error}"
         step_x = x_lin + ctx.problem.expand(correction_dx) - state.x
@@ -573,15 +575,3 @@ def project(constraint_solver, W: np.ndarray, system, initial_force, *, exact: b
     if needs_indefinite_projection(W) or (exact and rows_a.size):
         return solve_indefinite(constraint_solver, W, system.dfree, system.blocks, rows_a, initial_force)
     return constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
-
-
-def _project(ctx: _Context, solver, candidate, start_force, KinvJt):
-    """Steps II-III of one equilibrium step: (K^-1 J^T lambda on the free DOFs, report, W)."""
-    W = np.asarray(candidate.J_free @ KinvJt)
-    if getattr(solver, "symmetric", True):
-        W = 0.5 * (W + W.T)
-    W[np.diag_indices_from(W)] += candidate.compliance
-    if start_force is not None and start_force.size != candidate.n_rows:
-        start_force = None
-    report = project(ctx.constraint_solver, W, candidate, start_force, exact=ctx.exact)
-    return KinvJt @ report.force, report, W

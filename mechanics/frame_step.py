@@ -43,11 +43,9 @@ import numpy as np
 import scipy.sparse as sp
 from softsim.mechanics.constrained_tangent import ConstrainedTangent, ResponseCache
 from softsim.mechanics.equilibrium import (
-    ROUND_OFF_FACTOR,
     EquilibriumReport,
     body_size,
     equilibrate,
-    force_stiffness,
     solve_accuracy,
     solve_failed,
     solve_failure,
@@ -65,9 +63,6 @@ MAX_REDETECTIONS = 3
 CORRECTIONS = ("equilibrium", "linear")
 #: a node that moves farther than this many times the body's size (bbox diagonal) means a runaway solve
 MAX_DISPLACEMENT_FACTOR = 10.0
-_ROUND_OFF_FACTOR = ROUND_OFF_FACTOR
-_body_size = body_size
-_force_stiffness = force_stiffness
 
 
 @dataclass
@@ -275,11 +270,13 @@ def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
 
 
 def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None,
-             cache: ResponseCache | None = None, KinvJt: np.ndarray | None = None):
+             cache: ResponseCache | None = None, KinvJt: np.ndarray | None = None, solve=None):
     """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report, W with
     the compliance on its diagonal (m, m)).
 
-    ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve".
+    ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve". ``solve(W, system,
+    initial_force) -> report`` replaces the constraint solver's own solve (the equilibrium steps' projection,
+    :func:`mechanics.equilibrium.project`).
     """
     times = {} if times is None else times
     started = time.perf_counter()
@@ -289,7 +286,10 @@ def _project(constraint_solver, linear_solver, system: ConstraintSystem, initial
     if initial_force is not None and initial_force.size != system.n_rows:
         initial_force = None
     started = time.perf_counter()
-    report = constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
+    if solve is None:
+        report = constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
+    else:
+        report = solve(W, system, initial_force)
     times["constraint_solve"] = times.get("constraint_solve", 0.0) + time.perf_counter() - started
     return KinvJt @ report.force, report, W
 
@@ -529,7 +529,7 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     if not np.all(np.isfinite(x)):
         return "the solve produced non-finite positions"
     rest = problem.elasticity.rest_positions
-    size = _body_size(rest)
+    size = body_size(rest)
     displacement = np.linalg.norm(x - rest, axis=1)
     node = int(np.argmax(displacement)) if displacement.size else 0
     if displacement.size and displacement[node] > MAX_DISPLACEMENT_FACTOR * size:

@@ -81,8 +81,8 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
         if rows_r.size:
             W_r = W[np.ix_(rows_r, rows_r)] - W[np.ix_(rows_r, rows_e)] @ X
             q_r = q[rows_r] + W[np.ix_(rows_r, rows_e)] @ y
-            size = blocks.size[np.isin(blocks.start, rows_r)]
             keep = np.isin(blocks.start, rows_r)
+            size = blocks.size[keep]
             blocks_r = Blocks(np.concatenate(([0], np.cumsum(size)[:-1])), size, blocks.kind[keep],
                               blocks.target[keep], blocks.lo[keep], blocks.hi[keep], blocks.mu[keep])
             reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)

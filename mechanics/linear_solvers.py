@@ -159,20 +159,15 @@ class _UpperTrianglePattern:
 
 
 class _FullPattern:
-    """The whole CSR pattern of a structurally symmetric matrix, as Pardiso's unsymmetric type reads it, and
-    the map ``transpose`` with ``A.data[transpose]`` the values of A^T in A's order (the symmetry test).
-
-    Indices are zero-based int32 (iparm[34] = 1)."""
+    """The whole CSR pattern of a matrix, as Pardiso's unsymmetric type reads it. Indices are zero-based int32
+    (iparm[34] = 1)."""
 
     def __init__(self, A: sp.csr_matrix):
-        n = A.shape[0]
         self.indptr = A.indptr.astype(np.int32)
         self.indices = A.indices.astype(np.int32)
         self.pattern_indptr = A.indptr
         self.pattern_indices = A.indices
         self.data = np.zeros(A.nnz, dtype=np.float64)
-        self.transpose = transpose_map(A)
-        self.n = n
 
     def fill(self, A: sp.csr_matrix) -> np.ndarray:
         np.copyto(self.data, A.data)

@@ -36,12 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.equilibrium import ROUND_OFF_FACTOR, body_size, force_stiffness
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.frame_step import (
-    _ROUND_OFF_FACTOR,
     FrameReport,
-    _body_size,
-    _force_stiffness,
     build_constraint_system,
     check_state,
     compliance_in_constraint_space,
@@ -150,7 +148,7 @@ def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: Const
     solver = tangent.solver(newton.linear_solver)
     if refactorize or not getattr(solver, "is_factorized", False):
         exact = bool(getattr(problem.elasticity, "exact_tangent", False))
-        terms = _force_stiffness(system, x_cur, force) if exact else []
+        terms = force_stiffness(system, x_cur, force) if exact else []
         solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
     residual = problem.residual(x_cur)
     free_step = solver.solve(residual)
@@ -176,7 +174,7 @@ def _sqp(problem, newton, constraints, linearize, linear, roles, limits, setting
     factorization per step, so a goal that moves a little costs a few steps. Returns ``(x, linearisation,
     roles, solution)`` at convergence, or None (too many steps, a growing unbalanced force, an implausible
     state, a contact the rows miss): the caller then takes the robust path."""
-    residual_tolerance = max(newton.residual_tolerance_threshold, _ROUND_OFF_FACTOR)
+    residual_tolerance = max(newton.residual_tolerance_threshold, ROUND_OFF_FACTOR)
     reference, previous, refactorized = None, None, True
     relaxation, last_proposal, alternations = 1.0, None, 0
     exact = bool(getattr(problem.elasticity, "exact_tangent", False))
@@ -190,7 +188,7 @@ def _sqp(problem, newton, constraints, linearize, linear, roles, limits, setting
         system = linear.system
         unbalanced = float(np.linalg.norm(linear.residual + system.J_free.T @ linear.force))
         if step <= 1:  # a start at the last equilibrium is balanced whatever the new goal: the first step sets it
-            reference = max(unbalanced, reference or 0.0, _ROUND_OFF_FACTOR * problem.last_force_scale)
+            reference = max(unbalanced, reference or 0.0, ROUND_OFF_FACTOR * problem.last_force_scale)
         change = float(np.max(np.linalg.norm(problem.expand(linear.KinvJt @ (solution.force - linear.force)),
                                              axis=1), initial=0.0))
         info.change, info.backend, info.objective = change, solution.backend, solution.objective
@@ -252,7 +250,7 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         return None, failed
     x_free = newton_report.x
     rows = [c for c in constraints if c.enforced and c.active] + effectors
-    size = _body_size(problem.elasticity.rest_positions)
+    size = body_size(problem.elasticity.rest_positions)
     tolerance = settings.linearization_tolerance * size
     on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
     x_cur, report = (x, None)
@@ -411,7 +409,7 @@ def _linear_answer(problem, constraints, linear, roles, solution, x_free, frame,
                          times={**times, "inverse_qp": info.qp_time})
     report.x_free, report.forces, report.inverse = x_free, forces, info
     _goal_reached(info, [c for c in constraints if getattr(c, "has_goal", False) and not c.enforced],
-                  [c for c, _row in roles.actuators], solution, _body_size(problem.elasticity.rest_positions))
+                  [c for c, _row in roles.actuators], solution, body_size(problem.elasticity.rest_positions))
     return x_new, report
 
 
