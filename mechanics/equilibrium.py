@@ -335,6 +335,7 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     t, increment, increments, last_reason = 0.0, 1.0, 0, ""
     budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
     out_of_budget = False
+    path: tuple | None = None  # (t, state) of the converged sub-state before the last one, for the path predictor
     while True:
         if ctx.factorizations >= budget:
             out_of_budget = True
@@ -342,12 +343,19 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
                 f" ({last_reason})" if last_reason else "")
             break
         target = min(1.0, t + increment)
-        from_state = converged_state if predicted is None or target < 1.0 or t > 0.0 else predicted
+        if predicted is not None and target >= 1.0 and t == 0.0:
+            from_state = predicted
+        else:
+            from_state = _along_path(ctx, path, t, converged_state, target) or converged_state
         state, accuracy, outcome, reason = _increment(ctx, from_state, target)
         if outcome != "converged" and from_state is predicted:  # a bad prediction: the increments from the start
             predicted = None
             continue
+        if outcome != "converged" and from_state is not converged_state:  # a bad extrapolation: from the sub-state
+            path = None
+            continue
         if outcome == "converged":
+            path = (t, converged_state)
             t, converged_state = target, state
             increments += 1
             if t >= 1.0:
@@ -433,6 +441,24 @@ def _predict(ctx: _Context, start: _State) -> _State | None:
     if ctx.check_state(ctx.problem, x):
         return None
     return ctx.evaluate(x, force, 1.0)
+
+
+def _along_path(ctx: _Context, path: tuple | None, t: float, state: _State, target: float) -> _State | None:
+    """The next increment's start extrapolated along the path: from the two last converged sub-states
+    (t_0, x_0) (``path``) and (t, x) (``state``), x + (target - t) / (t - t_0) (x - x_0), with the multipliers
+    alike. A Newton step from the converged sub-state is the tangent's linear prediction, which for a bending
+    body stretches it (its nodes move on straight lines); the secant of the path already holds the rotation the
+    increments made. None without two sub-states or when the extrapolation is implausible."""
+    if path is None:
+        return None
+    t_0, state_0 = path
+    if not t > t_0 or state_0.force.shape != state.force.shape:
+        return None
+    ratio = (target - t) / (t - t_0)
+    x = state.x + ratio * (state.x - state_0.x)
+    if ctx.check_state(ctx.problem, x):
+        return None
+    return ctx.evaluate(x, state.force + ratio * (state.force - state_0.force), target)
 
 
 def _remember(ctx: _Context, start: _State, end: _State) -> None:
