@@ -33,6 +33,8 @@ import numpy as np
 from softsim.meshes import gmsh1
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file
+from softsim.meshes.gidmsh import read_gidmsh
+from softsim.meshes.obj import read_obj
 from softsim.meshes.tetmesh import TetMesh, TriangleSurface
 from softsim.meshes.validate import repair
 
@@ -79,6 +81,7 @@ TET_EXTENSIONS: dict[str, str] = {
     ".cgns": "cgns",
     ".tec": "tecplot",
     ".hmf": "hmf",
+    ".gidmsh": "gidmsh",
 }
 #: extension -> meshio format module for triangle-only surfaces.
 SURFACE_EXTENSIONS: dict[str, str] = {".stl": "stl", ".obj": "obj", ".ply": "ply", ".off": "off"}
@@ -215,9 +218,18 @@ def _content_hint(path: Path, fmt: str) -> str:
 
 def _read_raw(path: Path, fmt: str):
     """The file as a meshio mesh, the file's node numbers (None: their order) and notes on skipped elements."""
+    import meshio
+
+    if fmt == "obj":  # softsim's own reader: meshio refuses texture-coordinate counts that differ from the vertices'
+        points, triangles = read_obj(path)
+        return meshio.Mesh(points, [("triangle", triangles)]), None, []
+    if fmt == "gidmsh":  # GiD's ASCII mesh (SOFA's GIDMeshLoader), which meshio does not read
+        gid = read_gidmsh(path)
+        for note in gid.notes:
+            logger.warning("%s: %s", path.name, note)
+        return meshio.Mesh(gid.points, list(gid.cells.items())), None, gid.notes
     if fmt != "gmsh1":
         return _read_meshio(path, fmt), None, []
-    import meshio
 
     mesh = gmsh1.read(path)
     blocks = mesh.blocks

@@ -51,7 +51,8 @@ HAS_NETCDF = importlib.util.find_spec("netCDF4") is not None
 
 
 def test_writer_table_covers_every_supported_extension():
-    assert sorted(WRITERS) == sorted(TET_EXTENSIONS)
+    # .gidmsh is read by softsim's own reader (meshes.gidmsh; meshio has no GiD format): tests/meshes/test_obj_gidmsh.py
+    assert sorted(WRITERS) == sorted(set(TET_EXTENSIONS) - {".gidmsh"})
 
 
 @pytest.mark.parametrize("extension", sorted(WRITERS))
