@@ -331,6 +331,32 @@ class TetElasticity:
         self._remember_forces(x, f)
         return f, self._K
 
+    def forces_of(self, x, elements, mu, lam):
+        """The internal force (n, 3) [force] of the elements ``elements`` (k,) alone, with the Lame parameters
+        ``mu`` and ``lam`` (k,) [stress] in place of the body's (the model and rotation method are the body's).
+
+        Every model's force is linear in (mu, lam) (and the stable neo-Hookean one in its reparametrised
+        mu', lam', linear maps of them), so the difference of two calls is an exact partial derivative of the
+        force with respect to the parameters (:mod:`mechanics.sensitivity`)."""
+        x = self._positions(x)
+        elements = np.asarray(elements, dtype=np.int64).reshape(-1)
+        mu = np.ascontiguousarray(np.broadcast_to(np.asarray(mu, dtype=np.float64), elements.shape))
+        lam = np.ascontiguousarray(np.broadcast_to(np.asarray(lam, dtype=np.float64), elements.shape))
+        if self.model == "stable_neohookean":
+            mu, lam, _ = stable_neohookean_parameters(mu, lam)
+        f = np.zeros((self.n_nodes, 3))
+        if elements.size == 0:
+            return f
+        _kernels.assemble(
+            _kernels.MODEL_CODES[self.model], _kernels.ROTATION_CODES[self.rotation_method], x,
+            np.ascontiguousarray(self.tets[elements]), np.ascontiguousarray(self.shape_gradients[elements]),
+            np.ascontiguousarray(self.volumes[elements]), np.ascontiguousarray(mu), np.ascontiguousarray(lam),
+            np.ascontiguousarray(self._rest_rotations[elements]), np.ascontiguousarray(self.dm_inv[elements]), True,
+            False, np.empty(elements.size), f, np.empty(0), np.ascontiguousarray(self._block_base[elements]),
+            self._row_stride, self.spd_projection, self.corotational_tangent == "exact",
+        )
+        return f
+
     # ------------------------------------------------------------------ tangent on the free DOFs
     def free_tangent_pattern(self, fixed_nodes) -> tuple[np.ndarray, np.ndarray]:
         """``(indptr, indices)`` of ``K[free][:, free]`` (the DOFs of the nodes not in ``fixed_nodes``, in

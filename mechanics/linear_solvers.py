@@ -383,6 +383,16 @@ class _PardisoBackend:
             )
         return np.ascontiguousarray(x).reshape(b.shape)
 
+    def solve_transposed(self, b: np.ndarray) -> np.ndarray:
+        """A^T x = b with the factorization of A (iparm[11] = 2; a symmetric type solves A x = b)."""
+        if self.mtype != self.UNSYMMETRIC:
+            return self.solve(b)
+        self.iparm[11] = 2
+        try:
+            return self.solve(b)
+        finally:
+            self.iparm[11] = 0
+
 
 class _ScipyBackend:
     """SciPy SuperLU on the full symmetric matrix (symmetric mode: diagonal pivots, A+A^T ordering)."""
@@ -416,6 +426,12 @@ class _ScipyBackend:
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         x = self.lu.solve(b)
+        if not np.all(np.isfinite(x)):
+            raise LinearSolverError("SuperLU solve produced non-finite values: the matrix is singular")
+        return x
+
+    def solve_transposed(self, b: np.ndarray) -> np.ndarray:
+        x = self.lu.solve(b, trans="T")
         if not np.all(np.isfinite(x)):
             raise LinearSolverError("SuperLU solve produced non-finite values: the matrix is singular")
         return x
@@ -519,6 +535,21 @@ class DirectSolver:
             x = self._backend.solve(b)
             if many:
                 self._memo_rhs, self._memo_solution = b.copy(), x.copy()
+        self.stats["solve_time"] += time.perf_counter() - start
+        self.stats["solves"] += 1
+        self.stats["right_hand_sides"] += 1 if b.ndim == 1 else b.shape[1]
+        return x
+
+    def solve_transposed(self, b) -> np.ndarray:
+        """Solve ``A^T x = b`` with the factorization of the last ``A`` (the adjoint solves of
+        :mod:`mechanics.sensitivity`); ``b`` of shape ``(n,)`` or ``(n, k)``. Not memoised."""
+        if self.matrix is None:
+            raise LinearSolverError(f"{self.name}.solve_transposed called before a successful factorize()")
+        b = _check_rhs(b, self.matrix.shape[0], self.name)
+        if not np.all(np.isfinite(b)):
+            raise LinearSolverError(f"{self.name}: the right-hand side has non-finite entries")
+        start = time.perf_counter()
+        x = self._backend.solve_transposed(np.ascontiguousarray(b))
         self.stats["solve_time"] += time.perf_counter() - start
         self.stats["solves"] += 1
         self.stats["right_hand_sides"] += 1 if b.ndim == 1 else b.shape[1]

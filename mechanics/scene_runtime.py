@@ -489,6 +489,23 @@ class Scene:
     def positions(self) -> np.ndarray:
         return self.simulation.x
 
+    def gradients(self, outputs, wrt) -> dict[str, dict[str, float]]:
+        """Exact derivatives ``{output: {key: d output / d key}}`` at the last frame, a converged static
+        equilibrium (implicit function theorem, one adjoint solve per output; docs/gradients.md).
+
+        ``outputs``: names of :meth:`outputs` (cable displacement, cableLength and force, cavity volumeGrowth,
+        cavityVolume and pressure, effector positions and distance, the contacts' normalForce) or nodal probes
+        ``node[i].x``/``.y``/``.z``/``.displacement``; ``wrt``: key paths (youngModulus and poissonRatio of a
+        body or a material region, totalMass, massDensity, ``scene.gravity.x``, actuator values, a plane
+        obstacle's ``point.x``, cable points ``body.B.cable.C.points[k].x``).
+
+        Raises NotConvergedError when the last frame did not converge (or none ran), NotDifferentiableError at
+        an edge of the active set or a sliding contact, GradientError for an unknown name or a mode without
+        gradients (all in :mod:`mechanics.sensitivity`)."""
+        from softsim.mechanics.sensitivity import gradients
+
+        return gradients(self, outputs, wrt)
+
     # -- editing ---------------------------------------------------------------------------------------
     def get(self, path: str):
         return get_value(self.spec, path)

@@ -1,0 +1,323 @@
+"""Exact gradients at a converged static equilibrium by the implicit function theorem, one adjoint solve per
+output.
+
+At the equilibrium the force balance and the active rows' laws hold:
+
+    G(x, lambda; p) = f_int(x) + f_ext(x) + J(x)^T lambda = 0        (free DOFs)
+    c_D(x, lambda; p) = d_D(x) + C_D lambda_D - target_D(p) = 0      (HELD rows, mechanics.sensitivity.active_set)
+    lambda_F = its target (a force actuator's value, a bound, or 0)   (FORCED rows)
+
+Differentiating, with A = -dG/dx = K + S (K the exact material tangent, S = -d(J^T lambda)/dx the constraint
+forces' stiffness, plus a follower load's tangent):
+
+    [ A     -J_D^T ] [ dx       ]   [ dG/dp + J_F^T dlambda_F ]
+    [ J_D    C_D   ] [ dlambda_D] = [ -(dd_D/dp - dtarget_D/dp) ]
+
+For an output o(x, lambda), do/dp = y . (right-hand side) + do/dlambda_F . dlambda_F/dp + do/dp|explicit with the
+adjoint y of the transposed system, solved by its Schur complement in constraint space:
+
+    Z = A^-T [g_x, J_D^T]            (one multi-right-hand-side solve: one column per output, one per HELD row)
+    (J_D Z_J + C_D) y_D = g_D + J_D Z_g,    y_x = Z_g - Z_J y_D.
+
+A^-T is applied with the factorization the frame's last equilibrium step left (the constrained tangent's), by
+iterative refinement against the exact A at the equilibrium; a factorization of A itself is made only when the
+refinement does not converge (a factorization made far from the equilibrium, or of SOFA's approximate tangent).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from softsim.mechanics.equilibrium import body_size
+from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
+from softsim.mechanics.resolutions import FORCE
+from softsim.mechanics.sensitivity.active_set import ActiveSet, classify
+from softsim.mechanics.sensitivity.errors import GradientError, NotConvergedError, NotDifferentiableError
+from softsim.mechanics.sensitivity.outputs import output_gradient
+from softsim.mechanics.sensitivity.parameters import parameter
+
+logger = logging.getLogger(__name__)
+
+#: iterative refinement of A^-T: stop at this backward error (residual over |A| |Y| + |B|, per column)
+REFINEMENT_TOLERANCE = 1e-14
+#: ... after at most this many steps; a step that does not halve the error ends the refinement
+MAX_REFINEMENTS = 12
+
+
+@dataclass
+class EquilibriumState:
+    """The converged static frame the gradients are taken at: ``x (N, 3)``, the final constraint ``system`` and
+    its multipliers ``force (m,)``, ``free_dofs``; ``size`` the body's bounding-box diagonal."""
+
+    scene: object
+    x: np.ndarray
+    system: object
+    force: np.ndarray
+    free_dofs: np.ndarray
+    size: float
+
+    @property
+    def n_dofs(self) -> int:
+        return int(self.x.size)
+
+    @property
+    def n_rows(self) -> int:
+        return 0 if self.system is None else self.system.n_rows
+
+    def rows_of(self, name: str) -> slice | None:
+        if self.system is None:
+            return None
+        for constraint, rows in zip(self.system.constraints, self.system.row_ranges):
+            if constraint.name == name:
+                return rows
+        return None
+
+
+@dataclass
+class GradientReport:
+    """What :func:`gradients` computed: ``values`` {output: {key: d output / d key}}, ``outputs`` {output:
+    value}, ``parameters`` {key: value}, the active set's counts, how A^-T was applied (``reused``: the frame's
+    factorization with ``refinements`` steps, else a new factorization) and ``times`` in seconds."""
+
+    values: dict
+    outputs: dict
+    parameters: dict
+    held_rows: int = 0
+    forced_rows: int = 0
+    reused: bool = False
+    refinements: int = 0
+    times: dict = field(default_factory=dict)
+
+
+def equilibrium_state(scene) -> EquilibriumState:
+    """The scene's last frame as an :class:`EquilibriumState`, or the typed error saying why it has none."""
+    sim = scene.simulation
+    report = sim.last_report
+    if report is None:
+        raise NotConvergedError("no frame has been solved yet: gradients are taken at a converged frame "
+                                "(call step() first)")
+    if sim.mode != "static":
+        raise GradientError("gradients are available in static mode only (scene.mode = \"static\"); dynamic mode's "
+                            "sensitivities depend on the whole trajectory (docs/gradients.md)")
+    if not report.converged:
+        reason = report.message or report.status
+        raise NotConvergedError(f"frame {report.frame} did not converge ({report.status}: {reason}): it is no "
+                                "equilibrium, so it has no gradient")
+    if getattr(sim, "_edited", False):
+        raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
+                            "gradients")
+    if report.inverse is not None:
+        raise GradientError("the inverse model's sensitivities are not available yet (docs/gradients.md)")
+    system, force = None, np.zeros(0)
+    if report.n_constraint_rows:
+        if report.equilibrium is None:
+            raise GradientError("the frame ended with the linear correction (solver.newton.correction = "
+                                "\"linear\"), not at the constrained equilibrium: no gradient")
+        system, force = report.equilibrium.system, np.asarray(report.equilibrium.force, dtype=np.float64)
+        if system is None or system.n_rows != force.size:
+            raise GradientError("the frame's constraint rows do not match its multipliers")
+    problem = sim.problem
+    return EquilibriumState(scene, np.array(sim.x, dtype=np.float64), system, force, problem.free_dofs,
+                            body_size(problem.elasticity.rest_positions))
+
+
+def tangent(state: EquilibriumState) -> sp.csr_matrix:
+    """A = K + S (+ follower loads' tangents) on the free DOFs at the equilibrium, with the exact material
+    tangent (the bodies' elasticities are switched to it for the assembly and back)."""
+    sim = state.scene.simulation
+    problem = sim.problem
+    switched = []
+    for body in state.scene.model.bodies:
+        elasticity = body.elasticity
+        if not elasticity.exact_tangent:
+            switched.append((elasticity, elasticity.corotational_tangent, elasticity.spd_projection))
+            elasticity.set_material(corotational_tangent="exact", spd_projection=False)
+    try:
+        K = problem.tangent(state.x)
+    finally:
+        for elasticity, kind, projection in switched:
+            elasticity.set_material(corotational_tangent=kind, spd_projection=projection)
+    terms = []
+    if state.system is not None:
+        for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
+            term = constraint.force_stiffness(state.x, state.force[rows])
+            if term is not None:
+                terms.append(term)
+    A = sim._constrained_tangent.matrix(K, terms) if terms else K
+    A = sp.csr_matrix(A, copy=True)
+    free = state.free_dofs
+    for load in problem.loads:
+        load_tangent = getattr(load, "tangent", None)
+        extra = load_tangent(state.x) if callable(load_tangent) else None
+        if extra is not None:
+            A = (A + sp.csr_matrix(extra)[free][:, free]).tocsr()
+    A.sort_indices()
+    return A
+
+
+class TransposedSolve:
+    """A^-T through the frame's factorization ``factorized`` (a DirectSolver of a nearby matrix) refined against
+    the exact ``A``, or through a factorization of A made here when that does not converge."""
+
+    def __init__(self, A: sp.csr_matrix, factorized=None) -> None:
+        self.A = A
+        self.AT = A.T.tocsr()
+        self.norm = float(abs(A).sum(axis=1).max()) if A.nnz else 0.0
+        usable = (isinstance(factorized, DirectSolver) and factorized.is_factorized
+                  and factorized.matrix.shape == A.shape)
+        self.solver = factorized if usable else None
+        self.reused = usable
+        self.refinements = 0
+
+    def _fresh(self) -> None:
+        self.solver = DirectSolver()
+        self.solver.factorize(self.A)
+        self.reused = False
+
+    def solve(self, B: np.ndarray) -> np.ndarray:
+        if B.shape[1] == 0:
+            return np.zeros(B.shape)
+        if self.solver is None:
+            self._fresh()
+        Y, converged = self._refine(B)
+        if not converged and self.reused:
+            logger.debug("the frame's factorization does not converge as a preconditioner: factorizing A")
+            self._fresh()
+            Y, converged = self._refine(B)
+        if not converged:
+            raise GradientError("the adjoint solve did not converge: the tangent at the equilibrium is singular "
+                                "or nearly so")
+        return Y
+
+    def _refine(self, B: np.ndarray) -> tuple[np.ndarray, bool]:
+        try:
+            Y = np.asarray(self.solver.solve_transposed(B)).reshape(B.shape)
+        except LinearSolverError:
+            return np.zeros(B.shape), False
+        scale_b = np.linalg.norm(B, axis=0)
+        last = np.inf
+        for _ in range(MAX_REFINEMENTS):
+            R = B - self.AT @ Y
+            error = float(np.max(np.linalg.norm(R, axis=0) / (self.norm * np.linalg.norm(Y, axis=0) + scale_b
+                                                              + np.finfo(float).tiny)))
+            if error <= REFINEMENT_TOLERANCE:
+                return Y, True
+            if error > 0.5 * last:
+                return Y, error <= 1e3 * REFINEMENT_TOLERANCE  # stalled at round-off
+            last = error
+            Y = Y + np.asarray(self.solver.solve_transposed(R)).reshape(B.shape)
+            self.refinements += 1
+        return Y, False
+
+
+def _frame_factorization(state: EquilibriumState):
+    sim = state.scene.simulation
+    if state.system is not None and state.system.n_rows:
+        return sim._constrained_tangent.current_solver
+    return getattr(sim.newton, "linear_solver", None)
+
+
+def gradient_report(scene, outputs, wrt) -> GradientReport:
+    """{output: {key: d output / d key}} at the scene's last frame, with what it took (:class:`GradientReport`).
+
+    Raises NotConvergedError (no converged frame), NotDifferentiableError (an edge of the active set or a
+    sliding contact), GradientError (a name that is not an output or a parameter, a mode without gradients).
+    """
+    started = time.perf_counter()
+    outputs, wrt = _names(outputs, "outputs"), _names(wrt, "wrt")
+    state = equilibrium_state(scene)
+    grads = [output_gradient(state, name) for name in outputs]
+    params = [parameter(scene, key) for key in wrt]
+    force_scale = _force_scale(state)
+    active = classify(state.system, state.force, force_scale, state.size) if state.system is not None else \
+        ActiveSet(np.zeros(0, bool), np.zeros(0, bool), [])
+    if active.edges:
+        raise NotDifferentiableError(active.edges)
+    _check_contacts(state, active)
+    times = {"setup": time.perf_counter() - started}
+
+    started = time.perf_counter()
+    A = tangent(state)
+    times["tangent"] = time.perf_counter() - started
+    started = time.perf_counter()
+    free = state.free_dofs
+    m = state.n_rows
+    held = active.held
+    J = state.system.J_free.tocsr() if m else sp.csr_matrix((0, free.size))
+    J_held = J[np.flatnonzero(held)]
+    g_x = np.column_stack([g.dx[free] for g in grads]) if grads else np.zeros((free.size, 0))
+    g_l = np.column_stack([g.dlambda for g in grads]) if grads else np.zeros((m, 0))
+    solve = TransposedSolve(A, _frame_factorization(state))
+    Z = solve.solve(np.column_stack([g_x, J_held.T.toarray()]))
+    n_out = len(grads)
+    Z_g, Z_J = Z[:, :n_out], Z[:, n_out:]
+    compliance = state.system.compliance[held] if m else np.zeros(0)
+    schur = J_held @ Z_J + np.diag(compliance)
+    y_held = np.linalg.solve(schur, g_l[held] + J_held @ Z_g) if held.any() else np.zeros((0, n_out))
+    y_x = Z_g - Z_J @ y_held
+    times["adjoint"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    kinds = np.repeat(state.system.blocks.kind, state.system.blocks.size) if m else np.zeros(0, np.int8)
+    target_held = held & (kinds != FORCE)
+    values = {g.name: {} for g in grads}
+    for p in params:
+        partial = p.partial(state)
+        d_lambda = np.where(active.force_target, partial.target, 0.0)
+        b_force = partial.force[free] + (J.T @ d_lambda if m else 0.0)
+        b_law = -(partial.violation[held] - np.where(target_held, partial.target, 0.0)[held])
+        column = y_x.T @ b_force + y_held.T @ b_law + g_l.T @ d_lambda
+        for g, value in zip(grads, column):
+            values[g.name][p.key] = float(value + partial.outputs.get(g.name, 0.0))
+    times["parameters"] = time.perf_counter() - started
+    return GradientReport(values, {g.name: g.value for g in grads}, {p.key: p.value for p in params},
+                          int(held.sum()), int(m - held.sum()), solve.reused, solve.refinements, times)
+
+
+def gradients(scene, outputs, wrt) -> dict:
+    """{output: {key: d output / d key}} at the scene's last converged static frame (see
+    :func:`gradient_report`)."""
+    return gradient_report(scene, outputs, wrt).values
+
+
+def _names(names, what: str) -> list[str]:
+    names = [names] if isinstance(names, str) else list(names)
+    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+        raise GradientError(f"{what}: give one or more names, got {names!r}")
+    return [n.strip() for n in names]
+
+
+def _force_scale(state: EquilibriumState) -> float:
+    problem = state.scene.simulation.problem
+    problem.residual(state.x)
+    return float(problem.last_force_scale)
+
+
+def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
+    """Contact rows are differentiated with their normals held: exact against planes only."""
+    if state.system is None:
+        return
+    for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
+        if not active.held[rows].any() or not hasattr(constraint, "contact_nodes"):
+            continue
+        obstacles = getattr(constraint, "obstacles", None)
+        if obstacles is None:
+            raise GradientError(f"{constraint.name}: active contacts between bodies are not differentiated yet "
+                                "(docs/gradients.md)")
+        used = {int(i) for i in constraint.contact_obstacles[_held_contacts(constraint, active.held[rows])]}
+        curved = [type(obstacles[i]).__name__ for i in used if type(obstacles[i]).__name__ != "PlaneObstacle"]
+        if curved:
+            raise GradientError(f"{constraint.name}: active contacts against a {curved[0]}: their normals are "
+                                "taken at the frame's detection, so the gradient would not be exact; planes only "
+                                "(docs/gradients.md)")
+
+
+def _held_contacts(constraint, held_rows: np.ndarray) -> np.ndarray:
+    mask = constraint._row_mask()
+    per_contact = np.zeros(mask.shape, dtype=bool)
+    per_contact[mask] = held_rows
+    return np.flatnonzero(per_contact[:, 0])

@@ -1,0 +1,280 @@
+"""The parameters a gradient is taken with respect to (``wrt``): scene key paths, and how each one enters the
+equilibrium equations.
+
+For a parameter p, :meth:`Parameter.partial` gives the partial derivatives at the converged state (x, lambda)
+held fixed: of the force balance G = f_int + f_ext + J^T lambda (on every DOF), of each constraint row's
+violation d_i(x) and of its target, and of the outputs that depend on p explicitly.
+
+- ``body.NAME.material.youngModulus`` / ``poissonRatio`` and ``body.NAME.material.region[i].youngModulus`` /
+  ``poissonRatio``: every material law is linear in the Lame parameters (mu, lambda), so the difference of two
+  force evaluations of the elements the key sets, with (mu, lambda) and (mu + dmu/dp, lambda + dlambda/dp), is
+  the exact partial (``TetElasticity.forces_of``).
+- ``scene.gravity.x`` (``.y``, ``.z``, or ``[0]``..``[2]``): the lumped masses on that axis.
+- ``body.NAME.material.totalMass`` (or ``massDensity``): the body's weight over the value (weight is linear in
+  it; in static mode mass acts only through gravity).
+- ``body.NAME.cable.C.value``, ``body.NAME.cavity.C.value``: the target of the actuator's row (1 when the
+  value is imposed as it is, 0 when a range or rate limit clipped it).
+- ``obstacle.NAME.point.x`` (planes): the contact rows' gaps move by -n_x.
+- ``body.NAME.cable.C.points[k].x``: the cable's row (its Jacobian, its violation with the rest length that
+  follows the points, and its outputs) rebuilt with the point moved by +-h and +-h/2, combined by Richardson
+  extrapolation (error O(h^4), h = 1e-4 of the body's size; the points are mapped into their tetrahedra, which
+  is affine in the point inside one tetrahedron).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from softsim.mechanics.constraints import CableConstraint, PlaneObstacle
+from softsim.mechanics.scene import get_value
+from softsim.mechanics.scene.edit import resolve
+from softsim.mechanics.scene.schema import CableSpec, CavitySpec, MaterialRegionSpec, MaterialSpec, SceneSettings
+from softsim.mechanics.sensitivity.errors import GradientError
+
+from softsim import meshes
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+_COMPONENT = re.compile(r"^(?P<base>.+?)(?:\[(?P<index>\d+)\])?(?:\.(?P<axis>[xyz])|\[(?P<axis_index>[0-2])\])?$")
+#: Richardson step of the rebuilt cable rows, as a fraction of the body's size
+CABLE_POINT_STEP = 1e-4
+
+
+@dataclass
+class Partial:
+    """Partial derivatives with respect to one parameter at the converged (x, lambda) held fixed.
+
+    ``force (3N,)``: of f_int + f_ext + J^T lambda; ``violation (m,)`` and ``target (m,)``: of each row's
+    violation and target; ``outputs``: of the outputs that depend on the parameter explicitly."""
+
+    force: np.ndarray
+    violation: np.ndarray
+    target: np.ndarray
+    outputs: dict = field(default_factory=dict)
+
+
+class Parameter:
+    """One ``wrt`` key: ``key`` as given, ``value`` its current value."""
+
+    key: str
+    value: float
+
+    def partial(self, state) -> Partial:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    @staticmethod
+    def zero(state) -> Partial:
+        m = state.n_rows
+        return Partial(np.zeros(state.n_dofs), np.zeros(m), np.zeros(m))
+
+
+def _split(scene, key: str) -> tuple[str, int | None, int | None]:
+    """``key`` -> (base key path, list index of the last segment or None, axis or None)."""
+    match = _COMPONENT.match(key.strip())
+    if not match:
+        raise GradientError(f"wrt {key!r}: not a key path")
+    axis = match.group("axis")
+    axis = _AXES[axis] if axis else (int(match.group("axis_index")) if match.group("axis_index") else None)
+    index = match.group("index")
+    return match.group("base"), None if index is None else int(index), axis
+
+
+def parameter(scene, key: str) -> Parameter:
+    """The :class:`Parameter` of the ``wrt`` key ``key`` (GradientError naming what is wrong)."""
+    base, index, axis = _split(scene, key)
+    spec = scene.spec
+    try:
+        address = resolve(spec, base if index is None else f"{base}[{index}]")
+        value = get_value(spec, base if index is None else f"{base}[{index}]")
+    except Exception:  # noqa: BLE001 - the points list is not addressable by index in the scene's paths
+        try:
+            address = resolve(spec, base)
+            value = get_value(spec, base)
+        except Exception as error:  # noqa: BLE001 - SceneError: the message names the key
+            raise GradientError(f"wrt {key!r}: {error}") from None
+    table, name = address.table, address.key
+    if isinstance(table, SceneSettings) and name == "gravity":
+        if axis is None:
+            raise GradientError(f"wrt {key!r}: gravity is a vector; take a component: {base}.x, .y or .z")
+        return GravityParameter(key, float(value[axis]), axis)
+    if isinstance(table, MaterialSpec | MaterialRegionSpec) and name in ("youngModulus", "poissonRatio"):
+        if value is None:
+            raise GradientError(f"wrt {key!r}: this region sets no {name}")
+        body = address.index("body")
+        region = address.index("region")
+        return MaterialParameter(key, float(value), body, region, name)
+    if isinstance(table, MaterialSpec) and name in ("totalMass", "massDensity"):
+        if value is None:
+            raise GradientError(f"wrt {key!r}: the body has no {name}")
+        if name == "massDensity" and table.totalMass is not None:
+            raise GradientError(f"wrt {key!r}: totalMass is set, so the mass does not depend on massDensity")
+        return MassParameter(key, float(value), address.index("body"))
+    if isinstance(table, CableSpec | CavitySpec) and name == "value":
+        return ActuatorValue(key, float(value), table.name)
+    if isinstance(table, CableSpec) and name == "points":
+        if table.points is None or index is None or axis is None:
+            raise GradientError(f"wrt {key!r}: name one coordinate of one cable point: {base}[k].x (the cable "
+                                "must be given by points)")
+        if not 0 <= index < len(table.points):
+            raise GradientError(f"wrt {key!r}: the cable has {len(table.points)} points (0..{len(table.points) - 1})")
+        return CablePoint(key, float(table.points[index][axis]), address.index("body"), address.index("cable"),
+                          index, axis)
+    if type(table).__name__ == "ObstacleSpec" and name in ("point", "center"):
+        if axis is None:
+            raise GradientError(f"wrt {key!r}: the obstacle's {name} is a vector; take a component: {base}.x")
+        return ObstaclePosition(key, float(value[axis]), address.index("obstacle"), axis)
+    raise GradientError(f"wrt {key!r}: gradients are available with respect to youngModulus, poissonRatio "
+                        "(of a body or a material region), totalMass, massDensity, scene.gravity.x/y/z, actuator "
+                        "values (body.B.cable.C.value, body.B.cavity.C.value), a plane obstacle's point.x/y/z and "
+                        "cable points (body.B.cable.C.points[k].x)")
+
+
+def _place(state, body: int, values: np.ndarray) -> np.ndarray:
+    """A body's (n_b, 3) array on the concatenated DOFs (3N,)."""
+    full = np.zeros((state.n_dofs // 3, 3))
+    start = int(state.scene.node_offsets[body])
+    full[start:start + values.shape[0]] = values
+    return full.reshape(-1)
+
+
+class GravityParameter(Parameter):
+    def __init__(self, key: str, value: float, axis: int) -> None:
+        self.key, self.value, self.axis = key, value, axis
+
+    def partial(self, state) -> Partial:
+        partial = self.zero(state)
+        masses = np.concatenate([gravity.masses for gravity in state.scene.gravities])
+        partial.force.reshape(-1, 3)[:, self.axis] = masses
+        return partial
+
+
+class MassParameter(Parameter):
+    def __init__(self, key: str, value: float, body: int) -> None:
+        self.key, self.value, self.body = key, value, body
+
+    def partial(self, state) -> Partial:
+        partial = self.zero(state)
+        gravity = state.scene.gravities[self.body]
+        partial.force[:] = _place(state, self.body, gravity.masses[:, None] * gravity.g[None, :] / self.value)
+        return partial
+
+
+def lame_derivatives(young: np.ndarray, poisson: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(dmu/dp, dlambda/dp) (k,) for p = ``"youngModulus"`` or ``"poissonRatio"``, with mu = E / (2 (1 + nu))
+    and lambda = E nu / ((1 + nu)(1 - 2 nu))."""
+    if name == "youngModulus":
+        return 1.0 / (2.0 * (1.0 + poisson)), poisson / ((1.0 + poisson) * (1.0 - 2.0 * poisson))
+    return (-young / (2.0 * (1.0 + poisson) ** 2),
+            young * (1.0 + 2.0 * poisson ** 2) / ((1.0 + poisson) ** 2 * (1.0 - 2.0 * poisson) ** 2))
+
+
+class MaterialParameter(Parameter):
+    def __init__(self, key: str, value: float, body: int, region: int | None, name: str) -> None:
+        self.key, self.value, self.body, self.region, self.name = key, value, body, region, name
+
+    def elements(self, scene) -> np.ndarray:
+        """The element ids (k,) whose value this key sets (later regions override earlier ones)."""
+        body = scene.spec.bodies[self.body]
+        mesh = scene.meshes[self.body]
+        source = np.full(mesh.n_tets, -1)
+        for i, region in enumerate(body.material.regions):
+            if getattr(region, self.name) is not None:
+                source[meshes.tets_in_box(mesh.points, mesh.tets, region.box)] = i
+        return np.flatnonzero(source == (-1 if self.region is None else self.region))
+
+    def partial(self, state) -> Partial:
+        partial = self.zero(state)
+        scene = state.scene
+        elasticity = scene.model.bodies[self.body].elasticity
+        elements = self.elements(scene)
+        if elements.size == 0:
+            return partial
+        start, stop = scene.node_offsets[self.body], scene.node_offsets[self.body + 1]
+        x = state.x[start:stop]
+        mu, lam = elasticity.mu[elements], elasticity.lam[elements]
+        dmu, dlam = lame_derivatives(elasticity.young[elements], elasticity.poisson[elements], self.name)
+        force = elasticity.forces_of(x, elements, mu + dmu, lam + dlam) - elasticity.forces_of(x, elements, mu, lam)
+        partial.force[:] = _place(state, self.body, force)
+        return partial
+
+
+class ActuatorValue(Parameter):
+    def __init__(self, key: str, value: float, name: str) -> None:
+        self.key, self.value, self.name = key, value, name
+
+    def partial(self, state) -> Partial:
+        partial = self.zero(state)
+        rows = state.rows_of(self.name)
+        if rows is not None:
+            target = state.system.blocks.target[np.searchsorted(state.system.blocks.start, rows.start)]
+            imposed = abs(target - self.value) <= 1e-12 * max(abs(target), abs(self.value), 1e-300)
+            partial.target[rows] = 1.0 if imposed else 0.0
+        return partial
+
+
+class ObstaclePosition(Parameter):
+    def __init__(self, key: str, value: float, obstacle: int, axis: int) -> None:
+        self.key, self.value, self.obstacle, self.axis = key, value, obstacle, axis
+
+    def partial(self, state) -> Partial:
+        partial = self.zero(state)
+        obstacle = state.scene.obstacles[self.obstacle]
+        if not isinstance(obstacle, PlaneObstacle):
+            raise GradientError(f"wrt {self.key!r}: the position of a {type(obstacle).__name__} is not supported "
+                                "(planes only: their contact rows are linear in the plane's point)")
+        for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
+            if obstacle not in getattr(constraint, "obstacles", ()):
+                continue
+            index = constraint.obstacles.index(obstacle)
+            mask = constraint._row_mask()
+            per_contact = np.zeros(mask.shape)
+            per_contact[:, 0] = np.where(constraint.contact_obstacles == index, -obstacle.normal[self.axis], 0.0)
+            partial.violation[rows] = per_contact[mask]
+        return partial
+
+
+class CablePoint(Parameter):
+    def __init__(self, key: str, value: float, body: int, cable: int, point: int, axis: int) -> None:
+        self.key, self.value, self.body, self.cable, self.point, self.axis = key, value, body, cable, point, axis
+
+    def _rows(self, state, shift: float):
+        """(J^T lambda (3N,), violation, outputs) of the cable rebuilt with the point moved by ``shift``."""
+        from softsim.mechanics.scene_runtime import _cable_kwargs  # the scene's own construction of a cable
+
+        scene = state.scene
+        spec = scene.spec.bodies[self.body].cables[self.cable]
+        kwargs = _cable_kwargs(spec)
+        kwargs["points"] = kwargs["points"].copy()
+        kwargs["points"][self.point, self.axis] += shift
+        mesh = scene.meshes[self.body]
+        cable = scene.model.place(CableConstraint(mesh.points, mesh.tets, name=spec.name, **kwargs), self.body)
+        rows = state.rows_of(spec.name)
+        force = state.force[rows] if rows is not None else np.zeros(1)
+        J = cable.jacobian(state.x)
+        cable.store(force, state.x)
+        outputs = cable.outputs
+        return (np.asarray(J.T @ force).reshape(-1), cable.violation(state.x, state.x, J),
+                {f"{spec.name}.{k}": outputs[k] for k in ("displacement", "cableLength")})
+
+    def partial(self, state) -> Partial:
+        h = CABLE_POINT_STEP * state.size
+
+        def difference(step):
+            plus, minus = self._rows(state, step), self._rows(state, -step)
+            return ((plus[0] - minus[0]) / (2 * step), (plus[1] - minus[1]) / (2 * step),
+                    {k: (plus[2][k] - minus[2][k]) / (2 * step) for k in plus[2]})
+
+        coarse, fine = difference(h), difference(0.5 * h)
+        force = (4.0 * fine[0] - coarse[0]) / 3.0
+        violation = (4.0 * fine[1] - coarse[1]) / 3.0
+        partial = self.zero(state)
+        partial.force[:] = force
+        rows = state.rows_of(self.spec_name(state))
+        if rows is not None:
+            partial.violation[rows] = violation
+        partial.outputs = {k: (4.0 * fine[2][k] - coarse[2][k]) / 3.0 for k in fine[2]}
+        return partial
+
+    def spec_name(self, state) -> str:
+        return state.scene.spec.bodies[self.body].cables[self.cable].name
