@@ -56,6 +56,11 @@ EXACT_INCREMENT_STEPS = 20
 #: stalling (Newton wandering far from the answer): it is cut at once instead of spending its whole budget
 STALL_FACTOR = 0.5
 STALL_STEPS = 8
+#: an increment whose step budget is spent goes on (up to this multiple of its budget) while its merit is below
+#: CONVERGING_DROP of its start and fell in each of its last two steps: the trunk's first frame (gravity and
+#: 1 mm of cable) reached 1e-5 of the force scale in its 20 steps, was cut and took 28 more
+CONVERGING_EXTRA_STEPS = 2
+CONVERGING_DROP = 1e-3
 #: with the exact tangent a step reuses the last factorization only when the step before cut the imbalance by
 #: this factor (a chord step then still gains a lot; otherwise Newton's quadratic step is worth a factorization)
 EXACT_REUSE_RATE = 0.1
@@ -467,6 +472,13 @@ def _remember(ctx: _Context, start: _State, end: _State) -> None:
     ctx.tangent.history = Secant(start.x.copy(), start.force.copy(), end.x.copy(), end.force.copy(), change, key)
 
 
+def _converging(merits: list) -> bool:
+    """Whether an increment's merits (one per step) are closing in on the answer: the last is below
+    :data:`CONVERGING_DROP` of the first, and each of the last two steps lowered it."""
+    return (len(merits) >= 3 and merits[-1] <= CONVERGING_DROP * merits[0]
+            and merits[-1] < merits[-2] < merits[-3])
+
+
 def _passes(ctx: _Context, state: _State, accuracy: float) -> bool:
     return state.balanced and state.length <= ctx.length_tolerance + 2.0 * accuracy
 
@@ -490,6 +502,9 @@ def _increment(ctx: _Context, state: _State, t: float):
     accuracy = 0.0
     max_steps = (min(EXACT_INCREMENT_STEPS, STEPS_PER_FACTORIZATION * newton.newton_iterations) if ctx.exact
                  else STEPS_PER_FACTORIZATION * newton.newton_iterations)
+    # an exact tangent's Newton steps refactorize while far from the answer: an increment may use its whole step
+    # budget (``newton_iterations``, SOFA's count of factorizations, is a scene's setting for SOFA's tangent)
+    max_factorizations = max(newton.newton_iterations, max_steps) if ctx.exact else newton.newton_iterations
     solver = ctx.solver
     ctx.last_increment_steps = 0
     while True:
@@ -514,7 +529,10 @@ def _increment(ctx: _Context, state: _State, t: float):
             state.unbalanced > EXACT_REUSE_RATE * last_unbalanced if ctx.exact
             else state.unbalanced > 0.9 * last_unbalanced and not refactorized_last)
         refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or slow
-        if steps >= max_steps or (refactorize and factorizations >= newton.newton_iterations):
+        out_of_steps = steps >= max_steps or (refactorize and factorizations >= max_factorizations)
+        if out_of_steps and ctx.exact and steps < CONVERGING_EXTRA_STEPS * max_steps and _converging(merits):
+            out_of_steps = False  # Newton's last steps are closing in: cutting now would throw them away
+        if out_of_steps:
             if state.unbalanced > 1e3 * reference:
                 return state, accuracy, "cut", (f"the unbalanced force grew from {reference:.3g} to "
                                                 f"{state.unbalanced:.3g} in {steps} steps")
