@@ -8,14 +8,38 @@ to this one; a source checkout that is on ``sys.path`` finds them there.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 from pathlib import Path
 
 __version__ = "0.1.0"
 
+#: the subpackages, which a source checkout keeps as the repository's top-level folders
+SUBPACKAGES = ("app", "mechanics", "meshes", "resources")
+
 _HERE = Path(__file__).resolve().parent
+
+
+class _CheckoutFinder(importlib.abc.MetaPathFinder):
+    """Finds ``softsim.app``, ``softsim.mechanics``, ``softsim.meshes`` and ``softsim.resources`` in the folders
+    beside this package in a source checkout, and nothing else there (``softsim.tests`` does not import)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def find_spec(self, fullname, path=None, target=None):
+        prefix, _, name = fullname.partition(".")
+        if prefix != __name__ or name not in SUBPACKAGES:
+            return None
+        folder = self.root / name
+        return importlib.util.spec_from_file_location(fullname, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+
+
 if not (_HERE / "mechanics").is_dir() and (_HERE.parent / "mechanics" / "__init__.py").is_file():
-    # source checkout: the subpackages are the repository's top-level folders
-    __path__.append(str(_HERE.parent))  # noqa: F821 - the package's own __path__
+    if not any(isinstance(finder, _CheckoutFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _CheckoutFinder(_HERE.parent))
 
 
 def __getattr__(name: str):

@@ -65,3 +65,29 @@ def test_the_scan_detects_a_forbidden_import():
         "numpy", "PyQt6", "vtk"}
     assert _imported_top_modules("from softsim.app.cli import main\nfrom softsim import app") == {
         "softsim.app", "softsim"}
+
+
+def test_a_source_checkout_imports_the_four_subpackages_and_nothing_else():
+    """From the repository root (the checkout first on sys.path), ``softsim.mechanics`` and its siblings import
+    from the folders beside ``softsim/``, while other folders there (``tests``, ``benchmarks``, ``softsim``
+    itself) are not subpackages."""
+    code = (
+        "import importlib, softsim\n"
+        "for name in ('app', 'mechanics', 'meshes', 'resources'):\n"
+        "    module = importlib.import_module('softsim.' + name)\n"
+        "    print(name, module.__file__)\n"
+        "for name in ('tests', 'benchmarks', 'softsim', 'docs'):\n"
+        "    try:\n"
+        "        importlib.import_module('softsim.' + name)\n"
+        "    except ImportError:\n"
+        "        print(name, 'refused')\n"
+        "    else:\n"
+        "        print(name, 'imported')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                            check=True)
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    for name in ("app", "mechanics", "meshes", "resources"):
+        assert Path(lines[name]) == ROOT / name / "__init__.py"
+    for name in ("tests", "benchmarks", "softsim", "docs"):
+        assert lines[name] == "refused"
