@@ -10,14 +10,15 @@ import argparse
 import logging
 import sys
 
-SUBCOMMANDS = ("run", "check", "info", "sweep")
+SUBCOMMANDS = ("run", "check", "info", "sweep", "import")
 
 
 def _gui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="softsim", description="Interactive soft-robot simulator.",
-        epilog="Subcommands (no window): softsim run|check|info|sweep ... (see softsim run --help).")
-    parser.add_argument("path", nargs="?", help="scene (.toml) or tetrahedral mesh file; default: the finger")
+        epilog="Subcommands (no window): softsim run|check|info|sweep|import ... (see softsim run --help).")
+    parser.add_argument("path", nargs="?", help="scene (.toml), SOFA scene (.py, .pyscn, .scn: imported on the fly) "
+                                                "or tetrahedral mesh file; default: the finger")
     parser.add_argument("--frames", type=int, default=0, metavar="N",
                         help="run N frames after opening (then, with --screenshot, save it and exit)")
     parser.add_argument("--screenshot", metavar="PNG", help="save a screenshot of the whole window and exit")
@@ -26,8 +27,27 @@ def _gui_parser() -> argparse.ArgumentParser:
                              "body.finger.cable.cable.value=8 (repeatable)")
     parser.add_argument("--camera", choices=("front", "side", "top", "iso"), default=None,
                         help="camera preset for the first view (default: iso)")
+    if "--allow-scripts" not in parser._option_string_actions:
+        parser.add_argument("--allow-scripts", action="store_true",
+                            help="run the scene's Python code (a SOFA .py scene's createScene and controllers)")
     parser.add_argument("--verbose", action="store_true", help="log details")
     return parser
+
+
+def _open_sofa(path: str, allow_scripts: bool) -> tuple[str, str]:
+    """A SOFA scene imported into a temporary folder: (the TOML to open, the import report)."""
+    import tempfile
+    from pathlib import Path
+
+    from softsim.app.sofa_import import import_scene, write_import
+
+    if Path(path).suffix.lower() in (".py", ".pyscn") and not allow_scripts:
+        raise ValueError(f"{Path(path).name} is a SOFA Python scene: opening it runs its createScene (and its "
+                         f"controllers); pass --allow-scripts to allow that, or import it first (softsim import)")
+    out = Path(tempfile.mkdtemp(prefix="softsim-import-")) / (Path(path).stem + ".toml")
+    result = import_scene(path, out, with_controllers=allow_scripts)
+    write_import(result, out)
+    return str(out), result.report.text()
 
 
 class _Batch:
@@ -104,11 +124,23 @@ def run_gui(argv: list[str]) -> int:
         window.resize(app.primaryScreen().availableGeometry().size())
     window.show()
     path = args.path or str(default_scene())
+    report = None
+    from softsim.app.sofa_import import ImportFailure, is_sofa_scene
+
+    if is_sofa_scene(path):
+        try:
+            path, report = _open_sofa(path, getattr(args, "allow_scripts", False))
+        except (ImportFailure, ValueError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            window.close()
+            return 2
     if not window.open_path(path, dialog=not batch):
         if batch:
             print(f"error: {window.session.last_error}", file=sys.stderr)
             window.close()
             return 2
+    if report is not None:
+        window.session.message.emit("warning", report)
     for key, value in overrides:
         problem = window.session.set_parameter(key, value)
         if problem is not None:
@@ -148,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         from softsim.meshes.info import main as info_main
 
         return info_main(argv[1:])
+    if argv and argv[0] == "import":
+        from softsim.app.sofa_import.command import main as import_main  # never imports Qt or VTK
+
+        return import_main(argv[1:])
     if argv and argv[0] == "sweep":
         from softsim.app.sweep.command import main as sweep_main  # never imports Qt or VTK
 

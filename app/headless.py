@@ -556,7 +556,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                          epilog=EXIT_STATUS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     else:
         parser = _Parser(prog="softsim check", description="Validate and build a scene without running it.")
-    parser.add_argument("scene", help="scene file (.toml)")
+    parser.add_argument("scene", help="scene file (.toml), or a SOFA scene (.py, .pyscn, .scn) imported on the fly")
     if command == "run":
         parser.add_argument("--frames", type=int, required=True, metavar="N",
                             help=f"number of frames, 1 to {MAX_FRAMES}")
@@ -568,6 +568,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                         help="override a scene value by its key path, e.g. body.finger.cable.cable.value=5 "
                              "(repeatable)")
+    if "--allow-scripts" not in parser._option_string_actions:
+        parser.add_argument("--allow-scripts", action="store_true",
+                            help="run the scene's Python code (a SOFA .py scene's createScene and controllers)")
     parser.add_argument("--verbose", action="store_true", help="log details and show tracebacks")
     return parser
 
@@ -588,20 +591,38 @@ def parse_override(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def load_scene_with_overrides(path: str | Path, overrides: Sequence[str]):
-    """Load and build the scene at ``path`` and apply the ``KEY=VALUE`` overrides in order.
+def load_scene_with_overrides(path: str | Path, overrides: Sequence[str], *, allow_scripts: bool = False):
+    """Load and build the scene at ``path`` and apply the ``KEY=VALUE`` overrides in order. A SOFA scene
+    (``.py``, ``.pyscn``, ``.scn``) is imported on the fly (:mod:`app.sofa_import`); its import report is the
+    scene's first warning. A Python one runs only with ``allow_scripts`` (its createScene is code).
 
     Raises:
         UsageError: an override is not KEY=VALUE.
         SceneError, MeshError, ParameterError: the scene or an override is invalid.
     """
+    from softsim.app.sofa_import import is_sofa_scene, load_sofa_scene
     from softsim.mechanics.scene_runtime import Scene
 
     pairs = [parse_override(text) for text in overrides]  # syntax errors before the (slower) load
-    scene = Scene.load(path)
+    if is_sofa_scene(path):
+        if Path(path).suffix.lower() in (".py", ".pyscn") and not allow_scripts:
+            raise UsageError(f"{Path(path).name} is a SOFA Python scene: opening it runs its createScene (and its "
+                             f"controllers); pass --allow-scripts to allow that, or import it first (softsim import)")
+        spec, report = load_sofa_scene(path, allow_scripts=allow_scripts)
+        scene = Scene(spec, allow_scripts=allow_scripts)
+        scene.warnings.insert(0, report.text())
+    else:
+        scene = Scene.load(path, allow_scripts=allow_scripts)
     for key, value in pairs:
         scene.set(key, value)
     return scene
+
+
+def scripts_refused(scene) -> str:
+    """Why ``softsim run`` refuses a scene with script controllers without ``--allow-scripts``."""
+    names = ", ".join(f"{c.name} ({c.script})" for c in scene.spec.controllers if c.script is not None)
+    return (f"{Path(scene.spec.source).name}: the scene's controllers run Python scripts: {names}; a script is a "
+            "program with your rights: pass --allow-scripts to run it (only for scenes you trust)")
 
 
 def _one_line(error: BaseException, scene_path: str | None) -> str:
@@ -766,7 +787,10 @@ def _main(command: str, args, verbose: bool, stdout: TextIO, stderr: TextIO,
                     pass
         # the scene module reports every invalid input as a ValueError subclass (SceneError, MeshError,
         # ParameterError); while loading, any ValueError is the input's fault
-        scene = load_scene_with_overrides(args.scene, args.overrides)
+        scene = load_scene_with_overrides(args.scene, args.overrides,
+                                          allow_scripts=getattr(args, "allow_scripts", False))
+        if command == "run" and scene.scripts and not getattr(args, "allow_scripts", False):
+            raise UsageError(scripts_refused(scene))
     except (ValueError, OSError) as error:
         _report_error(error, args.scene, verbose, stderr)
         return EXIT_INVALID

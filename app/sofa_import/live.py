@@ -1,0 +1,148 @@
+"""Running a SOFA scene's own Python controllers on a live softsim scene.
+
+:class:`SofaControllers` runs the scene file's ``createScene`` again against the recording stand-in, keeps the
+``Sofa.Core.Controller`` instances it adds, and binds the recorded data fields the import translated to key
+paths of the running scene: while a controller handles an event, ``cable.value.value`` reads
+``[scene.get('body.finger.cable.cable.value')]`` and ``cable.value = [v]`` (or ``.value.value = [v]``, or
+``findData('value').value = v``) calls ``scene.set('body.finger.cable.cable.value', v)``. Only actuator values,
+fixed-region translations are bound; reading or writing any other data field inside an event
+raises :class:`ControllerError` naming the field.
+
+``on_key(scene, key)`` calls each controller's ``onKeypressedEvent({'key': key})`` and ``on_frame(scene, time)``
+its ``onAnimateBeginEvent({'dt': dt, 'time': time})``: the functions of softsim's ``[[controller]] script``
+interface, so a script made by :func:`adapter_source` runs the controllers unmodified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from softsim.app.sofa_import.graph import Component, Node
+from softsim.app.sofa_import.standin import KEYS, stand_in
+
+__all__ = ["ControllerError", "SofaControllers", "adapter_source"]
+
+
+class ControllerError(RuntimeError):
+    """A SOFA controller touched a data field that is not bound to the running scene."""
+
+
+class _Binding:
+    """Reads and writes of bound fields go to ``scene``; the others raise while a scene is attached."""
+
+    def __init__(self, bindings: dict[str, str]) -> None:
+        self.bindings = bindings
+        self.scene = None
+
+    def key(self, owner: Component | Node, name: str) -> str | None:
+        path = owner.getPathName()
+        return self.bindings.get(f"{path}.{name}") or self.bindings.get(f"{path.rstrip('/')}/.{name}")
+
+    def read(self, owner: Component | Node, name: str) -> Any:
+        key = self.key(owner, name)
+        if self.scene is None or (key is None and name == "name"):
+            return owner.data.get(name) if name != "name" else owner.name
+        if key is None:
+            raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
+                                  f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
+        value = self.scene.get(key)
+        if isinstance(value, tuple):
+            return list(value)
+        return [value] if key.endswith(".value") else value
+
+    def write(self, owner: Component | Node, name: str, value: Any) -> None:
+        key = self.key(owner, name)
+        if self.scene is None:
+            owner.data[name] = value
+            return
+        if key is None:
+            raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller set this data field, which is "
+                                  f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if key.endswith(".value") and isinstance(value, list | tuple):
+            if len(value) != 1:
+                raise ControllerError(f"{owner.getPathName()}.{name}: expected one value, got {value!r}")
+            value = value[0]
+        self.scene.set(key, float(value) if key.endswith(".value") else [float(v) for v in value])
+
+
+class SofaControllers:
+    """The controllers of the SOFA scene ``scene_file``, bound by ``bindings`` (``'/path/component.field'`` ->
+    key path)."""
+
+    def __init__(self, scene_file: str | Path, bindings: dict[str, str]) -> None:
+        from softsim.app.sofa_import.standin import run_python_scene
+
+        self.binding = _Binding(dict(bindings))
+        root, _ = run_python_scene(Path(scene_file))
+        self.controllers = []
+        for node in root.walk():
+            for obj in node.objects:
+                if isinstance(obj, Component):
+                    object.__setattr__(obj, "binding", self.binding)
+                elif type(obj).__name__ != "AnimationManagerController":
+                    self.controllers.append(obj)
+        self.root = root
+        self.scene_file = Path(scene_file)
+
+    @contextlib.contextmanager
+    def _live(self, scene) -> Iterator[None]:
+        self.binding.scene = scene
+        try:
+            with stand_in(self.scene_file.parent):  # a controller may import Sofa modules while it runs
+                yield
+        finally:
+            self.binding.scene = None
+
+    def on_key(self, scene, key: str) -> None:
+        """``onKeypressedEvent({'key': key})`` of every controller that has one (``key`` a character, or a
+        name of Sofa.constants.Key such as ``'plus'``)."""
+        key = KEYS.get(key, key)
+        with self._live(scene):
+            for controller in self.controllers:
+                handler = getattr(controller, "onKeypressedEvent", None)
+                if handler is not None:
+                    handler({"key": key})
+
+    def on_frame(self, scene, time: float) -> None:
+        """``onAnimateBeginEvent({'dt': dt, 'time': time})`` of every controller that has one."""
+        dt = scene.get("scene.dt")
+        with self._live(scene):
+            for controller in self.controllers:
+                handler = getattr(controller, "onAnimateBeginEvent", None)
+                if handler is not None:
+                    handler({"dt": dt, "time": time})
+
+
+def adapter_source(scene_file: str, bindings: dict[str, str], source_name: str) -> str:
+    """The text of a ``[[controller]] script`` that runs the controllers of ``scene_file`` (a path relative to
+    the script's folder, or absolute)."""
+    lines = "\n".join(f"    {k!r}: {v!r}," for k, v in sorted(bindings.items()))
+    return f'''"""softsim controller script written by `softsim import` from {source_name}.
+
+It runs the Sofa.Core.Controller classes of that SOFA scene unmodified: on_key and on_frame call their
+onKeypressedEvent and onAnimateBeginEvent with the scene's data fields bound to the key paths below
+(docs/sofa-import.md).
+"""
+
+from pathlib import Path
+
+from softsim.app.sofa_import.live import SofaControllers
+
+BINDINGS = {{
+{lines}
+}}
+_CONTROLLERS = SofaControllers(Path(__file__).resolve().parent / {scene_file!r}, BINDINGS)
+
+
+def on_key(scene, key):
+    _CONTROLLERS.on_key(scene, key)
+
+
+def on_frame(scene, time):
+    _CONTROLLERS.on_frame(scene, time)
+'''

@@ -1,0 +1,971 @@
+"""Translation of a recorded SOFA graph into softsim's scene data (the TOML tables of docs/scene-format.md).
+
+A *body* is a node holding a MechanicalObject and a tetrahedral force field (TetrahedronFEMForceField) over a
+mesh loader. Its placement, material, mass, fixed regions (ROIs held by rest-shape springs or fixed
+constraints, in the node or in a node that has it as a parent), stacked force fields of sub-topologies, and the
+actuators and effectors of its mapped child nodes (a MechanicalObject with a BarycentricMapping) become the
+``[[body]]`` tables. The root gives gravity and dt, the constraint solver ``[solver.constraint]`` or
+``[solver.inverse]``, the collision pipeline ``[collision]``; the ODE solver over a body gives the mode.
+Every other component goes to the :class:`~app.sofa_import.report.ImportReport`. See docs/sofa-import.md for
+the table of components and fields.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+from softsim.app.sofa_import.graph import Component, Link, Node
+from softsim.app.sofa_import.report import ImportReport
+from softsim.app.sofa_import.values import (
+    Ref,
+    ValueProblem,
+    as_bool,
+    as_float,
+    as_floats,
+    as_ints,
+    as_points,
+    follow,
+)
+from softsim.mechanics.scene.schema import BodySpec, MaterialSpec, RegionSpec, SceneSpec, schema_fields
+
+__all__ = ["Translation", "translate", "has_key"]
+
+VOLUME_LOADERS = {"MeshVTKLoader", "MeshGmshLoader", "GIDMeshLoader", "MeshXspLoader", "MeshExtendedVTKLoader"}
+SURFACE_LOADERS = {"MeshOBJLoader", "MeshObjLoader", "MeshSTLLoader", "MeshOffLoader", "MeshVTKLoader",
+                   "MeshGmshLoader"}
+LOADERS = VOLUME_LOADERS | SURFACE_LOADERS
+TOPOLOGIES = {"MeshTopology", "TetrahedronSetTopologyContainer", "TriangleSetTopologyContainer",
+              "TetrahedronSetTopologyModifier", "TriangleSetTopologyModifier", "TetrahedronSetGeometryAlgorithms",
+              "TriangleSetGeometryAlgorithms", "TetrahedronSetTopologyAlgorithms"}
+FEM = {"TetrahedronFEMForceField", "TetrahedralCorotationalFEMForceField", "FastTetrahedralCorotationalForceField"}
+MASSES = {"UniformMass", "MeshMatrixMass", "DiagonalMass"}
+FIXERS = {"RestShapeSpringsForceField", "FixedConstraint", "FixedProjectiveConstraint", "PartialFixedConstraint",
+          "PartialFixedProjectiveConstraint"}
+ROIS = {"BoxROI", "SphereROI"}
+ODE = {"EulerImplicitSolver", "StaticSolver", "NewtonRaphsonSolver", "StaticODESolver", "EulerImplicit"}
+CONSTRAINT_SOLVERS = {"GenericConstraintSolver", "BlockGaussSeidelConstraintSolver", "ImprovedJacobiConstraintSolver",
+                      "QPInverseProblemSolver", "UnbuiltGaussSeidelConstraintSolver", "NNCGConstraintSolver",
+                      "LCPConstraintSolver"}
+CABLES = {"CableConstraint", "CableActuator"}
+CAVITIES = {"SurfacePressureConstraint", "SurfacePressureActuator", "SurfacePressureEquality"}
+EFFECTORS = {"PositionEffector"}
+COLLISION_MODELS = {"TriangleCollisionModel", "LineCollisionModel", "PointCollisionModel", "SphereCollisionModel",
+                    "TTriangleModel", "TLineModel", "TPointModel", "CubeModel"}
+PIPELINE = {"CollisionPipeline", "DefaultPipeline", "BruteForceBroadPhase", "BVHNarrowPhase", "BruteForceDetection",
+            "CollisionResponse", "DefaultContactManager", "RuleBasedContactManager", "LocalMinDistance",
+            "MinProximityIntersection", "NewProximityIntersection", "DiscreteIntersection"}
+#: done by softsim's own solvers or meaningless here: not translated, named once in the report
+IMPLIED = {"RequiredPlugin", "SparseLDLSolver", "CGLinearSolver", "SparseCholeskySolver", "EigenSimplicialLDLT",
+           "EigenSparseLU", "AsyncSparseLDLSolver", "ShewchukPCGLinearSolver", "PCGLinearSolver",
+           "GenericConstraintCorrection", "LinearSolverConstraintCorrection", "UncoupledConstraintCorrection",
+           "PrecomputedConstraintCorrection", "FreeMotionAnimationLoop", "DefaultAnimationLoop",
+           "DefaultVisualManagerLoop", "VisualLoop", "AddDataRepository", "AddResourceRepository",
+           "AddPluginRepository", "InfoComponent", "MeshExporter", "VTKExporter", "VolumeFromTriangles"}
+VISUAL = {"OglModel", "VisualStyle", "OglSceneFrame", "BackgroundSetting", "VisualModel", "OglGrid", "OglLabel",
+          "LightManager", "DirectionalLight", "PositionalLight", "SpotLight", "OglShader", "OglTexture",
+          "VisualModelImpl", "InteractiveCamera", "Camera", "ClipPlane", "OglLineAxis", "OglColorMap",
+          "AttachBodyButtonSetting", "ViewerSetting", "MouseButtonSetting", "VisualGrid", "LineAxis",
+          "OglCylinderModel", "SofaSceneFrame", "DataDisplay", "IdentityMapping"}
+
+
+def has_key(cls: type, key: str) -> bool:
+    """Whether the scene format declares the TOML ``key`` in the table class ``cls`` (keys another helper may
+    be adding: the translation uses them only once they exist)."""
+    return any(k == key for k, *_ in schema_fields(cls))
+
+
+@dataclass
+class ControllerRecord:
+    """A Python controller found in the scene: its graph path, class name and the instance."""
+
+    path: str
+    class_name: str
+    instance: Any
+
+
+@dataclass
+class Translation:
+    """The scene data (nested dicts as tomllib gives), the report, the controllers, and where each translated
+    data field went: ``bindings`` maps ``(component path, field)`` to a scene key path."""
+
+    data: dict[str, Any]
+    report: ImportReport
+    controllers: list[ControllerRecord] = field(default_factory=list)
+    bindings: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _rotation(angles) -> Rotation:
+    return Rotation.from_euler("xyz", angles, degrees=True)
+
+
+@dataclass
+class _Placement:
+    """``x = R (s X) + t`` with R from x-y-z fixed-axis angles in degrees."""
+
+    scale: float = 1.0
+    rotation: Rotation = field(default_factory=Rotation.identity)
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def then(self, other: _Placement) -> _Placement:
+        """This placement followed by ``other``."""
+        return _Placement(self.scale * other.scale, other.rotation * self.rotation,
+                          other.scale * other.rotation.apply(self.translation) + other.translation)
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        return self.rotation.apply(np.asarray(points, dtype=float) * self.scale) + self.translation
+
+    def inverse_apply(self, points: np.ndarray) -> np.ndarray:
+        return self.rotation.inv().apply(np.asarray(points, dtype=float) - self.translation) / self.scale
+
+    def equals(self, other: _Placement) -> bool:
+        return (math.isclose(self.scale, other.scale) and np.allclose(self.translation, other.translation)
+                and np.allclose(self.rotation.as_matrix(), other.rotation.as_matrix(), atol=1e-12))
+
+    @property
+    def angles(self) -> list[float]:
+        return [_clean(a) for a in self.rotation.as_euler("xyz", degrees=True)]
+
+
+def _clean(value: float) -> float:
+    """A float without round-off noise (1e-15 -> 0, 89.99999999999999 -> 90)."""
+    rounded = round(float(value), 9)
+    return 0.0 if rounded == 0 else rounded
+
+
+class _Translator:
+    def __init__(self, root: Node, source: Path, base_dir: Path, artifacts: Path | None) -> None:
+        self.root, self.source, self.base_dir, self.artifacts = root, source, base_dir, artifacts
+        self.report = ImportReport(source.name)
+        self.used: set[int] = set()
+        self.names: set[str] = set()
+        self.bindings: dict[tuple[str, str], str] = {}
+        self.dynamic: list[tuple[str, Component]] = []
+        self.static: list[Component] = []
+
+    # -- helpers ---------------------------------------------------------------------------------------
+    def use(self, *components: Component | None) -> None:
+        for component in components:
+            if component is not None:
+                self.used.add(id(component))
+
+    def components(self, node: Node, types: set[str]) -> list[Component]:
+        return [o for o in node.objects if isinstance(o, Component) and o.type in types]
+
+    def first(self, node: Node, types: set[str]) -> Component | None:
+        found = self.components(node, types)
+        return found[0] if found else None
+
+    def file_path(self, component: Component) -> Path:
+        filename = component.data.get("filename")
+        if filename is None:
+            raise ValueProblem(f"{component.getPathName()}: no filename")
+        path = Path(str(filename)).expanduser()
+        if not path.is_absolute():
+            path = self.source.parent / path
+        if not path.is_file():
+            raise ValueProblem(f"{component.getPathName()}: filename {filename!r}: no such file ({path})")
+        return path.resolve()
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the scene's folder, or absolute when that would climb more than two folders."""
+        relative = Path(os.path.relpath(path, self.base_dir))
+        return path.as_posix() if relative.parts.count("..") > 2 else relative.as_posix()
+
+    def actuator_name(self, node: Node, component: Component) -> str:
+        """The component's own name when the script gave one that no other actuator or effector shares, else
+        its node's name (trunk.py names all eight cables 'cable', in nodes cableL0 ... cableS3)."""
+        shared = sum(1 for n in self.root.walk() for c in self.components(n, CABLES | CAVITIES | EFFECTORS)
+                     if c.explicit_name and c.name == component.name)
+        wanted = component.name if component.explicit_name and shared == 1 else node.name
+        return self.unique_name(wanted, node.name)
+
+    def unique_name(self, wanted: str, fallback: str) -> str:
+        name = wanted if wanted and wanted not in self.names else fallback
+        base, index = name, 1
+        while name in self.names:
+            name = f"{base}{index}"
+            index += 1
+        self.names.add(name)
+        return name
+
+    def placement(self, component: Component | None) -> _Placement:
+        """The transform a loader or a MechanicalObject applies (translation, rotation, scale/scale3d, and the
+        MechanicalObject's dx, dy, dz, rx, ry, rz)."""
+        if component is None:
+            return _Placement()
+        what = component.getPathName()
+        data = component.data
+        translation = np.asarray(as_floats(data.get("translation", [0, 0, 0]), f"{what}.translation"), dtype=float)
+        angles = np.asarray(as_floats(data.get("rotation", [0, 0, 0]), f"{what}.rotation"), dtype=float)
+        for axis, key in enumerate("xyz"):
+            if f"d{key}" in data:
+                translation[axis] += as_float(data[f"d{key}"], f"{what}.d{key}")
+            if f"r{key}" in data:
+                angles[axis] += as_float(data[f"r{key}"], f"{what}.r{key}")
+        scales = []
+        for key in ("scale", "scale3d"):
+            if key in data:
+                values = as_floats(data[key], f"{what}.{key}")
+                scales.append(values * 3 if len(values) == 1 else values)
+        scale = 1.0
+        for values in scales:
+            if not np.allclose(values, values[0]):
+                raise ValueProblem(f"{what}: a non-uniform scale {values} (softsim's body.scale is one factor)")
+            scale *= values[0]
+        if len(translation) != 3 or len(angles) != 3:
+            raise ValueProblem(f"{what}: translation and rotation need 3 numbers each")
+        return _Placement(scale, _rotation(angles), translation)
+
+    # -- bodies ----------------------------------------------------------------------------------------
+    def body_nodes(self) -> list[Node]:
+        bodies = []
+        for node in self.root.walk():
+            state = node.getMechanicalState()
+            if state is None or str(state.data.get("template", "Vec3")).startswith("Rigid"):
+                continue
+            if self.components(node, FEM):
+                bodies.append(node)
+        return bodies
+
+    def mesh_loader(self, node: Node) -> Component:
+        """The loader of the body's volume mesh: followed from the MechanicalObject's or topology's links."""
+        candidates: list[Component] = []
+        for component in [node.getMechanicalState(), *self.components(node, TOPOLOGIES)]:
+            for key in ("src", "position", "tetrahedra", "tetras"):
+                if component is None or key not in component.data:
+                    continue
+                value = follow(component, key)
+                if isinstance(value, Ref) and value.component.type in LOADERS:
+                    candidates.append(value.component)
+        candidates += self.components(node, VOLUME_LOADERS)
+        if not candidates:
+            raise ValueProblem(f"{node.getPathName()}: a force field on a mechanical object with no mesh loader "
+                               f"(MeshVTKLoader, MeshGmshLoader, GIDMeshLoader) to read its tetrahedra from")
+        return candidates[0]
+
+    def mode_solver(self, node: Node) -> Component | None:
+        """The ODE solver that integrates ``node``: in it or in its nearest ancestor that has one."""
+        frontier, seen = [node], set()
+        while frontier:
+            current = frontier.pop(0)
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            solver = self.first(current, ODE)
+            if solver is not None:
+                return solver
+            frontier += current.parents
+        return None
+
+    def context_nodes(self, body: Node, bodies: list[Node]) -> list[Node]:
+        """Nodes whose components act on ``body``'s mechanical object: the body node and the nodes below or
+        beside it that have no mechanical object of their own (a FixedBox prefab's 'Constraint' child)."""
+        result = [body]
+        for node in self.root.walk():
+            if node is body or node.getMechanicalState() is not None or node in bodies:
+                continue
+            frontier = list(node.parents)
+            seen = set()
+            while frontier:
+                parent = frontier.pop(0)
+                if id(parent) in seen:
+                    continue
+                seen.add(id(parent))
+                if parent is body:
+                    result.append(node)
+                    break
+                if parent.getMechanicalState() is None:
+                    frontier += parent.parents
+        return result
+
+    def translate_body(self, node: Node, bodies: list[Node]) -> dict[str, Any]:
+        name = self.unique_name(node.name, "body")
+        loader = self.mesh_loader(node)
+        mesh_file = self.file_path(loader)
+        state = node.getMechanicalState()
+        self.use(loader, state, *self.components(node, TOPOLOGIES))
+        placement = self.placement(loader).then(self.placement(state))
+        body: dict[str, Any] = {"name": name, "mesh": self.relative(mesh_file)}
+        if not math.isclose(placement.scale, 1.0):
+            body["scale"] = placement.scale
+        if np.any(placement.translation):
+            body["translation"] = [_clean(v) for v in placement.translation]
+        if any(placement.angles):
+            body["rotation"] = placement.angles
+        body["material"] = self.material(node)
+        fixed, stacked = [], []
+        self.fixed_bindings: dict[str, int] = {}
+        for context in self.context_nodes(node, bodies):
+            fixed += self.fixed(context, body, name)
+        for what, index in self.fixed_bindings.items():
+            self.bindings[(what, "translation")] = f"body.{name}.fixed[{index}].translation"
+        for child in node.children:
+            if child.getMechanicalState() is None and self.components(child, FEM):
+                stacked += self.stacked(child)
+        if stacked:
+            if has_key(MaterialSpec, "stacked"):
+                body["material"]["stacked"] = stacked
+            else:
+                for child in node.children:
+                    for component in self.components(child, FEM):
+                        self.used.discard(id(component))
+        if fixed:
+            body["fixed"] = fixed
+        self.body_mode(node)
+        self.actuators(node, body, name, placement, mesh_file)
+        return body
+
+    def material(self, node: Node) -> dict[str, Any]:
+        fem = self.components(node, FEM)
+        for extra in fem[1:]:
+            self.report.skip(extra.getPathName(), extra.type, "a second force field on the same elements "
+                             "(softsim has one material per element)", mechanics=True)
+        force = fem[0]
+        self.use(force)
+        what = force.getPathName()
+        young = as_floats(force.data.get("youngModulus", 5000), f"{what}.youngModulus")
+        poisson = as_floats(force.data.get("poissonRatio", 0.45), f"{what}.poissonRatio")
+        if len(set(young)) > 1 or len(set(poisson)) > 1:
+            self.report.notes.append(f"{what}: per-element youngModulus/poissonRatio lists; the first value is used")
+        material: dict[str, Any] = {"model": "corotational", "youngModulus": young[0], "poissonRatio": poisson[0]}
+        method = str(force.data.get("method", "large")).strip()
+        if force.type != "TetrahedronFEMForceField":
+            material["rotation_method"] = "polar" if force.type == "TetrahedralCorotationalFEMForceField" else "large"
+        elif method == "small":
+            material = {"model": "linear", "youngModulus": young[0], "poissonRatio": poisson[0]}
+        elif method in ("large", "polar", "svd"):
+            material["rotation_method"] = method
+        else:
+            raise ValueProblem(f"{what}.method: {method!r} is not one of small, large, polar, svd")
+        mass = self.first(node, MASSES)
+        if mass is not None:
+            self.use(mass)
+            material.update(self.mass(mass))
+        for extra in self.components(node, MASSES)[1:]:
+            self.report.skip(extra.getPathName(), extra.type, "a second mass component", mechanics=True)
+        return material
+
+    def mass(self, mass: Component) -> dict[str, Any]:
+        what = mass.getPathName()
+        data = mass.data
+        if "totalMass" in data:
+            return {"totalMass": as_float(data["totalMass"], f"{what}.totalMass")}
+        if "massDensity" in data:
+            return {"massDensity": as_floats(data["massDensity"], f"{what}.massDensity")[0]}
+        if "vertexMass" in data:
+            self.report.notes.append(f"{what}: vertexMass is per node; totalMass is vertexMass times the node count")
+            return {"_vertexMass": as_floats(data["vertexMass"], f"{what}.vertexMass")[0]}
+        if mass.type == "UniformMass":  # SOFA's default: vertexMass 1 on every node
+            self.report.notes.append(f"{what}: no mass given: SOFA's default of 1 per node")
+            return {"_vertexMass": 1.0}
+        return {"massDensity": 1.0}
+
+    def roi_regions(self, roi: Component) -> list[dict[str, Any]]:
+        """A BoxROI's boxes (or oriented boxes, as node indices) / a SphereROI's spheres, as region tables."""
+        what = roi.getPathName()
+        self.use(roi)
+        if roi.type == "SphereROI":
+            centers = as_points(roi.data.get("centers", []), f"{what}.centers")
+            radii = as_floats(roi.data.get("radii", []), f"{what}.radii")
+            if len(radii) == 1:
+                radii = radii * len(centers)
+            return [{"sphere": {"center": c, "radius": r}} for c, r in zip(centers, radii)]
+        regions = []
+        if "box" in roi.data:
+            numbers = as_floats(roi.data["box"], f"{what}.box")
+            if len(numbers) % 6:
+                raise ValueProblem(f"{what}.box: {len(numbers)} numbers; each box is xmin ymin zmin xmax ymax zmax")
+            for i in range(0, len(numbers), 6):
+                low = np.minimum(numbers[i:i + 3], numbers[i + 3:i + 6])
+                high = np.maximum(numbers[i:i + 3], numbers[i + 3:i + 6])
+                regions.append({"box": [float(v) for v in (*low, *high)]})
+        if "orientedBox" in roi.data:
+            regions.append({"_orientedBox": as_floats(roi.data["orientedBox"], f"{what}.orientedBox")})
+        return regions
+
+    def index_source(self, component: Component, key: str) -> list[dict[str, Any]] | None:
+        """The regions that ``component.key`` (points / indices) names: a link to an ROI's indices, or a list."""
+        if key not in component.data:
+            return None
+        value = follow(component, key)
+        if isinstance(value, Ref):
+            if value.component.type in ROIS and value.field in ("indices", "pointsInROI"):
+                return self.roi_regions(value.component)
+            raise ValueProblem(f"{component.getPathName()}.{key}: links to {value.component.getPathName()}."
+                               f"{value.field}, which the importer cannot evaluate (a BoxROI or SphereROI's indices "
+                               f"can be)")
+        indices = as_ints(value, f"{component.getPathName()}.{key}")
+        return [{"indices": indices}] if indices else []
+
+    def fixed(self, node: Node, body: dict[str, Any], body_name: str) -> list[dict[str, Any]]:
+        regions = []
+        for component in self.components(node, FIXERS):
+            what = component.getPathName()
+            if component.type.startswith("Partial"):
+                directions = as_ints(component.data.get("fixedDirections", [1, 1, 1]), f"{what}.fixedDirections")
+                if directions != [1, 1, 1]:
+                    self.report.skip(what, component.type, f"fixes only the directions {directions} (softsim fixes "
+                                     "whole nodes)", mechanics=True)
+                    continue
+            key = "points" if component.type == "RestShapeSpringsForceField" else "indices"
+            if component.type == "RestShapeSpringsForceField":
+                stiffness = as_floats(component.data.get("stiffness", 1.0), f"{what}.stiffness")[0]
+                if stiffness < 1e8:
+                    self.report.skip(what, component.type, f"springs of stiffness {stiffness:g} (softsim has fixed "
+                                     "nodes, not soft springs to the rest shape)", mechanics=True)
+                    continue
+                if "external_rest_shape" in component.data:
+                    self.report.skip(what, component.type, "springs to another object's shape", mechanics=True)
+                    continue
+            if as_bool(component.data.get("fixAll")):
+                found = [{"box": [-1e30, -1e30, -1e30, 1e30, 1e30, 1e30]}]
+            else:
+                found = self.index_source(component, key)
+                if found is None:
+                    if component.type == "RestShapeSpringsForceField":
+                        found = [{"box": [-1e30, -1e30, -1e30, 1e30, 1e30, 1e30]}]
+                        self.report.notes.append(f"{what}: no points: every node is held, as SOFA does")
+                    else:
+                        self.report.skip(what, component.type, "no indices: fixes nothing", mechanics=False)
+                        continue
+            self.use(component)
+            if found:  # a controller moving this component's rest shape moves the first region it names
+                self.fixed_bindings[what] = len(body.get("fixed", [])) + len(regions)
+            regions += found
+        return regions
+
+    def stacked(self, child: Node) -> list[dict[str, Any]]:
+        """A child without a mechanical object whose topology takes a BoxROI's tetrahedraInROI (or explicit
+        tetrahedra) and adds a force field on them: SOFA's stacked force fields."""
+        result = []
+        topology = self.first(child, TOPOLOGIES)
+        for force in self.components(child, FEM):
+            what = force.getPathName()
+            entry: dict[str, Any] = {}
+            if topology is not None and ("tetrahedra" in topology.data or "tetras" in topology.data):
+                key = "tetrahedra" if "tetrahedra" in topology.data else "tetras"
+                value = follow(topology, key)
+                if isinstance(value, Ref) and value.component.type == "BoxROI" and value.field == "tetrahedraInROI":
+                    boxes = [r["box"] for r in self.roi_regions(value.component) if "box" in r]
+                    if len(boxes) != 1:
+                        raise ValueProblem(f"{what}: a sub-topology of {len(boxes)} boxes (one is translated)")
+                    entry["box"] = boxes[0]
+                elif not isinstance(value, Ref):
+                    entry["tetrahedra"] = as_ints(value, f"{topology.getPathName()}.{key}")
+            if not entry:
+                self.report.skip(what, force.type, "a force field on a sub-topology the importer cannot read",
+                                 mechanics=True)
+                continue
+            method = str(force.data.get("method", "large")).strip()
+            entry["model"] = "linear" if method == "small" else "corotational"
+            if method in ("large", "polar", "svd"):
+                entry["rotation_method"] = method
+            entry["youngModulus"] = as_floats(force.data.get("youngModulus", 5000), f"{what}.youngModulus")[0]
+            entry["poissonRatio"] = as_floats(force.data.get("poissonRatio", 0.45), f"{what}.poissonRatio")[0]
+            self.use(force, topology)
+            result.append(entry)
+        return result
+
+    def body_mode(self, node: Node) -> None:
+        solver = self.mode_solver(node)
+        if solver is None:
+            return
+        self.use(solver)
+        if solver.type in ("EulerImplicitSolver", "EulerImplicit"):
+            self.dynamic.append((node.getPathName(), solver))
+        else:
+            self.static.append(solver)
+
+    # -- actuators and effectors -----------------------------------------------------------------------
+    def mapped_points(self, node: Node, component: Component) -> list[list[float]]:
+        """The positions of ``node``'s MechanicalObject (its own transform applied) that ``component``'s
+        indices select."""
+        state = node.getMechanicalState()
+        what = component.getPathName()
+        if state is None or "position" not in state.data:
+            raise ValueProblem(f"{what}: the points it acts on (the MechanicalObject of {node.getPathName()}) have "
+                               f"no position")
+        self.use(state, *self.components(node, {"BarycentricMapping"}))
+        value = follow(state, "position")
+        if isinstance(value, Ref):
+            raise ValueProblem(f"{state.getPathName()}.position links to {value.component.getPathName()}; the "
+                               f"importer reads explicit positions")
+        points = self.placement(state).apply(np.asarray(as_points(value, f"{state.getPathName()}.position")))
+        indices = component.data.get("indices")
+        selected = as_ints(indices, f"{what}.indices") if indices is not None else list(range(len(points)))
+        if any(i >= len(points) or i < 0 for i in selected):
+            raise ValueProblem(f"{what}.indices: {selected} goes beyond the {len(points)} points of "
+                               f"{state.getPathName()}")
+        return [[_clean(v) for v in points[i]] for i in selected]
+
+    def actuators(self, node: Node, body: dict[str, Any], body_name: str, placement: _Placement,
+                  mesh_file: Path) -> None:
+        for child in [node, *node.children]:
+            mapped = child is not node
+            if mapped and child.getMechanicalState() is None:
+                continue
+            if mapped and not self.components(child, {"BarycentricMapping"}):
+                continue
+            for component in self.components(child, CABLES):
+                body.setdefault("cable", []).append(self.cable(child, component, body_name, mapped))
+            for component in self.components(child, CAVITIES):
+                body.setdefault("cavity", []).append(self.cavity(child, component, body_name, placement))
+            for component in self.components(child, EFFECTORS):
+                body.setdefault("effector", []).append(self.effector(child, component, body_name, mapped))
+            for component in self.components(child, {"BarycentricCenterEffector"}):
+                self.center_effector(component, body, body_name)
+            planes = self.components(child, {"UnilateralPlaneConstraint"})
+            if planes:
+                self.planes(child, planes, body, body_name, placement, mesh_file, mapped)
+            if mapped and self.components(child, COLLISION_MODELS):
+                self.collision_bodies.append(body_name)
+                self.use(*self.components(child, COLLISION_MODELS), child.getMechanicalState(),
+                         *self.components(child, LOADERS | TOPOLOGIES | {"BarycentricMapping"}))
+
+    def cable(self, node: Node, component: Component, body_name: str, mapped: bool) -> dict[str, Any]:
+        what = component.getPathName()
+        data = component.data
+        name = self.actuator_name(node, component)
+        cable: dict[str, Any] = {"name": name}
+        if mapped:
+            cable["points"] = self.mapped_points(node, component)
+        else:
+            cable["indices"] = as_ints(data.get("indices", []), f"{what}.indices")
+        has_pull = as_bool(data.get("hasPullPoint"), True)
+        if has_pull and "pullPoint" in data:
+            cable["pullPoint"] = as_floats(data["pullPoint"], f"{what}.pullPoint")
+        elif has_pull:  # SOFA's default pull point is the origin
+            cable["pullPoint"] = [0.0, 0.0, 0.0]
+        else:
+            cable["hasPullPoint"] = False
+        value_type = str(data.get("valueType", "displacement")).strip()
+        cable["valueType"] = {"0": "displacement", "1": "force"}.get(value_type, value_type)
+        if "value" in data:
+            values = as_floats(data["value"], f"{what}.value")
+            cable["value"] = values[0] if values else 0.0
+        for key in ("minForce", "maxForce", "maxPositiveDisp", "maxNegativeDisp", "maxDispVariation",
+                    "cableInitialLength"):
+            if key in data:
+                cable[key] = as_float(data[key], f"{what}.{key}")
+        self.use(component)
+        self.bindings[(what, "value")] = f"body.{body_name}.cable.{name}.value"
+        return cable
+
+    def cavity(self, node: Node, component: Component, body_name: str, placement: _Placement) -> dict[str, Any]:
+        what = component.getPathName()
+        data = component.data
+        name = self.actuator_name(node, component)
+        loader = None
+        triangles = follow(component, "triangles") if "triangles" in data else None
+        sources = []
+        if isinstance(triangles, Ref):
+            sources.append(triangles.component)
+        sources += self.components(node, TOPOLOGIES)
+        for source in sources:
+            if source.type in LOADERS:
+                loader = source
+                break
+            if "src" in source.data:
+                found = follow(source, "src")
+                if isinstance(found, Ref) and found.component.type in LOADERS:
+                    loader = found.component
+                    self.use(source)
+                    break
+        if loader is None:
+            loader = self.first(node, SURFACE_LOADERS)
+        if loader is None:
+            raise ValueProblem(f"{what}: no surface loader for its triangles (MeshSTLLoader, MeshOBJLoader)")
+        surface = self.file_path(loader)
+        self.use(loader, node.getMechanicalState(), *self.components(node, TOPOLOGIES | {"BarycentricMapping"}))
+        cavity_placement = self.placement(loader).then(self.placement(node.getMechanicalState()))
+        cavity: dict[str, Any] = {"name": name}
+        if cavity_placement.equals(placement):
+            cavity["surface"] = self.relative(surface)
+        else:
+            cavity["surface"] = self.relative(self.moved_surface(surface, cavity_placement, placement, name))
+            self.report.notes.append(f"{what}: the cavity surface is placed differently from the body; written, "
+                                     f"in the body's frame, to {Path(cavity['surface']).name}")
+        value_type = str(data.get("valueType", "pressure")).strip()
+        cavity["valueType"] = {"0": "pressure", "1": "volumeGrowth"}.get(value_type, value_type)
+        if "value" in data:
+            values = as_floats(data["value"], f"{what}.value")
+            cavity["value"] = values[0] if values else 0.0
+        for key in ("minPressure", "maxPressure", "minVolumeGrowth", "maxVolumeGrowth", "maxPressureVariation",
+                    "maxVolumeGrowthVariation"):
+            if key in data:
+                cavity[key] = as_float(data[key], f"{what}.{key}")
+        if "flipNormal" in data:
+            cavity["flipNormal"] = as_bool(data["flipNormal"])
+        self.use(component)
+        self.bindings[(what, "value")] = f"body.{body_name}.cavity.{name}.value"
+        return cavity
+
+    def moved_surface(self, surface: Path, cavity: _Placement, body: _Placement, name: str) -> Path:
+        """The cavity surface written in the body's frame (the runtime applies the body's placement to it)."""
+        import meshio
+
+        from softsim import meshes
+
+        if self.artifacts is None:
+            raise ValueProblem(f"{surface.name}: the cavity is placed differently from its body; import with --out "
+                               f"to write it in the body's frame")
+        loaded = meshes.load_surface(surface)
+        points = body.inverse_apply(cavity.apply(loaded.points))
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        target = self.artifacts / f"{self.source.stem}.{name}.vtu"
+        meshio.write(str(target), meshio.Mesh(points, [("triangle", loaded.triangles)]))
+        return target
+
+    def effector(self, node: Node, component: Component, body_name: str, mapped: bool) -> dict[str, Any]:
+        what = component.getPathName()
+        data = component.data
+        name = self.actuator_name(node, component)
+        effector: dict[str, Any] = {"name": name}
+        if mapped:
+            effector["position"] = self.mapped_points(node, component)
+        else:
+            effector["indices"] = as_ints(data.get("indices", []), f"{what}.indices")
+        goal = self.goal(component)
+        if goal is not None:
+            effector["effectorGoal"] = goal
+        if "useDirections" in data:
+            effector["useDirections"] = as_ints(data["useDirections"], f"{what}.useDirections")
+        for key in ("weight", "maxShiftToTarget"):
+            if key in data:
+                effector[key] = as_float(data[key], f"{what}.{key}")
+        if "limitShiftToTarget" in data:
+            effector["limitShiftToTarget"] = as_bool(data["limitShiftToTarget"])
+        self.use(component)
+        return effector
+
+    def goal(self, component: Component) -> list[list[float]] | None:
+        if "effectorGoal" not in component.data:
+            return None
+        raw = component.data["effectorGoal"]
+        if isinstance(raw, Link) and isinstance(raw.target, Component | Node):
+            target = raw.target if isinstance(raw.target, Node) else raw.target.node
+            if target is not None:
+                self.goal_nodes.add(id(target))
+        value = follow(component, "effectorGoal")
+        if isinstance(value, Ref):
+            target = value.component
+            self.goal_nodes.add(id(target.node))
+            value = follow(target, "position") if "position" in target.data else None
+            if value is None or isinstance(value, Ref):
+                raise ValueProblem(f"{component.getPathName()}.effectorGoal: links to {target.getPathName()}, whose "
+                                   f"position is not given")
+        return as_points(value, f"{component.getPathName()}.effectorGoal")
+
+    def center_effector(self, component: Component, body: dict[str, Any], body_name: str) -> None:
+        what = component.getPathName()
+        if not has_key(BodySpec, "centerEffector"):
+            self.report.skip(what, component.type, "softsim's scene format has no [[body.centerEffector]] yet",
+                             mechanics=True)
+            return
+        data = component.data
+        entry: dict[str, Any] = {"name": self.unique_name(component.name if component.explicit_name else
+                                                          "centerEffector", "centerEffector")}
+        if "indices" in data:
+            entry["indices"] = as_ints(data["indices"], f"{what}.indices")
+        goal = self.goal(component)
+        if goal is not None:
+            entry["effectorGoal"] = goal[0]
+        if "axis" in data:
+            entry["axis"] = as_ints(data["axis"], f"{what}.axis")
+        if "weight" in data:
+            entry["weight"] = as_float(data["weight"], f"{what}.weight")
+        for key in ("limitShiftToTarget", "maxShiftToTarget"):
+            if key in data:
+                self.report.notes.append(f"{what}.{key} is not translated (no such key for centre effectors)")
+        self.use(component)
+        body.setdefault("centerEffector", []).append(entry)
+
+    def planes(self, node: Node, planes: list[Component], body: dict[str, Any], body_name: str,
+               placement: _Placement, mesh_file: Path, mapped: bool) -> None:
+        if not has_key(BodySpec, "unilateralPlane"):
+            for plane in planes:
+                self.report.skip(plane.getPathName(), plane.type, "softsim's scene format has no "
+                                 "[[body.unilateralPlane]] yet", mechanics=True)
+            return
+        from softsim.mechanics.scene import schema
+
+        spec_class = getattr(schema, "UnilateralPlaneSpec", None)
+        with_points = spec_class is not None and has_key(spec_class, "points")
+        if mapped and not with_points:
+            from softsim import meshes
+
+            mesh_points = placement.apply(meshes.load(mesh_file).points)
+        for plane in planes:
+            what = plane.getPathName()
+            if mapped and with_points:
+                entry = {"name": self.unique_name(plane.name if plane.explicit_name else "plane", "plane"),
+                         "indices": [0, 1, 2, 3], "points": self.mapped_points(node, plane)}
+                if len(entry["points"]) != 4:
+                    raise ValueProblem(f"{what}.indices: a unilateral plane takes 4 points, got "
+                                       f"{len(entry['points'])}")
+                if "flipNormal" in plane.data:
+                    entry["flipNormal"] = as_bool(plane.data["flipNormal"])
+                self.use(plane)
+                body.setdefault("unilateralPlane", []).append(entry)
+                continue
+            if mapped:
+                points = np.asarray(self.mapped_points(node, plane))
+                distance = np.linalg.norm(mesh_points[None, :, :] - points[:, None, :], axis=2)
+                nodes = distance.argmin(axis=1)
+                gap = distance[np.arange(len(points)), nodes].max()
+                size = np.ptp(mesh_points, axis=0).max()
+                if gap > 1e-6 * size:
+                    self.report.skip(what, plane.type, f"its points are not mesh nodes (one is {gap:.3g} from the "
+                                     f"nearest node); softsim's unilateral plane takes node indices", mechanics=True)
+                    continue
+                indices = [int(i) for i in nodes]
+            else:
+                indices = as_ints(plane.data.get("indices", []), f"{what}.indices")
+            entry: dict[str, Any] = {"name": self.unique_name(plane.name if plane.explicit_name else "plane", "plane"),
+                                     "indices": indices}
+            if "flipNormal" in plane.data:
+                entry["flipNormal"] = as_bool(plane.data["flipNormal"])
+            self.use(plane)
+            body.setdefault("unilateralPlane", []).append(entry)
+
+    # -- root settings ---------------------------------------------------------------------------------
+    def scene_settings(self, data: dict[str, Any]) -> None:
+        gravity = as_floats(self.root.data.get("gravity", [0.0, -9.81, 0.0]), "/.gravity")
+        dt = as_float(self.root.data.get("dt", 0.01), "/.dt")
+        magnitude = float(np.linalg.norm(gravity))
+        if 900 <= magnitude <= 11000:
+            units = "mm-kg-s"
+            if abs(magnitude - 9810) > 0.05 * 9810:
+                self.report.notes.append(f"gravity {gravity} has magnitude {magnitude:g}, not 9810: kept as written "
+                                         f"(units taken as mm-kg-s from its order of magnitude)")
+            else:
+                self.report.notes.append(f"units: mm-kg-s, inferred from the gravity magnitude {magnitude:g} "
+                                         "(SoftRobots' convention: mm, kg, s; E in kPa)")
+        else:
+            units = "SI"
+            note = "no gravity" if magnitude == 0 else f"gravity magnitude {magnitude:g}"
+            self.report.notes.append(f"units: SI assumed ({note}); the numbers are the file's, unchanged (SOFA "
+                                     f"has no units: the label only changes how softsim shows them)")
+        mode = "static"
+        inverse = any(c.type == "QPInverseProblemSolver" for n in self.root.walk() for c in n.objects
+                      if isinstance(c, Component))
+        if self.dynamic and inverse:
+            self.report.notes.append("inverse problem (QPInverseProblemSolver): static mode, softsim's inverse model "
+                                     "solves equilibria (the EulerImplicitSolver's dynamics are not kept)")
+            self.dynamic = []
+        if self.dynamic:
+            mode = "dynamic"
+            if self.static:
+                self.report.notes.append("both static and dynamic solvers: the scene runs in dynamic mode")
+        data["scene"] = {"name": self.source.stem, "units": units, "mode": mode, "dt": dt,
+                         "gravity": [float(g) for g in gravity]}
+        if self.dynamic:
+            dynamic = {}
+            values = {}
+            for _path, solver in self.dynamic:
+                what = solver.getPathName()
+                for key in ("rayleighMass", "rayleighStiffness"):
+                    values.setdefault(key, set()).add(as_float(solver.data.get(key, 0.0), f"{what}.{key}"))
+                if as_bool(solver.data.get("firstOrder")):
+                    self.report.notes.append(f"{what}: firstOrder (quasi-static) integration; softsim integrates "
+                                             f"second order")
+            for key, found in values.items():
+                if len(found) > 1:
+                    self.report.notes.append(f"bodies have different {key} {sorted(found)}: the largest is used")
+                if max(found):
+                    dynamic[key] = max(found)
+            if dynamic:
+                data.setdefault("solver", {})["dynamic"] = dynamic
+        for solver in self.static:
+            what = solver.getPathName()
+            for key, ours in (("newton_iterations", "newton_iterations"), ("maxNbIterationsNewton",
+                                                                            "newton_iterations")):
+                if key in solver.data:
+                    data.setdefault("solver", {}).setdefault("newton", {})[ours] = int(
+                        as_float(solver.data[key], f"{what}.{key}"))
+
+    def constraint_solver(self, data: dict[str, Any]) -> None:
+        solvers = [c for n in self.root.walk() for c in self.components(n, CONSTRAINT_SOLVERS)]
+        for extra in solvers[1:]:
+            self.report.skip(extra.getPathName(), extra.type, "a second constraint solver", mechanics=True)
+        if not solvers:
+            return
+        solver = solvers[0]
+        self.use(solver)
+        what = solver.getPathName()
+        values = solver.data
+        if solver.type == "QPInverseProblemSolver":
+            inverse: dict[str, Any] = {}
+            for key in ("epsilon", "tolerance", "responseFriction"):
+                if key in values:
+                    inverse[key] = as_float(values[key], f"{what}.{key}")
+            if "maxIterations" in values:
+                inverse["maxIterations"] = int(as_float(values["maxIterations"], f"{what}.maxIterations"))
+            for key in ("actuatorsOnly", "allowSliding"):
+                if key in values:
+                    inverse[key] = as_bool(values[key])
+            data.setdefault("solver", {})["inverse"] = inverse
+            return
+        kinds = {"GenericConstraintSolver": "BlockGaussSeidel", "BlockGaussSeidelConstraintSolver": "BlockGaussSeidel",
+                 "UnbuiltGaussSeidelConstraintSolver": "BlockGaussSeidel", "LCPConstraintSolver": "BlockGaussSeidel",
+                 "ImprovedJacobiConstraintSolver": "ImprovedJacobi", "NNCGConstraintSolver": "NNCG"}
+        constraint: dict[str, Any] = {"type": kinds[solver.type]}
+        resolution = str(values.get("resolutionMethod", "")).strip()
+        if resolution in ("ImprovedJacobi", "NonsmoothNonlinearConjugateGradient"):
+            constraint["type"] = "ImprovedJacobi" if resolution == "ImprovedJacobi" else "NNCG"
+        for key in ("maxIterations", "maxIt"):
+            if key in values:
+                constraint["maxIterations"] = int(as_float(values[key], f"{what}.{key}"))
+        for key in ("tolerance", "sor", "regularizationTerm"):
+            if key in values:
+                constraint[key] = as_float(values[key], f"{what}.{key}")
+        for key in ("scaleTolerance", "allVerified", "computeConstraintForces"):
+            if key in values:
+                constraint[key] = as_bool(values[key])
+        data.setdefault("solver", {})["constraint"] = constraint
+
+    def collision(self, data: dict[str, Any]) -> None:
+        pipeline = [c for n in self.root.walk() for c in self.components(n, PIPELINE)]
+        if not pipeline:
+            return
+        bodies = sorted(set(self.collision_bodies))
+        if not bodies:
+            for component in pipeline:
+                self.report.skip(component.getPathName(), component.type, "collision pipeline without a collision "
+                                 "model on a deformable body: acts on nothing here", mechanics=False)
+                self.use(component)
+            return
+        self.use(*pipeline)
+        collision: dict[str, Any] = {}
+        for component in pipeline:
+            what = component.getPathName()
+            if component.type in ("LocalMinDistance", "MinProximityIntersection", "NewProximityIntersection"):
+                for key in ("alarmDistance", "contactDistance"):
+                    if key in component.data:
+                        collision[key] = as_float(component.data[key], f"{what}.{key}")
+            params = str(component.data.get("responseParams", ""))
+            for part in params.replace("&", " ").replace(",", " ").split():
+                key, _, value = part.partition("=")
+                if key.strip() == "mu":
+                    collision["friction"] = float(value)
+        if len(bodies) == 1:
+            collision["selfCollision"] = False
+            self.report.notes.append(f"collision models on one deformable body ({bodies[0]}) only: contacts with "
+                                     f"rigid objects are not translated")
+        data["collision"] = collision
+
+    # -- leftovers -------------------------------------------------------------------------------------
+    def leftovers(self) -> None:
+        for node in self.root.walk():
+            for obj in node.objects:
+                if not isinstance(obj, Component):
+                    continue
+                if id(obj) in self.used:
+                    continue
+                what = obj.getPathName()
+                if obj.type in IMPLIED:
+                    self.report.implied.add(obj.type)
+                elif obj.type in VISUAL or obj.type.startswith("Ogl"):
+                    self.report.skip(what, obj.type, "rendering", mechanics=False)
+                elif self.components(node, COLLISION_MODELS):
+                    self.report.skip(what, obj.type, "part of a collision object softsim does not simulate (its "
+                                     "obstacles are planes, spheres, boxes and capsules)", mechanics=True)
+                elif self.is_visual_node(node):
+                    self.report.skip(what, obj.type, "part of a visual model", mechanics=False)
+                elif id(node) in self.goal_nodes:
+                    self.report.skip(what, obj.type, "the effector goal's own node (its position is the goal)",
+                                     mechanics=False)
+                elif obj.type in ROIS:
+                    self.report.skip(what, obj.type, "a region nothing uses", mechanics=False)
+                elif str(obj.data.get("template", "")).startswith("Rigid") or obj.type in (
+                        "RigidMapping", "ArticulatedSystemMapping", "SubsetMultiMapping"):
+                    self.report.skip(what, obj.type, "rigid objects are not simulated by softsim", mechanics=True)
+                else:
+                    self.report.skip(what, obj.type, "no softsim equivalent", mechanics=True)
+
+    def is_visual_node(self, node: Node) -> bool:
+        kinds = {o.type for o in node.objects if isinstance(o, Component)}
+        return bool(kinds & {"OglModel", "VisualModel", "VisualModelImpl"}) and not (kinds & (FEM | CABLES | CAVITIES))
+
+    def run(self) -> Translation:
+        self.collision_bodies: list[str] = []
+        self.goal_nodes: set[int] = set()
+        data: dict[str, Any] = {}
+        bodies = self.body_nodes()
+        if not bodies:
+            raise ValueProblem(f"{self.source.name}: no deformable body (a node with a MechanicalObject and a "
+                               f"TetrahedronFEMForceField over a volume mesh loader)")
+        data["body"] = [self.translate_body(node, bodies) for node in bodies]
+        self.finish_bodies(data["body"])
+        self.scene_settings(data)
+        self.constraint_solver(data)
+        self.collision(data)
+        controllers = self.controllers()
+        self.leftovers()
+        return Translation(data, self.report, controllers, self.bindings)
+
+    def finish_bodies(self, bodies: list[dict[str, Any]]) -> None:
+        """Values that need the mesh: oriented boxes as node indices, vertexMass as totalMass."""
+        from softsim import meshes
+
+        for body in bodies:
+            needs_mesh = any("_orientedBox" in r for r in body.get("fixed", [])) or "_vertexMass" in body["material"]
+            if not needs_mesh:
+                continue
+            mesh = meshes.load(self.base_dir / body["mesh"], scale=body.get("scale", 1.0))
+            points = _Placement(1.0, _rotation(body.get("rotation", [0, 0, 0])),
+                                np.asarray(body.get("translation", [0, 0, 0]), dtype=float)).apply(mesh.points)
+            if "_vertexMass" in body["material"]:
+                body["material"]["totalMass"] = body["material"].pop("_vertexMass") * len(points)
+            fixed = []
+            for region in body.get("fixed", []):
+                if "_orientedBox" in region:
+                    fixed.append({"indices": [int(i) for i in _in_oriented_box(points, region["_orientedBox"])]})
+                else:
+                    fixed.append(region)
+            if fixed:
+                body["fixed"] = fixed
+
+    def controllers(self) -> list[ControllerRecord]:
+        records = []
+        for node in self.root.walk():
+            for obj in node.objects:
+                if isinstance(obj, Component) or type(obj).__name__ == "AnimationManagerController":
+                    continue
+                path = f"{node.getPathName().rstrip('/')}/{getattr(obj, 'name', type(obj).__name__)}"
+                records.append(ControllerRecord(path, type(obj).__name__, obj))
+        for animation in getattr(self.root, "attributes", {}).get("animations", []):
+            self.report.skip("/AnimationManager", "splib3.animation.animate", f"the animation "
+                             f"{animation['function']!r} ({animation['duration']} s) is not run", mechanics=True)
+        return records
+
+
+def _in_oriented_box(points: np.ndarray, box: list[float]) -> np.ndarray:
+    """Nodes in SOFA BoxROI's oriented box ``[p0, p1, p2, depth]`` (10 numbers): the rectangle p0-p1-p2
+    extruded by depth/2 on both sides of its plane."""
+    if len(box) != 10:
+        raise ValueProblem(f"orientedBox: {len(box)} numbers, expected 10 (three corners and a depth)")
+    p0, p1, p2 = (np.asarray(box[i:i + 3]) for i in (0, 3, 6))
+    depth = box[9]
+    u, v = p1 - p0, p2 - p1
+    normal = np.cross(u, v)
+    normal /= np.linalg.norm(normal)
+    d = points - p0
+    a, b, c = d @ u / (u @ u), (d - 0) @ v / (v @ v), d @ normal
+    return np.flatnonzero((a >= 0) & (a <= 1) & (b >= 0) & (b <= 1) & (np.abs(c) <= depth / 2))
+
+
+def translate(root: Node, source: Path, base_dir: Path, artifacts: Path | None = None) -> Translation:
+    """Translate the recorded graph of ``source``; paths are written relative to ``base_dir`` (the folder of
+    the TOML file to be written), and files the import must write (a cavity surface moved into its body's
+    frame) go to ``artifacts``."""
+    return _Translator(root, Path(source).resolve(), Path(base_dir).resolve(), artifacts).run()
+
+
+_ = (SceneSpec, RegionSpec)  # the tables the data is validated against (app.sofa_import.importer)
