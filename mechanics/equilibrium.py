@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.indefinite_projection import equality_like_rows, needs_indefinite_projection, solve_indefinite
 from softsim.mechanics.linear_solvers import LinearSolverError
+from softsim.mechanics.newton import CORRECTION_ROUND_OFF, ROUND_OFF_FACTOR
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, row_residuals
 
 #: the constrained equilibrium iterations take at most this many steps per allowed factorization
@@ -74,8 +75,6 @@ INTERMEDIATE_TOLERANCE = 1e-4
 #: on the way to the answer, as Newton's steps do, but not by orders of magnitude)
 MERIT_GROWTH = 10.0
 INVERSION_CHECKED_STEPS = True
-ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
-CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
 
 
 @dataclass

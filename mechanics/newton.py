@@ -89,8 +89,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["NewtonReport", "StaticNewtonSolver"]
 
 _UNSET = object()
-_ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
-_CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
+#: a residual below this multiple of |f_int| + |f_ext| is at its round-off floor (converged, whatever the tolerance)
+ROUND_OFF_FACTOR = 64.0 * np.finfo(np.float64).eps
+#: a correction below this multiple of |x| changes nothing representable
+CORRECTION_ROUND_OFF = 1e3 * np.finfo(np.float64).eps
 
 
 @dataclasses.dataclass
@@ -248,7 +250,7 @@ class StaticNewtonSolver:
             report.reason = "residual below absolute threshold"
             return x, "converged"
         force_scale = getattr(problem, "last_force_scale", 0.0)
-        if initial_norm <= _ROUND_OFF_FACTOR * force_scale:
+        if initial_norm <= ROUND_OFF_FACTOR * force_scale:
             report.reason = "residual at round-off level"
             return x, "converged"
         if self.residual_tolerance_threshold > 0 and initial_norm <= self.residual_tolerance_threshold * force_scale:
@@ -405,11 +407,11 @@ class StaticNewtonSolver:
                 report.reason = "residual below absolute threshold"
                 status = "converged"
                 break
-            if trial_norm <= _ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0):
+            if trial_norm <= ROUND_OFF_FACTOR * getattr(problem, "last_force_scale", 0.0):
                 report.reason = "residual at round-off level"
                 status = "converged"
                 break
-            if np.abs(applied).max() <= _CORRECTION_ROUND_OFF * np.abs(x).max():
+            if np.abs(applied).max() <= CORRECTION_ROUND_OFF * np.abs(x).max():
                 report.reason = "correction at round-off level"
                 status = "converged"
                 break

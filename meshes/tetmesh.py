@@ -11,12 +11,17 @@ __all__ = ["TetMesh", "TriangleSurface", "tet_signed_volumes"]
 
 
 def tet_signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
-    """Signed volumes ``det[x1-x0, x2-x0, x3-x0] / 6`` of shape (m,); positive for positive orientation."""
-    p = np.asarray(points, dtype=np.float64)[np.asarray(tets, dtype=np.int64)]
-    e1 = p[:, 1] - p[:, 0]
-    e2 = p[:, 2] - p[:, 0]
-    e3 = p[:, 3] - p[:, 0]
-    return np.einsum("ij,ij->i", e1, np.cross(e2, e3)) / 6.0
+    """Signed volumes ``det[x1-x0, x2-x0, x3-x0] / 6`` of shape (m,); positive for positive orientation.
+
+    Written per coordinate (contiguous columns, no (m, 4, 3) gather): a few times faster on big meshes."""
+    points = np.asarray(points, dtype=np.float64)
+    tets = np.asarray(tets, dtype=np.int64)
+    x, y, z = (np.ascontiguousarray(points[:, k]) for k in range(3))
+    t0, t1, t2, t3 = (tets[:, k] for k in range(4))
+    ax, ay, az = x[t1] - x[t0], y[t1] - y[t0], z[t1] - z[t0]
+    bx, by, bz = x[t2] - x[t0], y[t2] - y[t0], z[t2] - z[t0]
+    cx, cy, cz = x[t3] - x[t0], y[t3] - y[t0], z[t3] - z[t0]
+    return (ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)) / 6.0
 
 
 @dataclass(eq=False)

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from softsim.meshes.errors import MeshError
 from softsim.meshes.surface import edge_census, face_census, sorted_tet_columns
-from softsim.meshes.tetmesh import TetMesh
+from softsim.meshes.tetmesh import TetMesh, tet_signed_volumes
 
 __all__ = [
     "DEGENERATE_RELATIVE_VOLUME",
@@ -180,16 +180,6 @@ def _check_extent(points: np.ndarray, label: str) -> float:
             "origin"
         )
     return diagonal
-
-
-def _signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
-    """:func:`meshes.tetmesh.tet_signed_volumes`, written per component (a few times faster on big meshes)."""
-    x, y, z = (np.ascontiguousarray(points[:, k]) for k in range(3))
-    t0, t1, t2, t3 = (tets[:, k] for k in range(4))
-    ax, ay, az = x[t1] - x[t0], y[t1] - y[t0], z[t1] - z[t0]
-    bx, by, bz = x[t2] - x[t0], y[t2] - y[t0], z[t2] - z[t0]
-    cx, cy, cz = x[t3] - x[t0], y[t3] - y[t0], z[t3] - z[t0]
-    return (ax * (by * cz - bz * cy) + ay * (bz * cx - bx * cz) + az * (bx * cy - by * cx)) / 6.0
 
 
 def _duplicate_nodes(points: np.ndarray) -> np.ndarray:
@@ -375,7 +365,7 @@ def repair(
     used[tets.reshape(-1)] = True
     _check_extent(points[used] if not used.all() else points, label)
 
-    volumes = _signed_volumes(points, tets)
+    volumes = tet_signed_volumes(points, tets)
     mean_volume = float(np.abs(volumes).mean())
     if not np.isfinite(mean_volume):
         raise MeshError(f"{label}: the tetrahedron volumes overflow; check the coordinates and the scale")
