@@ -336,7 +336,9 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     ctx.homotopy = Homotopy.at(start)
     converged_state = ctx.evaluate(x_start, force, 0.0)
     predicted = _predict(ctx, start)
-    t, increment, increments, last_reason = 0.0, 1.0, 0, ""
+    # ``load_steps`` is the least number of increments: no increment is larger than 1 / load_steps
+    largest = 1.0 / max(1, int(getattr(ctx.newton, "load_steps", 1)))
+    t, increment, increments, last_reason = 0.0, largest, 0, ""
     budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
     out_of_budget = False
     path: tuple | None = None  # (t, state) of the converged sub-state before the last one, for the path predictor
@@ -368,7 +370,7 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
                 _remember(ctx, start, state)
                 return final
             if ctx.last_increment_steps <= EASY_INCREMENT_STEPS:
-                increment = min(2.0 * increment, 1.0 - t)
+                increment = min(2.0 * increment, largest)
             continue
         last_reason = reason
         increment *= 0.5

@@ -190,3 +190,19 @@ def test_a_frame_ends_with_the_contact_set_of_its_positions(values):
         assert report.equilibrium.constraint_residual <= 5e-5
         assert scene.positions[:, 1].max() <= 30.0 + distance + report.equilibrium.constraint_residual + 1e-9
         assert contact.missed_contacts(scene.positions, tolerance=1e-6) == 0
+
+
+def test_load_steps_is_the_least_number_of_increments():
+    """``solver.newton.load_steps = 4``: a 20 mm jump of the finger's cable is solved in at least four increments
+    (none larger than a quarter of the change) and ends at the same equilibrium as the jump solved in as few
+    increments as the solver needs (nodes within 1e-6 mm; the finger is 80 mm long)."""
+    free = Scene.load(FINGER)
+    free.set(CABLE, 20.0)
+    free_report = free.step()
+    stepped = Scene.load(FINGER)
+    stepped.set("solver.newton.load_steps", 4)
+    stepped.set(CABLE, 20.0)
+    report = stepped.step()
+    assert free_report.converged and report.converged, report.message
+    assert report.equilibrium.increments >= 4 > free_report.equilibrium.increments
+    np.testing.assert_allclose(stepped.positions, free.positions, atol=1e-6)
