@@ -34,22 +34,6 @@ def _gui_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open_sofa(path: str, allow_scripts: bool) -> tuple[str, str]:
-    """A SOFA scene imported into a temporary folder: (the TOML to open, the import report)."""
-    import tempfile
-    from pathlib import Path
-
-    from softsim.app.sofa_import import import_scene, write_import
-
-    if Path(path).suffix.lower() in (".py", ".pyscn") and not allow_scripts:
-        raise ValueError(f"{Path(path).name} is a SOFA Python scene: opening it runs its createScene (and its "
-                         f"controllers); pass --allow-scripts to allow that, or import it first (softsim import)")
-    out = Path(tempfile.mkdtemp(prefix="softsim-import-")) / (Path(path).stem + ".toml")
-    result = import_scene(path, out, with_controllers=allow_scripts)
-    write_import(result, out)
-    return str(out), result.report.text()
-
-
 class _Batch:
     """Runs ``frames`` frames in the open window, then saves the screenshot and quits with an exit code.
 
@@ -125,12 +109,13 @@ def run_gui(argv: list[str]) -> int:
     window.show()
     path = args.path or str(default_scene())
     report = None
-    from softsim.app.sofa_import import ImportFailure, is_sofa_scene
+    from softsim.app.sofa_import import ImportFailure, import_to_temporary, is_sofa_scene
 
-    if is_sofa_scene(path):
+    if is_sofa_scene(path):  # imported into a temporary folder; the report goes to the message area
         try:
-            path, report = _open_sofa(path, getattr(args, "allow_scripts", False))
-        except (ImportFailure, ValueError, OSError) as error:
+            toml, report = import_to_temporary(path, allow_scripts=getattr(args, "allow_scripts", False))
+            path = str(toml)
+        except (ImportFailure, OSError) as error:
             print(f"error: {error}", file=sys.stderr)
             window.close()
             return 2

@@ -16,10 +16,11 @@ from softsim.app.sofa_import.importer import (
     ImportFailure,
     ImportResult,
     import_scene,
+    import_to_temporary,
     is_sofa_scene,
     load_sofa_scene,
     write_import,
 )
 
-__all__ = ["SOFA_SUFFIXES", "ImportFailure", "ImportResult", "import_scene", "is_sofa_scene", "load_sofa_scene",
-           "write_import"]
+__all__ = ["SOFA_SUFFIXES", "ImportFailure", "ImportResult", "import_scene", "import_to_temporary", "is_sofa_scene",
+           "load_sofa_scene", "write_import"]

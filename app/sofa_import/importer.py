@@ -22,8 +22,8 @@ from softsim.mechanics.scene import SceneError, SceneSpec, dump_scene, parse_dat
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import write_text_atomically
 
-__all__ = ["SOFA_SUFFIXES", "ImportFailure", "ImportResult", "import_scene", "is_sofa_scene", "load_sofa_scene",
-           "write_import"]
+__all__ = ["SOFA_SUFFIXES", "ImportFailure", "ImportResult", "import_scene", "import_to_temporary", "is_sofa_scene",
+           "load_sofa_scene", "write_import"]
 
 SOFA_SUFFIXES = (".py", ".pyscn", ".scn")
 
@@ -122,6 +122,24 @@ def write_import(result: ImportResult, out: str | Path) -> list[Path]:
         write_text_atomically(script, result.adapter, newline="\n")
         written.append(script)
     return written
+
+
+def import_to_temporary(path: str | Path, *, allow_scripts: bool = False) -> tuple[Path, str]:
+    """The SOFA scene ``path`` imported into a new temporary folder, for the window to open: (the TOML written
+    there, the report's text). A Python scene runs only with ``allow_scripts``.
+
+    Raises:
+        ImportFailure: a Python scene without ``allow_scripts``, or the import failed.
+    """
+    path = Path(path)
+    if path.suffix.lower() in (".py", ".pyscn") and not allow_scripts:
+        raise ImportFailure(f"{path.name} is a SOFA Python scene: opening it runs its createScene (and its "
+                            f"controllers); allow scripts (softsim --allow-scripts) or import it first "
+                            f"(softsim import)")
+    out = Path(tempfile.mkdtemp(prefix="softsim-import-")) / (path.stem + ".toml")
+    result = import_scene(path, out, with_controllers=allow_scripts)
+    write_import(result, out)
+    return out, result.report.text()
 
 
 def load_sofa_scene(path: str | Path, *, allow_scripts: bool = False) -> tuple[SceneSpec, ImportReport]:

@@ -63,3 +63,22 @@ def test_sofa_import_does_not_import_qt(tmp_path):
     result = subprocess.run([sys.executable, "-c", code, str(scn), str(tmp_path / "bunny.toml")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_session_opens_sofa_scenes_with_the_report():
+    from softsim.app.session import Session
+
+    session = Session(qt=False)
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    try:
+        assert session.open(SOFA / "scenes" / "SurfacePressureConstraint.scn")
+        assert session.spec.bodies[0].material.youngModulus == 18000.0
+        assert any(level == "warning" and "/VisualStyle (VisualStyle): rendering" in text for level, text in messages)
+        # a Python scene is code: refused unless scripts are allowed
+        assert not session.open(SOFA / "CableConstraint" / "Finger.py")
+        assert "allow scripts" in session.last_error
+        assert session.open_sofa(SOFA / "CableConstraint" / "Finger.py", allow_scripts=True)
+        assert session.spec.bodies[0].cables[0].name == "aCableActuator"
+    finally:
+        session.close()
