@@ -86,10 +86,31 @@ class Session:
 
     # -- opening ---------------------------------------------------------------------------------------
     def open(self, path: str | Path) -> bool:
-        """Open a scene (.toml) or a bare mesh (any other extension ``meshes.load`` reads)."""
+        """Open a scene (.toml), a SOFA scene (.py, .pyscn, .scn: imported, :meth:`open_sofa`) or a bare mesh
+        (any other extension ``meshes.load`` reads)."""
+        from softsim.app.sofa_import import is_sofa_scene
+
+        if is_sofa_scene(path):
+            return self.open_sofa(path)
         if Path(path).suffix.lower() in SCENE_SUFFIXES:
             return self.open_scene(path)
         return self.open_mesh(path)
+
+    def open_sofa(self, path: str | Path, *, allow_scripts: bool | None = None) -> bool:
+        """Import a SOFA scene into a temporary folder (app.sofa_import) and open it; the import report is a
+        ``message`` of level "warning". A Python scene runs only when scripts are allowed (``allow_scripts``,
+        default: the session's ``allow_scripts`` attribute when it has one, else False)."""
+        from softsim.app.sofa_import import ImportFailure, import_to_temporary
+
+        allow = getattr(self, "allow_scripts", False) if allow_scripts is None else allow_scripts
+        try:
+            toml, report = import_to_temporary(path, allow_scripts=bool(allow))
+        except (ImportFailure, OSError) as error:
+            return self._fail(f"Cannot open {Path(path).name}:\n{error}")
+        if not self.open_scene(toml):
+            return False
+        self.message.emit("warning", report)
+        return True
 
     def open_scene(self, path: str | Path) -> bool:
         """Load a scene file; on any error emit a message and keep the current scene running."""
