@@ -10,13 +10,13 @@ import argparse
 import logging
 import sys
 
-SUBCOMMANDS = ("run", "check", "info", "sweep", "import")
+SUBCOMMANDS = ("run", "check", "info", "sweep", "import", "grad")
 
 
 def _gui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="softsim", description="Interactive soft-robot simulator.",
-        epilog="Subcommands (no window): softsim run|check|info|sweep|import ... (see softsim run --help).")
+        epilog="Subcommands (no window): softsim run|check|info|sweep|import|grad ... (see softsim run --help).")
     parser.add_argument("path", nargs="?", help="scene (.toml), SOFA scene (.py, .pyscn, .scn: imported on the fly) "
                                                 "or tetrahedral mesh file; default: the finger")
     parser.add_argument("--frames", type=int, default=0, metavar="N",
@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         from softsim.app.sweep.command import main as sweep_main  # never imports Qt or VTK
 
         return sweep_main(argv[1:])
+    if argv and argv[0] == "grad":
+        from softsim.app.grad_command import main as grad_main  # never imports Qt or VTK
+
+        return grad_main(argv[1:])
     if argv and argv[0] in ("run", "check"):
         from softsim.app.headless import main as headless_main  # never imports Qt or VTK
 

@@ -43,7 +43,7 @@ from softsim.mechanics.sensitivity.parameters import parameter
 logger = logging.getLogger(__name__)
 
 #: iterative refinement of A^-T: stop at this backward error (residual over |A| |Y| + |B|, per column)
-REFINEMENT_TOLERANCE = 1e-14
+REFINEMENT_TOLERANCE = 1e-11
 #: ... after at most this many steps; a step that does not halve the error ends the refinement
 MAX_REFINEMENTS = 12
 
@@ -59,6 +59,8 @@ class EquilibriumState:
     force: np.ndarray
     free_dofs: np.ndarray
     size: float
+    #: values the parameters share (a body's internal force at x, per element set)
+    cache: dict = field(default_factory=dict)
 
     @property
     def n_dofs(self) -> int:
@@ -147,15 +149,18 @@ def tangent(state: EquilibriumState) -> sp.csr_matrix:
             term = constraint.force_stiffness(state.x, state.force[rows])
             if term is not None:
                 terms.append(term)
-    A = sim._constrained_tangent.matrix(K, terms) if terms else K
-    A = sp.csr_matrix(A, copy=True)
+    # the frame's own constrained tangent adds the terms (the same terms as its equilibrium steps, so its cached
+    # pattern serves both); a new matrix with the terms, K alone is the problem's buffer, which the next
+    # assembly rewrites
+    A = sim._constrained_tangent.matrix(K, terms) if terms else sp.csr_matrix(K, copy=True)
     free = state.free_dofs
     for load in problem.loads:
         load_tangent = getattr(load, "tangent", None)
         extra = load_tangent(state.x) if callable(load_tangent) else None
         if extra is not None:
             A = (A + sp.csr_matrix(extra)[free][:, free]).tocsr()
-    A.sort_indices()
+    if not A.has_sorted_indices:
+        A.sort_indices()
     return A
 
 
@@ -165,8 +170,9 @@ class TransposedSolve:
 
     def __init__(self, A: sp.csr_matrix, factorized=None) -> None:
         self.A = A
-        self.AT = A.T.tocsr()
-        self.norm = float(abs(A).sum(axis=1).max()) if A.nnz else 0.0
+        self.AT = A.T  # CSC: its products are as fast as a CSR's, without the conversion
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        self.norm = float(np.bincount(rows, weights=np.abs(A.data), minlength=A.shape[0]).max()) if A.nnz else 0.0
         usable = (isinstance(factorized, DirectSolver) and factorized.is_factorized
                   and factorized.matrix.shape == A.shape)
         self.solver = factorized if usable else None
