@@ -5,7 +5,8 @@
 paths of the running scene: while a controller handles an event, ``cable.value.value`` reads
 ``[scene.get('body.finger.cable.cable.value')]`` and ``cable.value = [v]`` (or ``.value.value = [v]``, or
 ``findData('value').value = v``) calls ``scene.set('body.finger.cable.cable.value', v)``. Only actuator values,
-fixed-region translations are bound; reading or writing any other data field inside an event
+fixed-region translations and a body's ``rest_position`` (as a translation of every node, which moves its fixed
+regions: PneunetGripper's arrow keys) are bound; reading or writing any other data field inside an event
 raises :class:`ControllerError` naming the field.
 
 ``on_key(scene, key)`` calls each controller's ``onKeypressedEvent({'key': key})`` and ``on_frame(scene, time)``
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from softsim.app.sofa_import.graph import Component, Node
 from softsim.app.sofa_import.standin import KEYS, stand_in
 
@@ -45,6 +47,9 @@ class _Binding:
         key = self.key(owner, name)
         if self.scene is None or (key is None and name == "name"):
             return owner.data.get(name) if name != "name" else owner.name
+        if key is not None and key.startswith("rest_position:"):
+            points, translation, _ = self._rest(key)
+            return (points + translation).tolist()
         if key is None:
             raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
@@ -63,11 +68,40 @@ class _Binding:
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
         if hasattr(value, "tolist"):
             value = value.tolist()
+        if key.startswith("rest_position:"):
+            self._move_rest(owner, name, key, value)
+            return
         if key.endswith(".value") and isinstance(value, list | tuple):
             if len(value) != 1:
                 raise ControllerError(f"{owner.getPathName()}.{name}: expected one value, got {value!r}")
             value = value[0]
         self.scene.set(key, float(value) if key.endswith(".value") else [float(v) for v in value])
+
+
+    def _rest(self, key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """The body's placed rest positions (n, 3), the fixed regions' translation (3,) and their key paths."""
+        _, body, regions = key.split(":")
+        names = [b.name for b in self.scene.spec.bodies]
+        index = names.index(body)
+        paths = [f"body.{body}.fixed[{i}].translation" for i in regions.split(",")]
+        translation = np.asarray(self.scene.get(paths[0]), dtype=np.float64)
+        return np.asarray(self.scene.meshes[index].points, dtype=np.float64), translation, paths
+
+    def _move_rest(self, owner, name: str, key: str, value) -> None:
+        """A new rest_position for every node: bound when it is the rest shape translated (the fixed regions'
+        targets move by that translation)."""
+        points, _, paths = self._rest(key)
+        new = np.asarray(value, dtype=np.float64)
+        if new.shape != points.shape:
+            raise ControllerError(f"{owner.getPathName()}.{name}: {new.shape[0] if new.ndim else 0} positions for "
+                                  f"{len(points)} nodes")
+        delta = new - points
+        size = float(np.ptp(points, axis=0).max()) or 1.0
+        if np.abs(delta - delta.mean(axis=0)).max() > 1e-9 * size:
+            raise ControllerError(f"{owner.getPathName()}.{name}: only a translation of the rest positions is bound "
+                                  f"(it moves the fixed regions); this change is not one")
+        for path in paths:
+            self.scene.set(path, [float(v) for v in delta.mean(axis=0)])
 
 
 class SofaControllers:

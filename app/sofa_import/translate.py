@@ -180,9 +180,11 @@ class _Translator:
     def actuator_name(self, node: Node, component: Component) -> str:
         """The component's own name when the script gave one that no other actuator or effector shares, else
         its node's name (trunk.py names all eight cables 'cable', in nodes cableL0 ... cableS3)."""
-        shared = sum(1 for n in self.root.walk() for c in self.components(n, CABLES | CAVITIES | EFFECTORS)
-                     if c.explicit_name and c.name == component.name)
+        actuators = [(n, c) for n in self.root.walk() for c in self.components(n, CABLES | CAVITIES | EFFECTORS)]
+        shared = sum(1 for _, c in actuators if c.explicit_name and c.name == component.name)
         wanted = component.name if component.explicit_name and shared == 1 else node.name
+        if wanted == node.name and sum(1 for n, _ in actuators if n.name == node.name) > 1 and node.parents:
+            wanted = f"{self.current_body.name}_{node.name}"  # three fingers' 'Cavity' nodes: Finger1_Cavity, ...
         return self.unique_name(wanted, node.name)
 
     def unique_name(self, wanted: str, fallback: str) -> str:
@@ -285,6 +287,7 @@ class _Translator:
         return result
 
     def translate_body(self, node: Node, bodies: list[Node]) -> dict[str, Any]:
+        self.current_body = node
         name = self.unique_name(node.name, "body")
         loader = self.mesh_loader(node)
         mesh_file = self.file_path(loader)
@@ -305,6 +308,9 @@ class _Translator:
             fixed += self.fixed(context, body, name)
         for what, index in self.fixed_bindings.items():
             self.bindings[(what, "translation")] = f"body.{name}.fixed[{index}].translation"
+        if fixed:  # moving the rest positions moves the fixed regions' targets (a translation of every node)
+            regions = ",".join(str(i) for i in range(len(fixed)))
+            self.bindings[(state.getPathName(), "rest_position")] = f"rest_position:{name}:{regions}"
         for child in node.children:
             if child.getMechanicalState() is None and self.components(child, FEM):
                 stacked += self.stacked(child)
@@ -396,12 +402,53 @@ class _Translator:
         value = follow(component, key)
         if isinstance(value, Ref):
             if value.component.type in ROIS and value.field in ("indices", "pointsInROI"):
-                return self.roi_regions(value.component)
+                regions = self.roi_regions(value.component)
+                owner = self.roi_body(value.component)
+                if owner is not None and owner is not self.current_body:
+                    # SOFA applies the indices another body's ROI selected (step7-withSTLIB's fingers 2 and 3 use
+                    # Finger1's boxROI): the same node ids, evaluated on that body's placed mesh
+                    indices = self.indices_on(owner, regions)
+                    self.report.notes.append(f"{component.getPathName()}.{key}: the indices of "
+                                             f"{value.component.getPathName()} (another body's region): node ids "
+                                             f"{len(indices)} selected on {owner.getPathName()}")
+                    return [{"indices": indices}]
+                return regions
             raise ValueProblem(f"{component.getPathName()}.{key}: links to {value.component.getPathName()}."
                                f"{value.field}, which the importer cannot evaluate (a BoxROI or SphereROI's indices "
                                f"can be)")
         indices = as_ints(value, f"{component.getPathName()}.{key}")
         return [{"indices": indices}] if indices else []
+
+    def roi_body(self, roi: Component) -> Node | None:
+        """The body node whose positions ``roi`` selects from (its node or the nearest ancestor that is a body)."""
+        frontier, seen = [roi.node], set()
+        while frontier:
+            node = frontier.pop(0)
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node in self.bodies:
+                return node
+            frontier += node.parents
+        return None
+
+    def indices_on(self, body: Node, regions: list[dict[str, Any]]) -> list[int]:
+        """The node ids the regions select on ``body``'s placed mesh."""
+        from softsim import meshes
+
+        loader = self.mesh_loader(body)
+        placement = self.placement(loader).then(self.placement(body.getMechanicalState()))
+        points = placement.apply(meshes.load(self.file_path(loader)).points)
+        selected: set[int] = set()
+        for region in regions:
+            if "_orientedBox" in region:
+                selected |= set(_in_oriented_box(points, region["_orientedBox"]).tolist())
+            elif "box" in region:
+                selected |= set(meshes.in_box(points, region["box"]).tolist())
+            elif "sphere" in region:
+                selected |= set(meshes.in_sphere(points, region["sphere"]["center"],
+                                                 region["sphere"]["radius"]).tolist())
+        return sorted(int(i) for i in selected)
 
     def fixed(self, node: Node, body: dict[str, Any], body_name: str) -> list[dict[str, Any]]:
         regions = []
@@ -602,6 +649,11 @@ class _Translator:
                 cavity[key] = as_float(data[key], f"{what}.{key}")
         if "flipNormal" in data:
             cavity["flipNormal"] = as_bool(data["flipNormal"])
+        if cavity["valueType"] == "pressure" and self.mode_solver(node) is not None and \
+                self.mode_solver(node).type.startswith("EulerImplicit"):
+            self.report.notes.append(f"{what}: a pressure value in a dynamic SOFA scene acts as pressure x dt "
+                                     f"(SoftRobots issues #86, #290); kept as written ({cavity.get('value', 0.0)}), "
+                                     f"which softsim reads as a pressure")
         self.use(component)
         self.bindings[(what, "value")] = f"body.{body_name}.cavity.{name}.value"
         return cavity
@@ -901,6 +953,7 @@ class _Translator:
         if not bodies:
             raise ValueProblem(f"{self.source.name}: no deformable body (a node with a MechanicalObject and a "
                                f"TetrahedronFEMForceField over a volume mesh loader)")
+        self.bodies = bodies
         data["body"] = [self.translate_body(node, bodies) for node in bodies]
         self.finish_bodies(data["body"])
         self.scene_settings(data)

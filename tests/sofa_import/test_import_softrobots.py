@@ -6,6 +6,7 @@ those files (each assertion says where)."""
 
 from __future__ import annotations
 
+import runpy
 import sys
 from pathlib import Path
 
@@ -269,3 +270,32 @@ def test_unknown_stlib_module_is_named(tmp_path):
     with pytest.raises(ImportFailure, match="does not provide the module 'stlib3.physics.mixedmaterial'"):
         import_scene(path, tmp_path / "scene.toml")
     assert "stlib3" not in sys.modules and "Sofa" not in sys.modules
+
+
+def test_pneunet_step7_with_stlib(tmp_path):
+    """step7-withSTLIB.py: three ElasticMaterialObject fingers (param.py), PneumaticCavity, rigid Floor and Cube."""
+    result = imported("PneunetGripper/details/step7-withSTLIB.py", tmp_path)
+    spec, text = result.spec, result.report.text()
+    assert [b.name for b in spec.bodies] == ["Finger1", "Finger2", "Finger3"]
+    finger1, finger2, _ = spec.bodies
+    # param.py: rotation [0, 0, -270] (= 90 about z), translation [100, 150, 0]; E 500, nu 0.3, mass 0.04
+    assert finger1.rotation == (0.0, 0.0, 90.0) and finger1.translation == (100.0, 150.0, 0.0)
+    assert (finger1.material.youngModulus, finger1.material.poissonRatio, finger1.material.totalMass) == (500, 0.3,
+                                                                                                          0.04)
+    assert finger1.fixed[0].box == (70.0, 140.0, -20.0, 100.0, 150.0, 20.0)
+    # fingers 2 and 3 hold '@../Finger1/boxROI.indices': the node ids Finger1's box selects
+    scene = Scene(spec)
+    first = scene.simulation.problem.fixed_nodes[scene.simulation.problem.fixed_nodes < scene.node_offsets[1]]
+    assert list(finger2.fixed[0].indices) == sorted(first.tolist()) and len(first) == 25
+    assert [c.name for c in finger1.cavities] == ["Finger1_Cavity"]
+    assert (finger1.cavities[0].valueType, finger1.cavities[0].value) == ("pressure", 0.0001)
+    assert "/Cube/mstate (MechanicalObject): rigid objects are not simulated by softsim" in text
+    # WholeGripperController, unmodified, through the script the import wrote: '+' raises every cavity by 0.01,
+    # the up arrow moves the rest shape by 3 mm along x
+    script = runpy.run_path(str(spec.controllers[0].script_path))
+    script["on_key"](scene, "+")
+    script["on_key"](scene, "uparrow")
+    for name in ("Finger1", "Finger2", "Finger3"):
+        assert scene.get(f"body.{name}.cavity.{name}_Cavity.value") == pytest.approx(0.0101)
+        assert scene.get(f"body.{name}.fixed[0].translation") == pytest.approx((3.0, 0.0, 0.0))
+
