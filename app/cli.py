@@ -107,6 +107,8 @@ def run_gui(argv: list[str]) -> int:
     if batch:  # screenshots use the whole screen (e.g. Xvfb's 1400x900)
         window.resize(app.primaryScreen().availableGeometry().size())
     window.show()
+    # File > Open of a SOFA Python scene runs its code only when the command line allowed scripts
+    window.session.allow_scripts = bool(getattr(args, "allow_scripts", False))
     path = args.path or str(default_scene())
     report = None
     from softsim.app.sofa_import import ImportFailure, import_to_temporary, is_sofa_scene

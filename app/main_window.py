@@ -41,7 +41,8 @@ from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS
 logger = logging.getLogger(__name__)
 
 MESH_FILTER = "Meshes (*.vtk *.vtu *.msh *.mesh *.inp *.xdmf *.xmf *.med)"
-OPEN_FILTER = (f"Scenes and meshes (*.toml {MESH_FILTER[8:-1]});;Scenes (*.toml);;{MESH_FILTER};;All (*)")
+OPEN_FILTER = (f"Scenes and meshes (*.toml *.scn *.py *.pyscn {MESH_FILTER[8:-1]});;Scenes (*.toml);;"
+               f"SOFA scenes, imported (*.scn *.py *.pyscn);;{MESH_FILTER};;All (*)")
 #: a paint slower than this (seconds) while playing switches the anti-aliasing off until the scene pauses
 FAST_DRAW_THRESHOLD = 0.008
 #: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
