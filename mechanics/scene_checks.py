@@ -117,12 +117,13 @@ def _fixed_ids(ids) -> str:
 
 
 def _actuator_problems(spec, body, points, fixed, constraints) -> tuple[list[str], list[str]]:
-    """Zero rows of the body's cables, cavities and effectors (``constraints`` in that order, as built)."""
+    """Zero rows of the body's cables, cavities and effectors (the first of ``constraints``, in that order, as
+    built; the unilateral planes and center effectors built after them are not checked)."""
     errors, warnings = [], []
     items = [("cable", c) for c in body.cables] + [("cavity", c) for c in body.cavities] + [
         ("effector", e) for e in body.effectors]
     fixed_regions = f"body.{body.name}.fixed"
-    for (kind, item), constraint in zip(items, constraints, strict=True):
+    for (kind, item), constraint in zip(items, constraints[:len(items)], strict=True):
         zero = zero_rows(constraint, points, fixed)
         if not zero.any():
             continue

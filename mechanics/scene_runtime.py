@@ -24,13 +24,16 @@ from softsim.mechanics.constraints import (
     BilateralAttachment,
     BodyContactConstraint,
     CableConstraint,
+    CenterEffector,
     ContactConstraint,
     ContactSurface,
     DragConstraint,
     PositionEffector,
     SurfacePressureConstraint,
+    UnilateralPlaneConstraint,
     obstacle_shift,
 )
+from softsim.mechanics.controllers import ControllerError, make_controllers, script_paths
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
@@ -39,6 +42,7 @@ from softsim.mechanics.inverse.problem import InverseParameters
 from softsim.mechanics.linear_solvers import make_linear_solver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 from softsim.mechanics.mass import TetMass
+from softsim.mechanics.materials import lame
 from softsim.mechanics.model import Body, Model
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
@@ -47,10 +51,13 @@ from softsim.mechanics.scene.schema import (
     OBSTACLE_KEYS,
     CableSpec,
     CavitySpec,
+    CenterEffectorSpec,
     ConstraintSpec,
+    ControllerSpec,
     DragSpec,
     DynamicSpec,
     EffectorSpec,
+    FixedSpec,
     InverseSpec,
     LinearSpec,
     MaterialRegionSpec,
@@ -58,6 +65,7 @@ from softsim.mechanics.scene.schema import (
     NewtonSpec,
     SceneSettings,
     SolverSpec,
+    StackedMaterialSpec,
     declarations,
     declared_values,
 )
@@ -105,7 +113,8 @@ def load_body_mesh(body) -> meshes.TetMesh:
 
 
 def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
-    """(model, young (m,), poisson (m,)) with the material regions applied in file order (later wins)."""
+    """(model, young (m,), poisson (m,)) with the material regions applied in file order (later wins), then the
+    stacked fields added (:func:`stacked_elements`)."""
     material = body.material
     young = np.full(mesh.n_tets, material.youngModulus)
     poisson = np.full(mesh.n_tets, material.poissonRatio)
@@ -122,7 +131,57 @@ def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
             young[tets] = region.youngModulus
         if region.poissonRatio is not None:
             poisson[tets] = region.poissonRatio
+    if material.stacked:
+        young, poisson = _add_stacked(spec, body, mesh, young, poisson)
     return material.model, young, poisson
+
+
+def stacked_elements(spec, body, mesh, index: int) -> np.ndarray:
+    """The element ids of ``body.material.stacked[index]``: its ``tetrahedra``, or the elements whose four nodes
+    lie in its ``box`` (bounds included: SOFA BoxROI's tetrahedraInROI with strict = true)."""
+    stack = body.material.stacked[index]
+    path = f"body.{body.name}.material.stacked[{index}]"
+    if stack.tetrahedra is not None:
+        tets = np.asarray(stack.tetrahedra, dtype=np.int64)
+        if tets.max() >= mesh.n_tets:
+            raise _error(spec, f"{path}.tetrahedra", f"element ids must lie in 0..{mesh.n_tets - 1} (the mesh has "
+                         f"{mesh.n_tets} tetrahedra), got {int(tets.max())}")
+        return tets
+    inside = np.zeros(mesh.n_points, dtype=bool)
+    inside[meshes.in_box(mesh.points, stack.box)] = True
+    tets = np.flatnonzero(inside[mesh.tets].all(axis=1)).astype(np.int64)
+    if tets.size == 0:
+        logger.warning("%s: the box holds no whole tetrahedron", path)
+    return tets
+
+
+def _add_stacked(spec, body, mesh, young: np.ndarray, poisson: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(young, poisson)`` per element of the body's field plus its stacked fields.
+
+    Two force fields of the same model and rotations on one element add their forces, and the force of every
+    model but stable_neohookean is linear in the Lame parameters (mu, lam) at fixed rotations: their sum is one
+    field with mu = mu1 + mu2 and lam = lam1 + lam2, which is converted back to (E, nu). That is exact, forces
+    and tangents alike, so the element keeps one entry (its stress and colour fields are the sum's)."""
+    material = body.material
+    mu, lam = lame(young, poisson)
+    mu, lam = np.array(mu, dtype=np.float64), np.array(lam, dtype=np.float64)
+    for i, stack in enumerate(material.stacked):
+        path = f"body.{body.name}.material.stacked[{i}]"
+        if stack.model is not None and stack.model != material.model:
+            raise _error(spec, f"{path}.model", f"{stack.model!r} differs from the body's model {material.model!r}; "
+                         "a stacked field adds to the body's own and must use its model")
+        if material.model == "stable_neohookean":
+            raise _error(spec, path, "stacked fields are not available with model stable_neohookean (its energy is "
+                         "not linear in the Lame parameters, so two fields do not add up to one); use another model")
+        rotation = stack.rotation_method
+        if material.model == "corotational" and rotation is not None and rotation != material.rotation_method:
+            raise _error(spec, f"{path}.rotation_method", f"{rotation!r} differs from the body's "
+                         f"{material.rotation_method!r}; a stacked field must use the body's rotations")
+        tets = stacked_elements(spec, body, mesh, i)
+        mu_s, lam_s = lame(stack.youngModulus, stack.poissonRatio)
+        np.add.at(mu, tets, mu_s)
+        np.add.at(lam, tets, lam_s)
+    return mu * (3.0 * lam + 2.0 * mu) / (lam + mu), lam / (2.0 * (lam + mu))
 
 
 def _corotational_tangent_kwargs(material, spec) -> dict:
@@ -245,17 +304,75 @@ class Scene:
     ``spec`` always holds the values in effect (a save writes them); ``simulation`` runs the frames.
     """
 
-    def __init__(self, spec: SceneSpec) -> None:
+    def __init__(self, spec: SceneSpec, *, allow_scripts: bool = False) -> None:
         self.spec = spec
         self.warnings: list[str] = []
         self.drag: DragConstraint | None = None
+        self._edit_log: list | None = None  # the edits a controller made in the call under way
         self._build()
         self.warnings[:0] = dict.fromkeys(f"{Path(m.source).name}: {p}" for m in self.meshes for p in m.problems)
+        self.scripts_allowed = False
+        self.controllers: list = []
+        self.allow_scripts(allow_scripts)
 
     @classmethod
-    def load(cls, path: str | Path) -> Scene:
-        """Load and build a scene; raises SceneError, MeshError or ParameterError with a readable message."""
-        return cls(load_scene(path))
+    def load(cls, path: str | Path, *, allow_scripts: bool = False) -> Scene:
+        """Load and build a scene; raises SceneError, MeshError or ParameterError with a readable message.
+        ``allow_scripts``: run the scene's script controllers (they are programs: only for trusted scenes)."""
+        return cls(load_scene(path), allow_scripts=allow_scripts)
+
+    # -- controllers -----------------------------------------------------------------------------------
+    @property
+    def scripts(self) -> list[Path]:
+        """The script files of the scene's ``[[controller]]`` tables (run only when :attr:`scripts_allowed`)."""
+        return script_paths(self.spec)
+
+    def allow_scripts(self, allowed: bool = True) -> None:
+        """Run the scene's script controllers from the next frame on (or not); keyframed controllers always run.
+        Raises ControllerError naming the file and line when a script cannot be loaded (then no script runs)."""
+        self.scripts_allowed = bool(allowed)
+        self.warnings = [w for w in self.warnings if not w.startswith("controller ")]
+        try:
+            self.controllers = make_controllers(self.spec, allow_scripts=self.scripts_allowed)
+        except ControllerError:
+            self.scripts_allowed = False
+            self.controllers = make_controllers(self.spec, allow_scripts=False)
+            raise
+        if not self.scripts_allowed:
+            self.warnings += [f"controller {c.name}: the script {c.script} is not run (scripts run only when "
+                              "allowed: softsim run --allow-scripts, or Yes to the window's question)"
+                              for c in self.spec.controllers if c.script is not None]
+
+    def frame_time(self) -> float:
+        """The time at the end of the next frame: the simulation's time + dt in dynamic mode, (frame + 1) x dt in
+        static mode (moving obstacles and controllers use it)."""
+        simulation, dt = self.simulation, self.spec.scene.dt
+        return simulation.time + dt if simulation.mode == "dynamic" else (simulation.frame + 1) * dt
+
+    def _run_controllers(self, hook: str, argument) -> None:
+        """Call ``hook`` of every controller; when one raises, the values the controllers set in this call are
+        put back (the scene stays as it was) and the ControllerError goes on."""
+        if not self.controllers:
+            return
+        self._edit_log = []
+        try:
+            for controller in self.controllers:
+                getattr(controller, hook)(self, argument)
+        except ControllerError:
+            log, self._edit_log = self._edit_log, None
+            for path, old in reversed(log):
+                try:
+                    self.set(path, old)
+                except (ParameterError, ValueError):  # pragma: no cover - the value was accepted before
+                    logger.exception("cannot restore %s", path)
+            raise
+        finally:
+            self._edit_log = None
+
+    def key_pressed(self, key: str) -> None:
+        """Pass a key press (its text, e.g. ``"+"``, ``"Up"``) to the scripts' ``on_key``; ControllerError when a
+        script raises (its changes in this call are undone)."""
+        self._run_controllers("on_key", key)
 
     @property
     def path(self) -> Path:
@@ -274,12 +391,13 @@ class Scene:
             raise _error(spec, "body", "the scene has no [[body]]; add at least one")
         self.meshes = [load_body_mesh(body) for body in spec.bodies]
         bodies, self.gravities, per_body, checked = [], [], [], []
-        for body, mesh in zip(spec.bodies, self.meshes):
+        self._held: list = []  # (fixed region spec, its local node ids, body index)
+        for index, (body, mesh) in enumerate(zip(spec.bodies, self.meshes)):
             model_name, young, poisson = element_materials(spec, body, mesh)
             elasticity = TetElasticity(mesh.points, mesh.tets, model=model_name, young=young, poisson=poisson,
                                        rotation_method=body.material.rotation_method,
                                        **_corotational_tangent_kwargs(body.material, spec))
-            fixed = self._fixed_nodes(body, mesh)
+            fixed = self._fixed_nodes(body, mesh, index)
             gravity = Gravity(self._masses(body, mesh), spec.scene.gravity)
             self.gravities.append(gravity)
             material = body.material
@@ -291,6 +409,8 @@ class Scene:
                            for c in body.cables]
             constraints += [_make_cavity(spec, body, c, mesh) for c in body.cavities]
             constraints += [_make_effector(body, e, mesh) for e in body.effectors]
+            constraints += [self._unilateral_plane(body, plane, mesh) for plane in body.unilateralPlanes]
+            constraints += [self._center_effector(body, effector, mesh) for effector in body.centerEffectors]
             per_body.append(constraints)
             # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
             checked.append((body, mesh.points, fixed, constraints, np.setdiff1d(mesh.surface_triangles(), fixed)))
@@ -326,6 +446,27 @@ class Scene:
                                      correction=spec.solver.newton.correction, name=name,
                                      dynamic_solver=dynamic_solver, mode=spec.scene.mode,
                                      inverse=inverse_settings(spec.solver.inverse))
+        self._hold_fixed()
+
+    def _unilateral_plane(self, body, plane, mesh) -> UnilateralPlaneConstraint:
+        path = f"body.{body.name}.unilateralPlane.{plane.name}"
+        if plane.points is None and max(plane.indices) >= mesh.n_points:
+            raise _error(self.spec, f"{path}.indices", f"node ids must lie in 0..{mesh.n_points - 1}, got "
+                         f"{max(plane.indices)}")
+        try:
+            return UnilateralPlaneConstraint(mesh.points, mesh.tets, indices=np.asarray(plane.indices),
+                                             points=None if plane.points is None else np.asarray(plane.points),
+                                             flipNormal=plane.flipNormal, name=plane.name)
+        except ParameterError as error:  # a point outside the body
+            raise _error(self.spec, f"{path}.points", str(error)) from None
+
+    def _center_effector(self, body, effector, mesh) -> CenterEffector:
+        path = f"body.{body.name}.centerEffector.{effector.name}"
+        if effector.indices is not None and max(effector.indices) >= mesh.n_points:
+            raise _error(self.spec, f"{path}.indices", f"node ids must lie in 0..{mesh.n_points - 1}, got "
+                         f"{max(effector.indices)}")
+        return CenterEffector(mesh.points, indices=effector.indices, effectorGoal=effector.effectorGoal,
+                              axis=effector.axis, weight=effector.weight, name=effector.name)
 
     def _body_contacts(self, checked, offsets, n_nodes: int) -> BodyContactConstraint:
         """The ``[collision]`` contacts: each colliding body's outward surface and free surface nodes on the
@@ -357,7 +498,8 @@ class Scene:
         """One BilateralAttachment per ``[[attachment]]`` over the concatenated DOFs (rest offsets kept)."""
         spec = self.spec
         names = {body.name: i for i, body in enumerate(spec.bodies)}
-        taken = {a.name for body in spec.bodies for a in (*body.cables, *body.cavities, *body.effectors)}
+        taken = {a.name for body in spec.bodies for a in (*body.cables, *body.cavities, *body.effectors,
+                                                          *body.unilateralPlanes, *body.centerEffectors)}
         n_dofs = 3 * int(offsets[-1])
         result = []
         for attachment in spec.attachments:
@@ -425,14 +567,45 @@ class Scene:
                     raise ParameterError(message)
                 raise _error(spec, f"body.{body.name}.fixed", message)
 
-    def _fixed_nodes(self, body, mesh) -> np.ndarray:
+    def _fixed_nodes(self, body, mesh, index: int) -> np.ndarray:
+        """The fixed node ids of ``body`` (local); each region's ids (global) go to ``_held`` with its spec."""
         selections = []
         for i, region in enumerate(body.fixed):
             try:
                 selections.append(meshes.select_nodes(mesh, _region_dict(region)))
             except meshes.MeshError as error:
                 raise _error(self.spec, f"body.{body.name}.fixed[{i}]", str(error)) from None
+            self._held.append((region, selections[-1], index))
         return np.unique(np.concatenate(selections)) if selections else np.zeros(0, dtype=np.int64)
+
+    def _hold_fixed(self) -> None:
+        """Put the fixed nodes at their rest positions moved by their region's ``translation`` (in file order: a
+        node in two regions follows the later one), in the state and in the warm start of the next frame.
+
+        In static mode, when every fixed region of a body moved by the same change since it was last held, the
+        body's free nodes move by that change too: the rigid motion is the equilibrium's best start (a clamp
+        moved alone would stretch the elements beside it by the whole move). Dynamic mode leaves the free nodes
+        where they are: the clamp drags the body through its elasticity and inertia."""
+        simulation, rest = self.simulation, self.model.rest_positions
+        static = simulation.mode == "static"
+        for body in range(len(self.meshes)):
+            held = [(region, nodes + int(self.node_offsets[body])) for region, nodes, b in self._held if b == body]
+            if not held:
+                continue
+            current = np.array([simulation.x[nodes[0]] - rest[nodes[0]] if nodes.size else np.zeros(3)
+                                for _, nodes in held])
+            target = np.array([region.translation for region, _ in held], dtype=np.float64)
+            change = target - current
+            if static and np.any(change) and np.allclose(change, change[0], rtol=0.0, atol=1e-12):
+                start, stop = self.node_offsets[body], self.node_offsets[body + 1]
+                simulation.x[start:stop] += change[0]
+                if simulation.x_free is not None:
+                    simulation.x_free[start:stop] += change[0]
+            for region, nodes in held:
+                position = rest[nodes] + np.asarray(region.translation, dtype=np.float64)
+                simulation.x[nodes] = position
+                if simulation.x_free is not None:
+                    simulation.x_free[nodes] = position
 
     def _masses(self, body, mesh) -> np.ndarray:
         material = body.material
@@ -461,8 +634,10 @@ class Scene:
 
     # -- running ---------------------------------------------------------------------------------------
     def step(self):
-        """One frame; moving obstacles are first put where they are at the frame's end (dynamic mode: time + dt;
-        static mode: frame number x dt)."""
+        """One frame. First the controllers set their values for the frame's end time (:meth:`frame_time`) and the
+        moving obstacles are put where they are then. A controller that fails raises ControllerError before the
+        frame: the state and the values stay as they were."""
+        self._run_controllers("on_frame", self.frame_time())
         self._move_obstacles(frames_ahead=1)
         return self.simulation.step()
 
@@ -476,10 +651,12 @@ class Scene:
             obstacle.shift = obstacle_shift(spec.velocity, spec.startTime, spec.endTime, time)
 
     def run(self, frames: int):
-        return self.simulation.run(frames)
+        """``frames`` frames through :meth:`step` (controllers and moving obstacles included)."""
+        return [self.step() for _ in range(frames)]
 
     def reset(self) -> None:
         self.simulation.reset()
+        self._hold_fixed()
         self._move_obstacles()
 
     def outputs(self) -> dict[str, float]:
@@ -519,6 +696,8 @@ class Scene:
         current positions.
         """
         previous = copy.deepcopy(self.spec)
+        if self._edit_log is not None:
+            self._edit_log.append((path, copy.deepcopy(get_value(self.spec, path))))
         set_value(self.spec, path, value)
         try:
             self._apply(path)
@@ -561,14 +740,20 @@ class Scene:
             self._apply_tangents()
         elif isinstance(table, SceneSettings | DragSpec):
             pass  # name, units: labels only; drag.compliance is read when a drag starts
-        elif isinstance(table, MaterialSpec | MaterialRegionSpec) and key not in ("totalMass", "massDensity"):
+        elif isinstance(table, ControllerSpec):
+            self.allow_scripts(self.scripts_allowed)
+        elif isinstance(table, FixedSpec) and key == "translation":
+            self._hold_fixed()
+        elif isinstance(table, MaterialSpec | MaterialRegionSpec | StackedMaterialSpec) and key not in (
+                "totalMass", "massDensity"):
             index = address.index("body")
             body = spec.bodies[index]
             model, young, poisson = element_materials(spec, body, self.meshes[index])
             self.model.bodies[index].elasticity.set_material(model=model, young=young, poisson=poisson,
                                                              rotation_method=body.material.rotation_method,
                                                              **_corotational_tangent_kwargs(body.material, spec))
-        elif isinstance(table, CableSpec | CavitySpec | EffectorSpec) and key in sim.constraint(table.name).PARAMETERS:
+        elif (isinstance(table, CableSpec | CavitySpec | EffectorSpec | CenterEffectorSpec)
+              and key in sim.constraint(table.name).PARAMETERS):
             value = getattr(table, key)
             sim.constraint(table.name).set_parameters(**{key: np.asarray(value) if isinstance(value, tuple) else value})
         else:
@@ -588,6 +773,7 @@ class Scene:
         self._build()
         if x.shape == self.simulation.x.shape:
             self.simulation.restore(x, frame, v=v, time=time)
+            self._hold_fixed()
             self._move_obstacles()
         if drag is not None:
             self.simulation.add_constraint(drag)

@@ -30,6 +30,7 @@ from softsim.mechanics.scene.kinds import (
     Flags,
     IndexList,
     Integer,
+    Keyframes,
     NameList,
     Real,
     Text,
@@ -123,7 +124,7 @@ def type_wrong(kind):
         return 3
     if isinstance(kind, Text):
         return 7
-    if isinstance(kind, Box | Vector | VectorList | IndexList | NameList | Flags):
+    if isinstance(kind, Box | Vector | VectorList | IndexList | NameList | Flags | Keyframes):
         return {"a": 1}
     raise AssertionError(f"no wrong type for {kind!r}")
 
@@ -135,6 +136,7 @@ def rich_data() -> dict:
     data["body"][0]["mesh"] = FINGER_MESH.as_posix()
     data["body"][0]["cavity"][0]["surface"] = (MESHES / "pneunet_cavity.stl").as_posix()
     data["body"][1]["mesh"] = (MESHES / "cube.vtu").as_posix()
+    data["controller"][1]["script"] = (ROOT / "examples" / "controllers" / "finger_keys.py").as_posix()
     return data
 
 
@@ -190,6 +192,28 @@ def scene_file_cases(folder: Path) -> list[Case]:
          "warn", ("effectorGoal",)),
         ("massless body under gravity", finger.replace("totalMass = 0.075", ""), "warn", ("body[0].material",)),
         ("self-collision at rest", finger + "\n[collision]\nselfCollision = true\n", "valid", ()),
+        ("controller of an unknown key", finger + '\n[[controller]]\nkey = "body.finger.cable.cabel.value"\n'
+         'keyframes = [[0.0, 0.0], [1.0, 5.0]]\n', "refuse", ("controller[0].key", "cabel")),
+        ("controller of a text key", finger + '\n[[controller]]\nkey = "scene.units"\nkeyframes = [[0.0, 1.0]]\n',
+         "refuse", ("controller[0].key", "scene.units")),
+        ("keyframe value of the wrong shape", finger + '\n[[controller]]\nkey = "scene.gravity"\n'
+         'keyframes = [[0.0, 1.0]]\n', "refuse", ("controller[0].keyframes",)),
+        ("controller with key and script", finger + '\n[[controller]]\nkey = "scene.dt"\nkeyframes = [[0.0, 1.0]]\n'
+         'script = "x.py"\n', "refuse", ("controller[0]",)),
+        ("controller script missing", finger + '\n[[controller]]\nscript = "nowhere.py"\n', "refuse",
+         ("controller[0].script", "nowhere.py")),
+        ("unilateral plane of 3 points", finger.replace("[[body.cable]]", "[[body.unilateralPlane]]\n"
+         "  indices = [0, 1, 2]\n\n  [[body.cable]]", 1), "refuse", ("unilateralPlane[0].indices",)),
+        ("unilateral plane beyond the mesh", finger.replace("[[body.cable]]", "[[body.unilateralPlane]]\n"
+         "  indices = [0, 1, 2, 100000]\n\n  [[body.cable]]", 1), "refuse", ("unilateralPlane0.indices",)),
+        ("stacked field of another model", finger.replace("[[body.fixed]]", "[[body.material.stacked]]\n"
+         "  box = [-200.0, -50.0, -50.0, 0.0, 50.0, 50.0]\n  model = \"linear\"\n  youngModulus = 100.0\n"
+         "  poissonRatio = 0.3\n\n  [[body.fixed]]", 1), "refuse", ("stacked[0].model",)),
+        ("stacked field of elements beyond the mesh", finger.replace("[[body.fixed]]", "[[body.material.stacked]]\n"
+         "  tetrahedra = [100000]\n  youngModulus = 100.0\n  poissonRatio = 0.3\n\n  [[body.fixed]]", 1), "refuse",
+         ("stacked[0].tetrahedra",)),
+        ("center effector beyond the mesh", finger.replace("[[body.cable]]", "[[body.centerEffector]]\n"
+         "  indices = [100000]\n\n  [[body.cable]]", 1), "refuse", ("centerEffector0.indices",)),
     ]
     cases = []
     for number, (name, text, expect, names) in enumerate(texts):

@@ -5,6 +5,7 @@ from softsim.mechanics.constraints.base import Constraint, PointSet
 from softsim.mechanics.constraints.body_contact import BodyContactConstraint, ContactSurface
 from softsim.mechanics.constraints.cable import CableConstraint, cable_length_and_gradient
 from softsim.mechanics.constraints.cavity import SurfacePressureConstraint, surface_volume, surface_volume_gradient
+from softsim.mechanics.constraints.center_effector import CenterEffector
 from softsim.mechanics.constraints.contact import (
     OBSTACLE_CLASSES,
     BoxObstacle,
@@ -18,6 +19,7 @@ from softsim.mechanics.constraints.contact import (
 )
 from softsim.mechanics.constraints.drag import DragConstraint
 from softsim.mechanics.constraints.effector import PositionEffector
+from softsim.mechanics.constraints.unilateral_plane import UnilateralPlaneConstraint
 
 __all__ = [
     "BodyContactConstraint",
@@ -28,6 +30,7 @@ __all__ = [
     "BoxObstacle",
     "CableConstraint",
     "CapsuleObstacle",
+    "CenterEffector",
     "Constraint",
     "ContactConstraint",
     "DragConstraint",
@@ -37,6 +40,7 @@ __all__ = [
     "PositionEffector",
     "SphereObstacle",
     "SurfacePressureConstraint",
+    "UnilateralPlaneConstraint",
     "cable_length_and_gradient",
     "friction_frames",
     "surface_volume",

@@ -30,6 +30,7 @@ __all__ = [
     "IndexList",
     "Flags",
     "FilePath",
+    "Keyframes",
     "show",
     "suggest",
 ]
@@ -384,6 +385,48 @@ class Flags(Kind):
 
     def to_toml(self, value: Any) -> Any:
         return list(value)
+
+
+class Keyframes(Kind):
+    """``[[t0, v0], [t1, v1], ...]``: at least one pair of a time and a value, times strictly increasing, every
+    value a number or every value a list of the same count of numbers. Stored as a tuple of ``(t, v)`` pairs
+    (``v`` a float or a tuple of floats)."""
+
+    description = "a list of [time, value] pairs, times increasing"
+
+    def convert(self, raw: Any) -> tuple:
+        if isinstance(raw, np.ndarray):
+            raw = raw.tolist()
+        if not isinstance(raw, list | tuple) or not raw:
+            raise Invalid(f"expected {self.description} ([[0.0, 0.0], [1.0, 5.0]]), got {show(raw)}")
+        pairs, size = [], None
+        for i, item in enumerate(raw):
+            if not isinstance(item, list | tuple) or len(item) != 2:
+                raise Invalid(f"keyframe {i}: expected a pair [time, value], got {show(item)}")
+            try:
+                time = _number(item[0])
+            except Invalid as error:
+                raise Invalid(f"keyframe {i}: time: {error}") from None
+            value = item[1]
+            this = None if not isinstance(value, list | tuple) else len(value)
+            try:
+                value = _number(value) if this is None else _numbers(value, this, f"a list of {this} numbers")
+            except Invalid as error:
+                raise Invalid(f"keyframe {i}: value: {error}") from None
+            if this == 0:
+                raise Invalid(f"keyframe {i}: value: expected a number or a list of numbers, got []")
+            if i and this != size:
+                raise Invalid(f"keyframe {i}: value {show(item[1])} has another shape than keyframe 0's "
+                              f"({'a number' if size is None else f'{size} numbers'}); every value must have one")
+            if i and time <= pairs[-1][0]:
+                raise Invalid(f"keyframe {i}: time {time:g} is not after keyframe {i - 1}'s {pairs[-1][0]:g}; "
+                              "times must increase")
+            size = this
+            pairs.append((time, value))
+        return tuple(pairs)
+
+    def to_toml(self, value: Any) -> Any:
+        return [[t, list(v) if isinstance(v, tuple) else v] for t, v in value]
 
 
 class FilePath(Text):

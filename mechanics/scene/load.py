@@ -27,7 +27,9 @@ from softsim.mechanics.scene.schema import (
     BodySpec,
     CableSpec,
     CavitySpec,
+    ControllerSpec,
     EffectorSpec,
+    FixedSpec,
     ForceSpec,
     MaterialSpec,
     ObstacleSpec,
@@ -35,8 +37,10 @@ from softsim.mechanics.scene.schema import (
     SceneError,
     SceneSettings,
     SceneSpec,
+    StackedMaterialSpec,
     Table,
     TableList,
+    UnilateralPlaneSpec,
     schema_fields,
 )
 from softsim.meshes.files import MAX_SCENE_FILE_BYTES, InputFileError, read_input_bytes
@@ -298,6 +302,61 @@ def _check_effector(obj: EffectorSpec, path: str, ctx: _Context) -> None:
         )
 
 
+def _check_stacked(obj: StackedMaterialSpec, path: str, ctx: _Context) -> None:
+    _exactly_one(obj, EXCLUSIVE_KEYS[StackedMaterialSpec][0], path, ctx)
+
+
+def _check_unilateral_plane(obj: UnilateralPlaneSpec, path: str, ctx: _Context) -> None:
+    if len(obj.indices) != 4:
+        ctx.error(_join(path, "indices"), f"expected 4 ids (the constrained point, then three points of the plane), "
+                                          f"got {len(obj.indices)}")
+    elif len(set(obj.indices)) != 4:
+        ctx.error(_join(path, "indices"), f"{show(list(obj.indices))} repeats an id; the four points must differ")
+    elif obj.points is not None and max(obj.indices) >= len(obj.points):
+        ctx.error(_join(path, "indices"), f"{max(obj.indices)} is not a row of points (0..{len(obj.points) - 1})")
+
+
+def _check_controller(obj: ControllerSpec, path: str, ctx: _Context) -> None:
+    given = _exactly_one(obj, EXCLUSIVE_KEYS[ControllerSpec][0], path, ctx)
+    if given == "script":
+        obj.script_path = ctx.resolve(_join(path, "script"), obj.script)
+        if obj.keyframes is not None:
+            ctx.error(_join(path, "keyframes"), "given with script; keyframes go with key")
+    elif given == "key" and obj.keyframes is None:
+        ctx.error(_join(path, "keyframes"), f"missing; key {show(obj.key)} needs keyframes = [[t0, v0], [t1, v1]]")
+
+
+def _check_controller_keys(obj: SceneSpec, ctx: _Context) -> None:
+    """Each keyframed controller's key is a number or vector key of this scene and its values fit it."""
+    from softsim.mechanics.scene.edit import _resolve  # edit reads scenes with this module
+    from softsim.mechanics.scene.kinds import Real
+
+    for i, controller in enumerate(obj.controllers):
+        if controller.key is None or controller.keyframes is None:
+            continue
+        path = f"controller[{i}]"
+        if controller.key.split(".", 1)[0].split("[", 1)[0] == "controller":
+            ctx.error(_join(path, "key"), f"{show(controller.key)}: a controller cannot drive another controller")
+            continue
+        try:
+            _parent, attribute, _toml, kind, _steps, _canonical = _resolve(obj, controller.key)
+        except SceneError as error:
+            reason = "; ".join(e.split(": ", 2)[-1] for e in error.errors)
+            ctx.error(_join(path, "key"), f"{show(controller.key)} is not a key of this scene: {reason}")
+            continue
+        if not attribute or not isinstance(kind, Real | Vector):
+            ctx.error(_join(path, "key"), f"{show(controller.key)} is {kind.description}, not a number or a vector "
+                                          "of numbers; keyframes drive numeric values")
+            continue
+        for j, (_time, value) in enumerate(controller.keyframes):
+            try:
+                kind.convert(list(value) if isinstance(value, tuple) else value)
+            except Invalid as error:
+                ctx.error(_join(path, "keyframes"), f"keyframe {j}: the value {show(value)} does not fit "
+                                                    f"{controller.key} ({kind.allowed}): {error}")
+                break
+
+
 def _check_body(obj: BodySpec, path: str, ctx: _Context) -> None:
     obj.mesh_path = ctx.resolve(_join(path, "mesh"), obj.mesh)
 
@@ -333,9 +392,12 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
     # Actuator and effector names become CSV column prefixes (NAME.QUANTITY), so they are unique scene-wide.
     actuators = []
     for i, body in enumerate(obj.bodies):
-        for key, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors)):
+        for key, items in (("cable", body.cables), ("cavity", body.cavities), ("effector", body.effectors),
+                           ("unilateralPlane", body.unilateralPlanes), ("centerEffector", body.centerEffectors)):
             actuators += [(f"body[{i}].{key}[{j}]", item.name) for j, item in enumerate(items)]
     _unique(actuators, "actuator/effector", ctx)
+    _unique([(f"controller[{i}]", c.name) for i, c in enumerate(obj.controllers)], "controller", ctx)
+    _check_controller_keys(obj, ctx)
     _check_collision(obj, ctx)
     inverse = obj.solver.inverse
     if inverse is not None and inverse.active and obj.scene.mode == "dynamic":
@@ -346,9 +408,11 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
         ctx.warn("solver.inverse", "inverse mode without a [[body.cable]] or [[body.cavity]]: nothing to solve for")
     if inverse is None or not inverse.active:
         for i, body in enumerate(obj.bodies):
-            for j, effector in enumerate(body.effectors):
+            tracked = [("effector", j, e) for j, e in enumerate(body.effectors)]
+            tracked += [("centerEffector", j, e) for j, e in enumerate(body.centerEffectors)]
+            for key, j, effector in tracked:
                 if effector.effectorGoal is not None:
-                    ctx.warn(f"body[{i}].effector[{j}].effectorGoal",
+                    ctx.warn(f"body[{i}].{key}[{j}].effectorGoal",
                              "the inverse model is off (no [solver.inverse], or active = false): nothing steers "
                              f"the effector to this goal, which only gives the output {effector.name}.distance; "
                              "add [solver.inverse] to drive the actuators to it")
@@ -386,6 +450,10 @@ def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
 
 _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
     RegionSpec: _check_region,
+    FixedSpec: _check_region,
+    StackedMaterialSpec: _check_stacked,
+    UnilateralPlaneSpec: _check_unilateral_plane,
+    ControllerSpec: _check_controller,
     ForceSpec: _check_force,
     MaterialSpec: _check_material,
     CableSpec: _check_cable,

@@ -29,6 +29,7 @@ from softsim.mechanics.scene.kinds import (
     IndexList,
     Integer,
     Invalid,
+    Keyframes,
     Kind,
     Name,
     NameList,
@@ -47,12 +48,17 @@ __all__ = [
     "SphereSpec",
     "HalfspaceSpec",
     "RegionSpec",
+    "FixedSpec",
     "ForceSpec",
     "MaterialRegionSpec",
+    "StackedMaterialSpec",
     "MaterialSpec",
     "CableSpec",
     "CavitySpec",
     "EffectorSpec",
+    "UnilateralPlaneSpec",
+    "CenterEffectorSpec",
+    "ControllerSpec",
     "BodySpec",
     "ObstacleSpec",
     "NewtonSpec",
@@ -302,6 +308,16 @@ class RegionSpec:
 
 
 @dataclass(kw_only=True)
+class FixedSpec(RegionSpec):
+    """``[[body.fixed]]``: a region of fixed nodes (one selector), held at their rest positions moved by
+    ``translation`` (SOFA's RestShapeSpringsForceField on moved rest positions: the gripper's arrow keys)."""
+
+    translation: tuple[float, float, float] = _key(
+        _VEC3, (0.0, 0.0, 0.0), unit="length",
+        help="The region's nodes are held at rest + translation (edited live: the nodes move there).")
+
+
+@dataclass(kw_only=True)
 class ForceSpec(RegionSpec):
     """``[[body.force]]``: ``totalForce`` spread equally over a region's nodes, or a follower ``pressure`` on the
     triangle set ``set``."""
@@ -320,6 +336,25 @@ class MaterialRegionSpec:
     model: str | None = _key(Choice(*MODELS), None, help="Must equal the body's model (kept for SOFA scenes).")
     youngModulus: float | None = _key(_YOUNG, None, unit="pressure", help="Young's modulus in the region.")
     poissonRatio: float | None = _key(_POISSON, None, help="Poisson's ratio in the region.")
+
+
+@dataclass(kw_only=True)
+class StackedMaterialSpec:
+    """``[[body.material.stacked]]``: a second force field ADDED on some elements (SOFA: another
+    TetrahedronFEMForceField on a sub-topology, as PneunetGripper stiffens its bottom layer). ``box`` selects the
+    tetrahedra whose four nodes lie in it (BoxROI tetrahedraInROI, strict), ``tetrahedra`` gives element ids."""
+
+    box: tuple[float, ...] | None = _key(
+        Box(), None, unit="length", help="The tetrahedra whose four nodes all lie in the box, bounds included "
+                                         "(SOFA BoxROI strict); or tetrahedra.")
+    tetrahedra: tuple[int, ...] | None = _key(IndexList(), None, help="Element ids (0-based, file order); or box.")
+    model: str | None = _key(Choice(*MODELS), None,
+                             help="The added field's model; unset: the body's (it must equal the body's model).")
+    youngModulus: float = _key(_YOUNG, unit="pressure", help="Young's modulus of the added field.")
+    poissonRatio: float = _key(_POISSON, help="Poisson's ratio of the added field.")
+    rotation_method: str | None = _key(
+        Choice("polarF", "svdF", "large", "polar", "svd"), None,
+        help="Corotational rotations of the added field; unset: the body's (it must equal the body's).")
 
 
 @dataclass(kw_only=True)
@@ -345,6 +380,9 @@ class MaterialSpec:
              "exact_spd: the exact tangent with negative eigenvalues clamped to 0.")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region",
                                              help="Regions with other youngModulus or poissonRatio.")
+    stacked: list[StackedMaterialSpec] = _key(
+        TableList(StackedMaterialSpec), factory=list,
+        help="Force fields added on some elements (their stiffness adds to the body's there).")
 
 
 _VALUE_UNIT = ByValue("valueType", {"displacement": "length", "force": "force", "pressure": "pressure",
@@ -431,6 +469,35 @@ class EffectorSpec:
 
 
 @dataclass(kw_only=True)
+class UnilateralPlaneSpec:
+    """``[[body.unilateralPlane]]``: SoftRobots UnilateralPlaneConstraint. Of the four points ``indices``, the
+    first stays on the positive side of the plane through the other three (normal (p2 - p1) x (p3 - p1),
+    reversed by ``flipNormal``). The points are body nodes, or rows of ``points`` (positions embedded in the
+    tetrahedra, as SoftRobots maps a MechanicalObject into the body)."""
+
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default unilateralPlane<i>.")
+    indices: tuple[int, ...] = _key(IndexList(), help="Four ids: the constrained point, then three points of the "
+                                                      "plane (node ids, or rows of points).")
+    points: tuple[tuple[float, float, float], ...] | None = _key(
+        VectorList(), None, unit="length",
+        help="Positions embedded in the tetrahedra that indices refer to; unset: indices are node ids.")
+    flipNormal: bool = _key(Flag(), False, help="Reverse the plane's normal (the point stays on the other side).")
+
+
+@dataclass(kw_only=True)
+class CenterEffectorSpec:
+    """``[[body.centerEffector]]``: SoftRobots.Inverse BarycentricCenterEffector: the mean position of some nodes
+    as an effector (an objective of the inverse model, and the outputs NAME.x, NAME.y, NAME.z)."""
+
+    name: str = _key(Name(), help="Unique among actuators, effectors and attachments; default centerEffector<i>.")
+    indices: tuple[int, ...] | None = _key(IndexList(), None, help="Node ids averaged; unset: every node.")
+    effectorGoal: tuple[float, float, float] | None = _key(_VEC3, None, unit="length",
+                                                          help="Goal of the mean position; unset: no goal.")
+    axis: tuple[int, int, int] = _key(Flags(3), (1, 1, 1), help="Which axes count (1) or not (0).")
+    weight: float = _key(_POSITIVE, 1.0, help="Weight of this effector's rows.")
+
+
+@dataclass(kw_only=True)
 class BodySpec:
     """``[[body]]``: a tetrahedral mesh with its material, boundary conditions, loads and actuators.
     ``mesh`` is the path as written in the file; ``mesh_path`` the resolved absolute path. The placement is
@@ -445,24 +512,52 @@ class BodySpec:
     rotation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="angle",
                                                 help="Rotation about x, then y, then z (fixed axes).")
     material: MaterialSpec = _key(Table(MaterialSpec), help="The body's material.")
-    fixed: list[RegionSpec] = _key(TableList(RegionSpec), factory=list, help="Regions of fixed nodes.")
+    fixed: list[FixedSpec] = _key(TableList(FixedSpec), factory=list, help="Regions of fixed nodes.")
     forces: list[ForceSpec] = _key(TableList(ForceSpec), factory=list, toml="force", help="Applied loads.")
     cables: list[CableSpec] = _key(TableList(CableSpec), factory=list, toml="cable", help="Cable actuators.")
     cavities: list[CavitySpec] = _key(TableList(CavitySpec), factory=list, toml="cavity",
                                       help="Pressure cavities.")
     effectors: list[EffectorSpec] = _key(TableList(EffectorSpec), factory=list, toml="effector",
                                          help="Tracked points.")
+    unilateralPlanes: list[UnilateralPlaneSpec] = _key(
+        TableList(UnilateralPlaneSpec), factory=list, toml="unilateralPlane",
+        help="Points kept on one side of a plane through three others.")
+    centerEffectors: list[CenterEffectorSpec] = _key(TableList(CenterEffectorSpec), factory=list,
+                                                     toml="centerEffector", help="Tracked mean positions.")
     mesh_path: Path | None = None
+
+
+@dataclass(kw_only=True)
+class ControllerSpec:
+    """``[[controller]]``: what changes the scene between frames (docs/controllers.md). Either ``key`` with
+    ``keyframes`` (a value interpolated linearly in time and set before every frame) or ``script``, a Python file
+    with ``on_frame(scene, time)`` and/or ``on_key(scene, key)``, run only when scripts are allowed
+    (``softsim run --allow-scripts``, or the window's question). ``script`` is the path as written;
+    ``script_path`` the resolved absolute path."""
+
+    name: str = _key(Name(), help="Identifier in messages; default controller<i>.")
+    key: str | None = _key(Text(), None, help="The key path the keyframes drive (any key Scene.set accepts with "
+                                             "a number or a vector); or script.")
+    keyframes: tuple | None = _key(Keyframes(), None,
+                                   help="[[t0, v0], [t1, v1], ...]: times increasing, the value linear between "
+                                        "them (v0 before t0, the last after the last time).")
+    script: str | None = _key(FilePath(), None, compare=False,
+                              help="Python file (relative to the scene file) defining on_frame(scene, time) "
+                                   "and/or on_key(scene, key); or key.")
+    script_path: Path | None = None
 
 
 #: Keys of which a table sets exactly one (or, for ForceSpec's region, one with totalForce). Setting one of
 #: them with ``set_value`` unsets the others of its group.
 EXCLUSIVE_KEYS: dict[type, tuple[tuple[str, ...], ...]] = {
     RegionSpec: (REGION_KEYS,),
+    FixedSpec: (REGION_KEYS,),
+    StackedMaterialSpec: (("box", "tetrahedra"),),
     ForceSpec: (REGION_KEYS, ("totalForce", "pressure")),
     CableSpec: (("points", "indices"),),
     CavitySpec: (("surface", "set"),),
     EffectorSpec: (("position", "indices"),),
+    ControllerSpec: (("key", "script"),),
 }
 
 OBSTACLE_TYPES = ("plane", "sphere", "box", "capsule")
@@ -723,6 +818,8 @@ class SceneSpec:
     attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment",
                                              help="Glue between bodies.")
     collision: CollisionSpec | None = _key(Table(CollisionSpec), None, help="Contact between bodies.")
+    controllers: list[ControllerSpec] = _key(TableList(ControllerSpec), factory=list, toml="controller",
+                                             help="Keyframed values and scripts run between frames.")
     solver: SolverSpec = _key(Table(SolverSpec), factory=SolverSpec, help="Solver settings.")
     drag: DragSpec = _key(Table(DragSpec), factory=DragSpec, help="Mouse drag.")
     source: str = field(default="<string>", compare=False)

@@ -21,6 +21,7 @@ from softsim.mechanics.scene.kinds import (
     IndexList,
     Integer,
     Invalid,
+    Keyframes,
     Name,
     NameList,
     Real,
@@ -53,8 +54,11 @@ RICH = {
     "body": [
         {"name": "finger", "mesh": "../meshes/finger.vtu",
          "material": {"youngModulus": 600.0, "poissonRatio": 0.45, "totalMass": 0.075,
-                      "region": [{"box": BOX, "model": "corotational", "youngModulus": 500.0, "poissonRatio": 0.4}]},
-         "fixed": [{"box": BOX}, {"sphere": {"center": [0.0, 0.0, 0.0], "radius": 1.0}},
+                      "region": [{"box": BOX, "model": "corotational", "youngModulus": 500.0, "poissonRatio": 0.4}],
+                      "stacked": [{"box": BOX, "model": "corotational", "youngModulus": 900.0, "poissonRatio": 0.3,
+                                   "rotation_method": "polarF"},
+                                  {"tetrahedra": [0, 1], "youngModulus": 900.0, "poissonRatio": 0.3}]},
+         "fixed": [{"box": BOX, "translation": [0.0, 0.0, 0.0]}, {"sphere": {"center": [0.0, 0.0, 0.0], "radius": 1.0}},
                    {"halfspace": {"point": [0.0, 0.0, 0.0], "normal": [1.0, 0.0, 0.0]}}, {"indices": [0]},
                    {"set": "base"}],
          "force": [{"box": BOX, "totalForce": [0.0, 0.0, 1.0]}, {"set": "top", "pressure": 1.0},
@@ -66,7 +70,12 @@ RICH = {
          "cavity": [{"name": "v", "surface": "../meshes/pneunet_cavity.stl", "minPressure": 0.0, "maxPressure": 5.0,
                      "minVolumeGrowth": 0.0, "maxVolumeGrowth": 9.0, "maxPressureVariation": 1.0,
                      "maxVolumeGrowthVariation": 1.0}],
-         "effector": [{"name": "tip", "position": [-100.0, 7.5, 7.5], "effectorGoal": [-90.0, 20.0, 7.5]}]},
+         "effector": [{"name": "tip", "position": [-100.0, 7.5, 7.5], "effectorGoal": [-90.0, 20.0, 7.5]}],
+         "unilateralPlane": [{"name": "stop", "indices": [0, 370, 430, 374], "flipNormal": False},
+                             {"name": "hinge", "points": [[-100.0, 2.0, 2.0], [-90.0, 5.0, 2.0], [-90.0, 5.0, 12.0],
+                                                         [-80.0, 5.0, 2.0]], "indices": [0, 1, 2, 3]}],
+         "centerEffector": [{"name": "centre", "indices": [0, 1], "effectorGoal": [-100.0, 10.0, 0.0],
+                             "axis": [1, 1, 0], "weight": 2.0}]},
         {"name": "cube", "mesh": "../meshes/cube.vtu", "material": {"youngModulus": 100.0, "poissonRatio": 0.3,
                                                                   "massDensity": 1e-6},
          "fixed": [{"box": [-1e3, -1e3, -1e3, 1e3, 1e3, 1e3]}]},
@@ -80,6 +89,8 @@ RICH = {
     "attachment": [{"name": "glue", "bodyA": "finger", "bodyB": "cube", "indicesA": [0], "indicesB": [0]}],
     "collision": {"alarmDistance": 1.0, "contactDistance": 0.1, "friction": 0.5, "selfCollision": False,
                   "bodies": ["finger", "cube"], "pair": [{"bodyA": "finger", "bodyB": "cube", "friction": 0.3}]},
+    "controller": [{"name": "ramp", "key": "body.finger.cable.c.value", "keyframes": [[0.0, 0.0], [1.0, 2.0]]},
+                   {"name": "keys", "script": "../../examples/controllers/finger_keys.py"}],
     "solver": {"newton": {}, "linear": {}, "constraint": {}, "dynamic": {}, "inverse": {"responseFriction": 0.1}},
     "drag": {"compliance": 1e-3},
 }
@@ -134,6 +145,8 @@ def wrong_value(kind):
         return ["a", "a"]
     if isinstance(kind, Flags):
         return [2, 0, 0]
+    if isinstance(kind, Keyframes):
+        return [[1.0, 0.0], [0.0, 1.0]]
     raise AssertionError(f"no wrong value for {kind!r}")
 
 
@@ -158,7 +171,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 151
+    assert len(generics) == 171
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -194,7 +207,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 235
+    assert checked == 274
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))
