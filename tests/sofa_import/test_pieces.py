@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,3 +83,43 @@ def test_stand_in_restores_modules():
         with pytest.raises(ImportError, match="does not provide the module 'splib3.topology'"):
             import splib3.topology  # noqa: F401
     assert sys.modules.get("Sofa") is before
+
+
+def test_xml_scene_with_effector_sphere_and_static_solver(tmp_path):
+    """Components the SoftRobots examples above do not use, in one XML scene on the finger mesh."""
+    from softsim.app.sofa_import import import_scene
+
+    finger = Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger.vtk"
+    scene = tmp_path / "s.scn"
+    scene.write_text(f'''<Node name="root" gravity="0 -9810 0" dt="0.02">
+  <QPInverseProblemSolver epsilon="0.01" maxIterations="100"/>
+  <Node name="goal"><MechanicalObject name="goalMO" position="-100 20 5"/></Node>
+  <Node name="finger">
+    <StaticSolver newton_iterations="7"/>
+    <MeshVTKLoader name="loader" filename="{finger}" scale="2"/>
+    <MeshTopology src="@loader"/>
+    <MechanicalObject name="dofs"/>
+    <MeshMatrixMass massDensity="1e-6"/>
+    <TetrahedronFEMForceField youngModulus="600" poissonRatio="0.45" method="small"/>
+    <SphereROI name="ball" centers="0 0 0" radii="12"/>
+    <FixedProjectiveConstraint indices="@ball.indices"/>
+    <FixedConstraint indices="1 2 3"/>
+    <Node name="tip">
+      <MechanicalObject position="-180 20 10"/>
+      <PositionEffector indices="0" effectorGoal="@/goal/goalMO.position" useDirections="1 1 0"/>
+      <BarycentricMapping/>
+    </Node>
+  </Node>
+</Node>''')
+    result = import_scene(scene, tmp_path / "s.toml")
+    spec = result.spec
+    body = spec.bodies[0]
+    assert body.scale == 2.0 and body.material.model == "linear" and body.material.massDensity == 1e-6
+    assert body.fixed[0].sphere.center == (0.0, 0.0, 0.0) and body.fixed[0].sphere.radius == 12.0
+    assert body.fixed[1].indices == (1, 2, 3)
+    effector = body.effectors[0]
+    assert effector.position == ((-180.0, 20.0, 10.0),) and effector.effectorGoal == ((-100.0, 20.0, 5.0),)
+    assert effector.useDirections == (1, 1, 0)
+    assert spec.scene.mode == "static" and spec.solver.newton.newton_iterations == 7
+    assert (spec.solver.inverse.epsilon, spec.solver.inverse.maxIterations) == (0.01, 100)
+    assert "/goal/goalMO (MechanicalObject): the effector goal's own node" in result.report.text()
