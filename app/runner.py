@@ -130,6 +130,28 @@ class Save(Command):
 
 
 @dataclass(frozen=True)
+class Gradients(Command):
+    """The exact gradients of ``outputs`` with respect to the keys ``wrt`` at the last frame
+    (:mod:`mechanics.sensitivity`). Replies ``{"values": {output: {key: d output / d key}}, "outputs": {output:
+    value}, "parameters": {key: value}, "frame": index}``, or the GradientError of a frame without a gradient."""
+
+    outputs: tuple[str, ...]
+    wrt: tuple[str, ...]
+    changes_state = False
+
+    @property
+    def description(self) -> str:
+        return "gradients"
+
+    def apply(self, scene) -> dict:
+        from softsim.mechanics.sensitivity import gradient_report
+
+        report = gradient_report(scene, list(self.outputs), list(self.wrt))
+        return {"values": report.values, "outputs": report.outputs, "parameters": report.parameters,
+                "frame": scene.simulation.frame}
+
+
+@dataclass(frozen=True)
 class Message:
     """Something the GUI must show: a refused command, a failed frame, a hint."""
 

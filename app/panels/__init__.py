@@ -1,5 +1,6 @@
 """The dockable panels of the main window: Actuators (sliders and readouts), Parameters (every scene value), Scene
-(the component tree), History (undo and redo) and Plots (convergence and time series). Each panel follows a
+(the component tree), History (undo and redo), Plots (convergence and time series) and Sensitivity (the chosen
+output's normalised sensitivities). Each panel follows a
 :class:`app.session.Session` through its signals.
 """
 
@@ -12,19 +13,21 @@ from softsim.app.panels.actuators import ActuatorsPanel
 from softsim.app.panels.parameters import ParametersPanel
 from softsim.app.panels.plots import PlotsPanel
 from softsim.app.panels.scene_tree import SceneTreePanel
+from softsim.app.panels.sensitivity import SensitivityPanel
 
-__all__ = ["create_docks", "ParametersPanel", "ActuatorsPanel", "PlotsPanel", "SceneTreePanel", "DOCK_NAMES",
-           "DOCK_WIDTH_SHARE"]
+__all__ = ["create_docks", "ParametersPanel", "ActuatorsPanel", "PlotsPanel", "SceneTreePanel", "SensitivityPanel",
+           "DOCK_NAMES", "DOCK_WIDTH_SHARE"]
 
 #: Object names of the docks, in the order ``create_docks`` returns them.
-DOCK_NAMES = ("parameters_dock", "actuators_dock", "plots_dock", "scene_dock", "history_dock")
+DOCK_NAMES = ("parameters_dock", "actuators_dock", "plots_dock", "scene_dock", "history_dock", "sensitivity_dock")
 #: The share of the window's width the dock column takes when the window opens (the 3D view gets the rest).
 DOCK_WIDTH_SHARE = 0.3
 
 
 def create_docks(session, window: QWidget | None, *, history: QUndoStack | None = None,
-                 highlight=None, edit=None) -> list[QDockWidget]:
-    """The docks (object names ``DOCK_NAMES``; History only with a ``history`` stack), parented to ``window``.
+                 highlight=None, edit=None, sensitivity: bool = False) -> list[QDockWidget]:
+    """The docks (object names ``DOCK_NAMES``; History only with a ``history`` stack, Sensitivity only with
+    ``sensitivity``), parented to ``window``.
 
     When ``window`` is a QMainWindow the docks are placed in one column on the right, DOCK_WIDTH_SHARE of the
     window wide: Actuators, Parameters, Scene and History as tabs above, Plots below; otherwise the caller
@@ -43,6 +46,8 @@ def create_docks(session, window: QWidget | None, *, history: QUndoStack | None 
         view.setObjectName("history_view")
         view.setEmptyLabel("(scene as opened)")
         panels.append(("History", DOCK_NAMES[4], view))
+    if sensitivity:
+        panels.append(("Sensitivity", DOCK_NAMES[5], SensitivityPanel(session)))
     docks = []
     for title, object_name, panel in panels:
         dock = QDockWidget(title, window)
@@ -67,6 +72,9 @@ def _place(window: QMainWindow, docks: dict[str, QDockWidget]) -> None:
     for name in ("parameters_dock", "scene_dock", "history_dock"):
         if name in docks:
             window.tabifyDockWidget(actuators, docks[name])
+    if "sensitivity_dock" in docks:  # beside the plots: both read the frames
+        window.tabifyDockWidget(plots, docks["sensitivity_dock"])
+        plots.raise_()
     actuators.raise_()
     width = int(DOCK_WIDTH_SHARE * window.width())
     window.resizeDocks([actuators, plots], [width, width], Qt.Orientation.Horizontal)

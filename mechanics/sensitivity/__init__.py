@@ -5,6 +5,7 @@ math is in :mod:`mechanics.sensitivity.adjoint` and docs/gradients.md."""
 from softsim.mechanics.sensitivity.adjoint import GradientReport, gradient_report, gradients
 from softsim.mechanics.sensitivity.errors import GradientError, NotConvergedError, NotDifferentiableError
 from softsim.mechanics.sensitivity.outputs import output_names
+from softsim.mechanics.sensitivity.parameters import default_parameters
 
-__all__ = ["GradientError", "GradientReport", "NotConvergedError", "NotDifferentiableError", "gradient_report",
-           "gradients", "output_names"]
+__all__ = ["GradientError", "GradientReport", "NotConvergedError", "NotDifferentiableError", "default_parameters",
+           "gradient_report", "gradients", "output_names"]

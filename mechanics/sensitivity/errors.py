@@ -22,3 +22,6 @@ class NotDifferentiableError(GradientError):
         self.points = list(points)
         shown = "; ".join(self.points[:5]) + (f"; and {len(self.points) - 5} more" if len(self.points) > 5 else "")
         super().__init__(f"the equilibrium is a non-differentiable point: {shown}")
+
+    def __reduce__(self):  # rebuilt from its points when it crosses a process boundary
+        return type(self), (self.points,)

@@ -288,3 +288,29 @@ class CablePoint(Parameter):
 
     def spec_name(self, state) -> str:
         return state.scene.spec.bodies[self.body].cables[self.cable].name
+
+
+def default_parameters(spec) -> list[str]:
+    """The ``wrt`` keys a sensitivity overview shows for a scene ``spec``: each body's youngModulus and
+    poissonRatio (and those its material regions set), its totalMass (or massDensity), the gravity components
+    that are not zero, every cable's and cavity's value, and each plane obstacle's point along the axis its
+    normal points most along."""
+    keys = []
+    for body in spec.bodies:
+        base = f"body.{body.name}.material"
+        keys += [f"{base}.youngModulus", f"{base}.poissonRatio"]
+        for i, region in enumerate(body.material.regions):
+            keys += [f"{base}.region[{i}].{name}" for name in ("youngModulus", "poissonRatio")
+                     if getattr(region, name) is not None]
+        if body.material.totalMass is not None:
+            keys.append(f"{base}.totalMass")
+        elif body.material.massDensity is not None:
+            keys.append(f"{base}.massDensity")
+    keys += [f"scene.gravity.{axis}" for axis, value in zip("xyz", spec.scene.gravity) if value != 0.0]
+    for body in spec.bodies:
+        keys += [f"body.{body.name}.cable.{c.name}.value" for c in body.cables]
+        keys += [f"body.{body.name}.cavity.{c.name}.value" for c in body.cavities]
+    for obstacle in spec.obstacles:
+        if obstacle.type == "plane":
+            keys.append(f"obstacle.{obstacle.name}.point.{'xyz'[int(np.argmax(np.abs(obstacle.normal)))]}")
+    return keys
