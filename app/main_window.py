@@ -117,6 +117,8 @@ class MainWindow(QMainWindow):
         self.session = Session(self)
         self.viewport = Viewport(self)
         self.viewport.bind(self.session.model)
+        self.session.ask_scripts = self.ask_scripts
+        self.viewport.key_pressed.connect(self.session.key_pressed)
         self.banner = QLabel("")
         self.banner.setObjectName("warning_banner")
         self.banner.setWordWrap(True)
@@ -370,6 +372,17 @@ class MainWindow(QMainWindow):
             return False
         self.settings.add_recent_file(path)
         return True
+
+    def ask_scripts(self, path: Path, scripts: list[Path]) -> bool:
+        """Ask whether the scene's controller scripts may run (the session remembers the answer for the file)."""
+        names = "\n".join(f"  {script}" for script in scripts)
+        box = QMessageBox(QMessageBox.Icon.Question, "Run the scene's scripts?",
+                          f"{Path(path).name} has controllers that run Python scripts:\n{names}\n\nA script is a "
+                          "program: it can do anything you can. Run them only if you trust this scene. Without them "
+                          "the scene opens with its keyframed controllers only.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        return box.exec() == QMessageBox.StandardButton.Yes
 
     def open_mesh(self, path: str | Path) -> bool:
         """Open a bare tetrahedral mesh with a default scene; on failure show a dialog, keep the view."""

@@ -16,6 +16,7 @@ opened (``rest_positions``, ``tets``, ``surface_triangles``, ``fixed_nodes``, ``
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import logging
 from collections.abc import Callable
@@ -44,6 +45,23 @@ logger = logging.getLogger(__name__)
 SCENE_SUFFIXES = (".toml",)
 #: frames used to settle back to equilibrium after a drag started while paused
 SETTLE_FRAMES_AFTER_DRAG = 5
+
+
+def _press_key(key: str, scene) -> None:
+    """A key press for the scene's scripts (``on_key``), applied by the worker."""
+    scene.key_pressed(key)
+
+
+def scene_scripts(path) -> list[Path]:
+    """The script files of a scene file's ``[[controller]]`` tables (none when it cannot be read: opening it
+    reports why)."""
+    from softsim.mechanics.controllers import script_paths
+    from softsim.mechanics.scene import load_scene
+
+    try:
+        return script_paths(load_scene(path, check_files=False))
+    except (ValueError, OSError):
+        return []
 
 
 class Session:
@@ -76,6 +94,11 @@ class Session:
         self._probe_waiting = False
         self._next_probe = None
         self.wake: Callable[[], None] | None = None
+        #: asked ``ask_scripts(path, scripts) -> bool`` before a scene with script controllers runs them (the
+        #: window's question); None: they do not run. The answer is remembered per file for the session.
+        self.ask_scripts: Callable[[Path, list[Path]], bool] | None = None
+        self.script_answers: dict[Path, bool] = {}
+        self.scripts_allowed = False  # the open scene runs its scripts
         self._connect_model()
         if qt if qt is not None else _qt_application_exists():
             deliver_with_qt(self, parent)
@@ -113,16 +136,43 @@ class Session:
         return True
 
     def open_scene(self, path: str | Path) -> bool:
-        """Load a scene file; on any error emit a message and keep the current scene running."""
+        """Load a scene file; on any error emit a message and keep the current scene running. A scene whose
+        controllers run scripts runs them only when :attr:`ask_scripts` says yes (asked once per file)."""
         from softsim.mechanics.scene_runtime import Scene
 
-        return self._open(path, "scene", lambda: Scene.load(path))
+        allow = self._allow_scripts(Path(path))
+        if not self._open(path, "scene", lambda: Scene.load(path, allow_scripts=allow)):
+            return False
+        self.scripts_allowed = allow
+        return True
+
+    def _allow_scripts(self, path: Path) -> bool:
+        scripts = scene_scripts(path)
+        if not scripts:
+            return False
+        key = path.resolve()
+        if key not in self.script_answers:
+            if self.ask_scripts is None:
+                return False
+            self.script_answers[key] = bool(self.ask_scripts(path, scripts))
+        return self.script_answers[key]
+
+    def key_pressed(self, key: str) -> bool:
+        """Send a key press to the open scene's scripts (``on_key(scene, key)``); False when no script of the
+        open scene runs. A script's error comes back as a message naming its file and line."""
+        if self.runner is None or not self.scripts_allowed:
+            return False
+        self.send(Call(f"key {key}", functools.partial(_press_key, key)))
+        return True
 
     def open_mesh(self, path: str | Path) -> bool:
         """Open a bare mesh with a default scene (fixed base, gravity, corotational material)."""
         from softsim.mechanics.scene_runtime import Scene, default_scene_for_mesh
 
-        return self._open(path, "mesh", lambda: Scene(default_scene_for_mesh(path)))
+        if not self._open(path, "mesh", lambda: Scene(default_scene_for_mesh(path))):
+            return False
+        self.scripts_allowed = False
+        return True
 
     def _open(self, path, kind: str, build: Callable[[], object]) -> bool:
         try:

@@ -260,6 +260,8 @@ class Viewport(QtInteractor):
     drag_finished = pyqtSignal()
     goal_moved = pyqtSignal(str, int, object)
     goal_released = pyqtSignal(str)
+    #: a key pressed in the view, as the scene scripts' ``on_key`` receives it (``"a"``, ``"+"``, ``"Up"``)
+    key_pressed = pyqtSignal(str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent, auto_update=False)
@@ -859,6 +861,18 @@ class Viewport(QtInteractor):
         node, _actor, poly = self.selected_marker
         poly.points[:] = self.node_position(node)[None, :]
         poly.Modified()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        """Emit :attr:`key_pressed` with the key's text (a printable character) or its name (``Up``, ``F1``),
+        then let the view handle it."""
+        text = event.text()
+        if not (text and text.isprintable() and not text.isspace()):
+            from PyQt6.QtGui import QKeySequence
+
+            text = QKeySequence(event.key()).toString()
+        if text:
+            self.key_pressed.emit(text)
+        super().keyPressEvent(event)
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt API)
         position = event.position()
