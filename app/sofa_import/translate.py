@@ -32,7 +32,7 @@ from softsim.app.sofa_import.values import (
     as_points,
     follow,
 )
-from softsim.mechanics.scene.schema import BodySpec, MaterialSpec, RegionSpec, SceneSpec, schema_fields
+from softsim.mechanics.scene.schema import BodySpec, MaterialSpec, schema_fields
 
 __all__ = ["Translation", "translate", "has_key"]
 
@@ -1020,5 +1020,3 @@ def translate(root: Node, source: Path, base_dir: Path, artifacts: Path | None =
     frame) go to ``artifacts``."""
     return _Translator(root, Path(source).resolve(), Path(base_dir).resolve(), artifacts).run()
 
-
-_ = (SceneSpec, RegionSpec)  # the tables the data is validated against (app.sofa_import.importer)

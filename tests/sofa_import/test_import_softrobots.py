@@ -31,6 +31,13 @@ def imported(relative: str, tmp_path: Path):
     return result
 
 
+def same_material(spec, port) -> None:
+    """The imported body's material equals the hand-written port's (model, rotations, E, nu, mass)."""
+    ours, theirs = spec.bodies[0].material, port.bodies[0].material
+    for key in ("model", "rotation_method", "youngModulus", "poissonRatio", "totalMass", "massDensity"):
+        assert getattr(ours, key) == getattr(theirs, key), key
+
+
 def fixed_nodes(spec) -> np.ndarray:
     scene = Scene(spec)
     return np.sort(scene.simulation.problem.fixed_nodes)
@@ -51,6 +58,7 @@ def test_finger(tmp_path):
     assert cable.name == "aCableActuator" and len(cable.points) == 14 and cable.pullPoint == (0.0, 12.5, 2.5)
     assert cable.minForce == 0.0
     port = load_scene(DATA / "finger.toml")
+    same_material(spec, port)
     assert cable.points == port.bodies[0].cables[0].points
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))
     assert len(fixed_nodes(spec)) > 0
@@ -69,6 +77,7 @@ def test_diamond(tmp_path):
     assert body.cables[0].value == 20.0 and body.cables[1].value == 0.0
     assert spec.scene.dt == 0.1 and spec.scene.gravity == (0.0, 0.0, -9810.0)
     port = load_scene(DATA / "diamond.toml")
+    same_material(spec, port)
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))
 
 
@@ -84,6 +93,7 @@ def test_trunk(tmp_path):
     assert long.n_points == 21 and short.n_points == 10 and not long.hasPullPoint
     assert (long.maxPositiveDisp, short.maxPositiveDisp, long.maxDispVariation) == (70.0, 40.0, 1.0)
     port = load_scene(DATA / "trunk.toml")
+    same_material(spec, port)
     for ours, theirs in zip(body.cables, port.bodies[0].cables):  # the port writes 4 decimals
         np.testing.assert_allclose(ours.points, theirs.points, atol=5e-5)
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))
@@ -100,6 +110,7 @@ def test_springy(tmp_path):
     # gravity -981 is kept as written and named in the report
     assert result.spec.scene.gravity == (0.0, 0.0, -981.0) and "magnitude 981" in result.report.text()
     port = load_scene(DATA / "springy.toml")
+    same_material(result.spec, port)
     np.testing.assert_array_equal(fixed_nodes(result.spec), fixed_nodes(port))
 
 
@@ -146,6 +157,7 @@ def test_tentacle(tmp_path):
     assert [p.name for p in planes] == [f"upc{i}" for i in range(1, 8)]
     assert planes[0].points[0] == (64.0, 0.0, 11.0) and planes[6].points[3] == (138.0, 0.0, -53.5)
     port = load_scene(DATA / "tentacle.toml")
+    same_material(spec, port)
     np.testing.assert_allclose(cable.points, port.bodies[0].cables[0].points, rtol=0, atol=1e-14)
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))
 
@@ -194,6 +206,7 @@ def test_bunny_scn(tmp_path):
     assert (spec.solver.constraint.maxIterations, spec.solver.constraint.tolerance) == (250, 1e-7)
     assert spec.scene.gravity == (0.0, -9.81, 0.0)  # no gravity in the file: SOFA's default
     port = load_scene(DATA / "bunny.toml")
+    same_material(spec, port)
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))
     assert "acts on nothing here" in result.report.text()
 
