@@ -162,6 +162,9 @@ def _delete_window(window) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from softsim.mechanics.linear_solvers import configure_threads
+
+    configure_threads()  # the process-wide thread settings of the native solvers, before the first solve
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "info":
         from softsim.meshes.info import main as info_main

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -14,6 +15,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+#: bench_equilibrium --before: the older revision whose solver a subprocess measures comes first on the path
+if os.environ.get("SOFTSIM_BENCH_TREE"):
+    sys.path.insert(0, os.environ["SOFTSIM_BENCH_TREE"])
+
+
+def _configure_threads() -> None:
+    """The benchmarks are entry points: they make the thread settings the command line makes (older
+    revisions, measured by ``--before``, made them on import)."""
+    try:
+        from softsim.mechanics.linear_solvers import configure_threads
+    except ImportError:
+        return
+    configure_threads()
+
+
+_configure_threads()
 
 
 def cpu_model() -> str:

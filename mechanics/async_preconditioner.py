@@ -30,14 +30,14 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.linear_solvers import (
+from softsim.mechanics.linear_solvers.base import (
+    Capabilities,
     LinearSolverError,
     _check_rhs,
     _check_square_csr,
     _new_stats,
-    _pardiso_library,
-    _PardisoBackend,
 )
+from softsim.mechanics.linear_solvers.pardiso import _pardiso_library, _PardisoBackend
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +141,12 @@ class AsyncPreconditionedSolver:
     one, with the same matrix, returns the last solution, as :class:`~mechanics.linear_solvers.DirectSolver`).
     """
 
+    #: solve() takes a per-call tolerance (the equilibrium iterations' inexact Newton steps); factorizations
+    #: run in a background thread
+    capabilities = Capabilities(inexact=True, background=True)
+    #: CG needs a symmetric (positive definite) matrix
+    symmetric = True
+
     def __init__(self, *, residual_tolerance_threshold: float = 1e-8, maximum_number_of_iterations: int = 20,
                  background: bool = True):
         tolerance = float(residual_tolerance_threshold)
@@ -154,8 +160,6 @@ class AsyncPreconditionedSolver:
         self.maximum_number_of_iterations = int(maximum_number_of_iterations)
         self.background = bool(background)
         self.name = "AsyncPreconditionedSolver"
-        #: solve() takes a per-call tolerance (the equilibrium iterations' inexact Newton steps)
-        self.inexact = True
         self.stats = _new_stats()
         self.stats.update(iterations=0, background_factorizations=0, foreground_factorizations=0,
                           last_background_seconds=0.0, age=0, memo_hits=0)
@@ -180,6 +184,12 @@ class AsyncPreconditionedSolver:
     @property
     def is_factorized(self) -> bool:
         return self.matrix is not None
+
+    def like(self) -> AsyncPreconditionedSolver:
+        """A new, unfactorized solver with the same settings (and a thread of its own)."""
+        return AsyncPreconditionedSolver(residual_tolerance_threshold=self.residual_tolerance_threshold,
+                                         maximum_number_of_iterations=self.maximum_number_of_iterations,
+                                         background=self.background)
 
     def factorize(self, A) -> None:
         A = _check_square_csr(A, self.name)

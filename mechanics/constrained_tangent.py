@@ -12,21 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
-from softsim.mechanics.linear_solvers import CGSolver, DirectSolver
-
-
-def solver_like(solver):
-    """A new, unfactorized linear solver of the same kind and settings as ``solver``."""
-    if isinstance(solver, AsyncPreconditionedSolver):
-        return AsyncPreconditionedSolver(residual_tolerance_threshold=solver.residual_tolerance_threshold,
-                                         maximum_number_of_iterations=solver.maximum_number_of_iterations,
-                                         background=solver.background)
-    if isinstance(solver, CGSolver):
-        return CGSolver(maximum_number_of_iterations=solver.maximum_number_of_iterations,
-                        residual_tolerance_threshold=solver.residual_tolerance_threshold,
-                        preconditioning_method=solver.preconditioning_method)
-    return DirectSolver(backend=getattr(solver, "requested_backend", "auto"))
 
 
 class ResponseCache:
@@ -46,7 +31,7 @@ class ResponseCache:
         solver that accepts one (the asynchronous preconditioner) may stop at; the cache then keeps the
         columns for later calls only while they are at least as accurate as asked."""
         key = (id(linear_solver), linear_solver.stats.get("factorizations"), getattr(linear_solver, "matrix", None))
-        inexact = tolerance is not None and getattr(linear_solver, "inexact", False)
+        inexact = tolerance is not None and linear_solver.capabilities.inexact
         accuracy = float(tolerance) if inexact else 0.0  # the relative residual of the columns solved now
         same = (self._key is not None and self._key[0] == key[0] and self._key[1] == key[1]
                 and self._key[2] is key[2] and self._Jt.shape == Jt.shape and self._tolerance <= accuracy)
@@ -89,7 +74,7 @@ class ConstrainedTangent:
     def solver(self, template):
         """The linear solver of the constrained tangent, made like ``template`` (remade when it changes)."""
         if self._solver is None or self._solver_template is not template:
-            self._solver, self._solver_template = solver_like(template), template
+            self._solver, self._solver_template = template.like(), template
         return self._solver
 
     def matrix(self, K_free: sp.csr_matrix, terms: list) -> sp.csr_matrix:

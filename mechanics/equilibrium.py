@@ -529,7 +529,7 @@ def _increment(ctx: _Context, state: _State, t: float):
         slow = last_unbalanced is not None and (
             state.unbalanced > EXACT_REUSE_RATE * last_unbalanced if ctx.exact
             else state.unbalanced > 0.9 * last_unbalanced and not refactorized_last)
-        refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not getattr(solver, "is_factorized", False) or slow
+        refactorize = state.relative > FAR_FROM_EQUILIBRIUM or not solver.is_factorized or slow
         out_of_steps = steps >= max_steps or (refactorize and factorizations >= max_factorizations)
         if out_of_steps and ctx.exact and steps < CONVERGING_EXTRA_STEPS * max_steps and _converging(merits):
             out_of_steps = False  # Newton's last steps are closing in: cutting now would throw them away

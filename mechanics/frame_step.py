@@ -257,7 +257,7 @@ def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: 
         else:
             KinvJt = cache.solve(linear_solver, Jt)
     W = np.asarray(J_free @ KinvJt)
-    if getattr(linear_solver, "symmetric", True):  # round-off only; an unsymmetric tangent's W is unsymmetric
+    if linear_solver.symmetric:  # round-off only; an unsymmetric tangent's W is unsymmetric
         W = 0.5 * (W + W.T)
     return W, KinvJt
 
@@ -265,7 +265,7 @@ def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: 
 def _ensure_factorization(problem, newton, x: np.ndarray) -> None:
     """Make sure the Newton solver holds a factorization (a solve that converged at once made none)."""
     solver = newton.linear_solver
-    if not getattr(solver, "is_factorized", False):
+    if not solver.is_factorized:
         solver.factorize(problem.tangent(x))
 
 

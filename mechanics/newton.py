@@ -81,7 +81,7 @@ import time
 
 import numpy as np
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.linear_solvers import CGSolver, DirectSolver, LinearSolverError
+from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.scene.schema import NewtonSpec, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
@@ -286,7 +286,7 @@ class StaticNewtonSolver:
             report.factorization_time += time.perf_counter() - start
             start = time.perf_counter()
             try:
-                if isinstance(self.linear_solver, CGSolver):
+                if self.linear_solver.capabilities.iterative:
                     warm = previous_correction if self.warm_start else None
                     correction = self.linear_solver.solve(residual, x0=warm)
                     report.iterative_linear_solver_squared_residuals.append(
@@ -369,7 +369,7 @@ class StaticNewtonSolver:
             increment_norm = float(np.linalg.norm(increment_total))
             relative_residual = trial_norm / initial_norm
             relative_correction = correction_norm / increment_norm if increment_norm > 0.0 else np.inf
-            if report.linear_solver_iterations and isinstance(self.linear_solver, CGSolver):
+            if report.linear_solver_iterations and self.linear_solver.capabilities.iterative:
                 self._log(
                     "Newton iteration #%d: |R| = %.6e, |R|/|R0| = %.6e, |du|/|U| = %.6e, "
                     "CG iterations = %d, time = %.3f ms",

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError
@@ -194,7 +193,7 @@ class Simulation:
     def _async_solvers(self) -> list:
         """The frame's linear solvers that are asynchronous preconditioners (Newton's, the equilibrium's)."""
         candidates = (self.newton.linear_solver, self._constrained_tangent.current_solver)
-        return [s for s in candidates if isinstance(s, AsyncPreconditionedSolver)]
+        return [s for s in candidates if s is not None and s.capabilities.background]
 
     def _dynamic_step(self) -> FrameReport:
         self.dynamic_solver.constraints = [c for c in self.constraints if c.enforced and c.active]

@@ -91,3 +91,18 @@ def test_a_source_checkout_imports_the_four_subpackages_and_nothing_else():
         assert Path(lines[name]) == ROOT / name / "__init__.py"
     for name in ("tests", "benchmarks", "softsim", "docs"):
         assert lines[name] == "refused"
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """pyproject.toml lists the installed packages one by one: every folder of app/, mechanics/, meshes/ and
+    resources/ with an __init__.py is there (a new subpackage left out would be missing from the wheel)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"softsim"}
+    for top in ("app", "mechanics", "meshes", "resources"):
+        for init in (ROOT / top).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT).parts
+            if "__pycache__" not in parts:
+                found.add(".".join(("softsim", *parts)))
+    assert sorted(found - listed) == []

@@ -57,6 +57,9 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
     The frames run through :func:`app.headless.run_frames` (the loop of ``softsim run``) into a temporary
     directory of this process; with ``keep_files``, its ``frames.csv`` (and .vtu files with ``vtu``) are
     returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's)."""
+    from softsim.mechanics.linear_solvers import configure_threads
+
+    configure_threads()  # this worker process's thread settings, then its share of the cores below
     if isinstance(threads, dict):  # per host (the engine's count of cores over tasks): find this one's
         threads = threads.get(_this_host())
     if threads is not None:

@@ -146,7 +146,7 @@ def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: Const
     force = system.initial_force(force_pairs)
     force = np.zeros(system.n_rows) if force is None else force
     solver = tangent.solver(newton.linear_solver)
-    if refactorize or not getattr(solver, "is_factorized", False):
+    if refactorize or not solver.is_factorized:
         exact = bool(getattr(problem.elasticity, "exact_tangent", False))
         terms = force_stiffness(system, x_cur, force) if exact else []
         solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))

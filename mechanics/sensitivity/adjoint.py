@@ -173,7 +173,7 @@ class TransposedSolve:
         self.AT = A.T  # CSC: its products are as fast as a CSR's, without the conversion
         rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
         self.norm = float(np.bincount(rows, weights=np.abs(A.data), minlength=A.shape[0]).max()) if A.nnz else 0.0
-        usable = (isinstance(factorized, DirectSolver) and factorized.is_factorized
+        usable = (factorized is not None and factorized.capabilities.direct and factorized.is_factorized
                   and factorized.matrix.shape == A.shape)
         self.solver = factorized if usable else None
         self.reused = usable

@@ -15,7 +15,7 @@ from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraints import CableConstraint
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
-from softsim.mechanics.linear_solvers import DirectSolver, make_linear_solver
+from softsim.mechanics.linear_solvers import Capabilities, DirectSolver, make_linear_solver
 from softsim.mechanics.loads import Gravity, lumped_masses
 from softsim.mechanics.newton import StaticNewtonSolver
 from softsim.mechanics.scene_runtime import Scene
@@ -213,7 +213,7 @@ def test_response_cache_does_not_reuse_inexact_columns_for_an_exact_request():
     exact_inverse = np.linalg.inv(A.toarray())
 
     class Inexact:
-        inexact = True
+        capabilities = Capabilities(inexact=True)
         matrix = A
         stats = {"factorizations": 1}
         calls: list = []

@@ -313,3 +313,69 @@ def test_relative_asymmetry_and_transpose_map():
     assert relative_asymmetry(random_spd(50, seed=5)) == 0.0
     upper = sp.triu(A, format="csr")  # an unsymmetric pattern has no transpose map
     assert transpose_map(upper) is None and relative_asymmetry(upper) == np.inf
+
+
+def _every_solver():
+    from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver
+    from softsim.mechanics.block_solver import BlockDiagonalSolver
+
+    return [DirectSolver(backend="scipy"), CGSolver(preconditioning_method="Diagonal",
+                                                     residual_tolerance_threshold=1e-12,
+                                                     maximum_number_of_iterations=500),
+            ReusedFactorizationSolver(residual_tolerance_threshold=1e-12),
+            AsyncPreconditionedSolver(residual_tolerance_threshold=1e-10, background=False),
+            BlockDiagonalSolver([0, 200, 400], backend="scipy")]
+
+
+@pytest.mark.parametrize("index", range(5), ids=["direct", "cg", "reused", "async", "block"])
+def test_every_solver_implements_the_protocol_and_its_copy_solves_alike(index):
+    """Each solver is a LinearSolver with declared capabilities; ``like()`` gives an unfactorized solver of the same
+    kind that solves the same SPD system (400 unknowns) to 1e-8 of the exact solution, as the original does; a
+    solver that declares ``direct`` solves A^T x = b too (here an unsymmetric A, to 1e-10)."""
+    from softsim.mechanics.linear_solvers import LinearSolver
+
+    solver = _every_solver()[index]
+    assert isinstance(solver, LinearSolver)
+    A = random_spd(seed=3)
+    b = np.random.default_rng(3).standard_normal(400)
+    exact = np.linalg.solve(A.toarray(), b)
+    copy = solver.like()
+    assert type(copy) is type(solver) and copy is not solver and not copy.is_factorized
+    for each in (solver, copy):
+        each.factorize(A)
+        assert each.is_factorized and each.symmetric
+        np.testing.assert_allclose(each.solve(b), exact, rtol=1e-8, atol=1e-8 * np.abs(exact).max())
+    if solver.capabilities.direct:
+        U = (A + sp.triu(sp.random(400, 400, density=0.005, random_state=4), k=1)).tocsr()
+        solver.factorize(U)
+        assert not solver.symmetric
+        np.testing.assert_allclose(solver.solve_transposed(b), np.linalg.solve(U.toarray().T, b), rtol=1e-10,
+                                   atol=1e-10)
+    for each in (solver, copy):
+        each.close()
+
+
+def test_capabilities_say_what_each_solver_can_do():
+    """The capabilities that callers branch on instead of classes: CG reports its iterations, the asynchronous
+    preconditioner takes a per-call tolerance and factorizes in a thread, the direct solvers factorize
+    unsymmetric matrices."""
+    direct, cg, reused, asynchronous, block = _every_solver()
+    assert direct.capabilities.direct and direct.capabilities.unsymmetric and not direct.capabilities.iterative
+    assert cg.capabilities.iterative and reused.capabilities.iterative and not cg.capabilities.unsymmetric
+    assert asynchronous.capabilities.inexact and asynchronous.capabilities.background
+    assert block.capabilities.direct and not block.capabilities.background
+
+
+def test_no_module_branches_on_a_solver_class():
+    """Callers ask a solver's capabilities: no ``isinstance(..., <solver class>)`` outside the solvers' own
+    modules."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"isinstance\([^)]*\b(DirectSolver|CGSolver|ReusedFactorizationSolver|"
+                         r"AsyncPreconditionedSolver|BlockDiagonalSolver)\b")
+    offenders = [str(path.relative_to(root)) for folder in ("mechanics", "app")
+                 for path in (root / folder).rglob("*.py")
+                 if "linear_solvers" not in path.parts and pattern.search(path.read_text())]
+    assert offenders == []
