@@ -74,6 +74,10 @@ VISUAL = {"OglModel", "VisualStyle", "OglSceneFrame", "BackgroundSetting", "Visu
           "OglCylinderModel", "SofaSceneFrame", "DataDisplay", "IdentityMapping"}
 
 
+#: a body larger than this (in the file's units) with no SoftRobots-like gravity is taken to be in millimetres
+MM_EXTENT = 5.0
+
+
 def has_key(cls: type, key: str) -> bool:
     """Whether the scene format declares the TOML ``key`` in the table class ``cls`` (keys another helper may
     be adding: the translation uses them only once they exist)."""
@@ -800,10 +804,20 @@ class _Translator:
                 self.report.notes.append(f"units: mm-kg-s, inferred from the gravity magnitude {magnitude:g} "
                                          "(SoftRobots' convention: mm, kg, s; E in kPa)")
         else:
-            units = "SI"
             note = "no gravity" if magnitude == 0 else f"gravity magnitude {magnitude:g}"
-            self.report.notes.append(f"units: SI assumed ({note}); the numbers are the file's, unchanged (SOFA "
-                                     f"has no units: the label only changes how softsim shows them)")
+            if "gravity" not in self.root.data:
+                note = "no gravity in the file: SOFA's default [0, -9.81, 0]"
+            extent = self.largest_extent(data)
+            if extent > MM_EXTENT:
+                units = "mm-kg-s"
+                self.report.notes.append(
+                    f"units: mm-kg-s assumed ({note}, but a body {extent:.3g} units across: millimetres, as in "
+                    f"SoftRobots' scenes); the numbers are the file's, unchanged (gravity {magnitude:g} mm/s^2 is "
+                    f"as written: set scene.gravity if the scene meant 9.81 m/s^2)")
+            else:
+                units = "SI"
+                self.report.notes.append(f"units: SI assumed ({note}); the numbers are the file's, unchanged (SOFA "
+                                         f"has no units: the label only changes how softsim shows them)")
         mode = "static"
         inverse = any(c.type == "QPInverseProblemSolver" for n in self.root.walk() for c in n.objects
                       if isinstance(c, Component))
@@ -841,6 +855,17 @@ class _Translator:
                 if key in solver.data:
                     data.setdefault("solver", {}).setdefault("newton", {})[ours] = int(
                         as_float(solver.data[key], f"{what}.{key}"))
+
+    def largest_extent(self, data: dict[str, Any]) -> float:
+        """The largest bounding-box side of the bodies' meshes (with their scale), in the file's units."""
+        from softsim import meshes
+
+        extent = 0.0
+        for body in data.get("body", []):
+            mesh = meshes.load(self.base_dir / body["mesh"], scale=body.get("scale", 1.0))
+            bbox = mesh.bbox
+            extent = max(extent, float(np.max(bbox[3:] - bbox[:3])))
+        return extent
 
     def constraint_solver(self, data: dict[str, Any]) -> None:
         solvers = [c for n in self.root.walk() for c in self.components(n, CONSTRAINT_SOLVERS)]
@@ -951,8 +976,8 @@ class _Translator:
         data: dict[str, Any] = {}
         bodies = self.body_nodes()
         if not bodies:
-            raise ValueProblem(f"{self.source.name}: no deformable body (a node with a MechanicalObject and a "
-                               f"TetrahedronFEMForceField over a volume mesh loader)")
+            raise ValueProblem("no deformable body (a node with a MechanicalObject and a "
+                               "TetrahedronFEMForceField over a volume mesh loader)")
         self.bodies = bodies
         data["body"] = [self.translate_body(node, bodies) for node in bodies]
         self.finish_bodies(data["body"])

@@ -205,6 +205,8 @@ def test_bunny_scn(tmp_path):
     assert len(meshes.load_surface(cavity.surface_path).triangles) == 320  # the OBJ, read directly
     assert (spec.solver.constraint.maxIterations, spec.solver.constraint.tolerance) == (250, 1e-7)
     assert spec.scene.gravity == (0.0, -9.81, 0.0)  # no gravity in the file: SOFA's default
+    # ... so the units come from the bunny's size (10.3 across: millimetres), as the hand-written port says
+    assert spec.scene.units == "mm-kg-s" and "a body 10.3 units across" in result.report.text()
     port = load_scene(DATA / "bunny.toml")
     same_material(spec, port)
     np.testing.assert_array_equal(fixed_nodes(spec), fixed_nodes(port))

@@ -123,3 +123,18 @@ def test_xml_scene_with_effector_sphere_and_static_solver(tmp_path):
     assert spec.scene.mode == "static" and spec.solver.newton.newton_iterations == 7
     assert (spec.solver.inverse.epsilon, spec.solver.inverse.maxIterations) == (0.01, 100)
     assert "/goal/goalMO (MechanicalObject): the effector goal's own node" in result.report.text()
+
+
+def test_units_from_gravity_or_size(tmp_path):
+    """SI for a 1-unit cube under SOFA's default gravity; mm-kg-s for the 20-unit cube of resources/meshes."""
+    from softsim.app.sofa_import import import_scene
+
+    cube = Path(__file__).resolve().parents[2] / "resources" / "meshes" / "cube.vtu"
+    for scale, units in ((0.05, "SI"), (1.0, "mm-kg-s")):
+        scene = tmp_path / f"cube{scale}.scn"
+        scene.write_text(f'<Node name="root"><Node name="cube"><MeshVTKLoader name="loader" filename="{cube}" '
+                         f'scale="{scale}"/><MechanicalObject/><TetrahedronFEMForceField youngModulus="1000" '
+                         f'poissonRatio="0.3"/><BoxROI name="b" box="-100 -100 -100 100 0 100"/>'
+                         f'<FixedConstraint indices="@b.indices"/></Node></Node>')
+        spec = import_scene(scene, tmp_path / f"cube{scale}.toml").spec
+        assert spec.scene.units == units and spec.scene.gravity == (0.0, -9.81, 0.0)
