@@ -25,7 +25,7 @@ import numpy as np
 from softsim.app.sofa_import.graph import Component, Node
 from softsim.app.sofa_import.standin import KEYS, stand_in
 
-__all__ = ["ControllerError", "SofaControllers", "adapter_source"]
+__all__ = ["ControllerError", "SofaControllers", "adapter_source", "sofa_key"]
 
 
 class ControllerError(RuntimeError):
@@ -104,6 +104,20 @@ class _Binding:
             self.scene.set(path, [float(v) for v in delta.mean(axis=0)])
 
 
+#: Qt's key names (what softsim's window passes to on_key for keys without text) -> Sofa.constants.Key names
+_QT_NAMES = {"Up": "uparrow", "Down": "downarrow", "Left": "leftarrow", "Right": "rightarrow", "PgUp": "pageup",
+             "PgDown": "pagedown", "Space": "space", "Return": "enter", "Enter": "enter", "Esc": "escape",
+             "Tab": "tab", "Backspace": "backspace", "Del": "delete", "Home": "home", "End": "end"}
+
+
+def sofa_key(key: str) -> str:
+    """The character SOFA's KeypressedEvent carries for ``key``: a character as it is (letters upper case, as
+    runSofa gives them), a Sofa.constants.Key name (``'plus'``) or a Qt key name (``'Up'``) as SOFA's code."""
+    key = _QT_NAMES.get(key, key)
+    key = KEYS.get(key, key)
+    return key.upper() if len(key) == 1 and key.isalpha() else key
+
+
 class SofaControllers:
     """The controllers of the SOFA scene ``scene_file``, bound by ``bindings`` (``'/path/component.field'`` ->
     key path)."""
@@ -133,9 +147,8 @@ class SofaControllers:
             self.binding.scene = None
 
     def on_key(self, scene, key: str) -> None:
-        """``onKeypressedEvent({'key': key})`` of every controller that has one (``key`` a character, or a
-        name of Sofa.constants.Key such as ``'plus'``)."""
-        key = KEYS.get(key, key)
+        """``onKeypressedEvent({'key': sofa_key(key)})`` of every controller that has one."""
+        key = sofa_key(key)
         with self._live(scene):
             for controller in self.controllers:
                 handler = getattr(controller, "onKeypressedEvent", None)

@@ -138,3 +138,11 @@ def test_units_from_gravity_or_size(tmp_path):
                          f'<FixedConstraint indices="@b.indices"/></Node></Node>')
         spec = import_scene(scene, tmp_path / f"cube{scale}.toml").spec
         assert spec.scene.units == units and spec.scene.gravity == (0.0, -9.81, 0.0)
+
+
+def test_key_names_reach_controllers_as_sofa_gives_them():
+    from softsim.app.sofa_import.live import sofa_key
+
+    # Sofa.constants.Key: uparrow is chr(19), plus '+'; runSofa gives letters upper case
+    assert [sofa_key(k) for k in ("Up", "uparrow", "+", "plus", "a", "A", "Space", "F1")] == [
+        chr(19), chr(19), "+", "+", "A", "A", " ", "F1"]
