@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--keep-frames", action="store_true", help="keep each sample's frames.csv in DIR/samples/ID")
     parser.add_argument("--vtu", action="store_true", help="with --keep-frames, also each frame's .vtu")
+    parser.add_argument("--grad-output", action="append", default=[], metavar="NAME",
+                        help="with --grad-wrt: the exact gradient of this output at each sample's last frame as "
+                             "columns d(NAME)/d(KEY) (repeatable; docs/gradients.md)")
+    parser.add_argument("--grad-wrt", action="append", default=[], metavar="KEY",
+                        help="with --grad-output: a parameter key of the gradient columns (repeatable)")
     parser.add_argument("--progress", action="store_true", help="a progress bar on stderr (default on a terminal)")
     parser.add_argument("--verbose", action="store_true", help="log details and tracebacks")
     return parser
@@ -95,7 +100,8 @@ def main(argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | 
 
         results = sweep(args.scene, vary or None, args.frames, samples=args.samples, sets=sets, out=args.out,
                         keep_frames=args.keep_frames, vtu=args.vtu, workers=args.workers,
-                        scheduler=args.scheduler, on_start=started, on_result=arrived)
+                        scheduler=args.scheduler, on_start=started, on_result=arrived,
+                        gradients=(args.grad_output, args.grad_wrt) if args.grad_output or args.grad_wrt else None)
     except KeyboardInterrupt:
         stderr.write(f"softsim sweep: interrupted; the samples done are in {args.out}/{RESULTS_NAME}; "
                      "the same command resumes\n")

@@ -80,9 +80,35 @@ def plan_sweep(scene, vary: Mapping[str, Any] | None = None, *, samples: str | P
     return spec, plan, sets
 
 
-def _plan_record(digest: str, frames: int, sets, plan: list[Sample]) -> dict:
-    return {"scene": digest, "frames": frames, "sets": [list(s) for s in sets],
-            "samples": [[s.id, [[k, v] for k, v in s.values]] for s in plan]}
+def _check_gradients(spec, sets, gradients) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(outputs, keys)`` checked against the scene (with the ``--set`` values) before any work is sent."""
+    import copy
+
+    from softsim.mechanics.scene_runtime import Scene
+    from softsim.mechanics.sensitivity import GradientError, check_names
+
+    try:
+        outputs, keys = (tuple(str(n) for n in names) for names in gradients)
+    except (TypeError, ValueError):
+        raise SweepError(f"gradients: give (outputs, keys), two lists of names; got {gradients!r}") from None
+    if not outputs or not keys:
+        raise SweepError("--grad-output and --grad-wrt go together: give at least one of each")
+    scene = Scene(copy.deepcopy(spec))
+    for key, value in sets:
+        scene.set(key, value)
+    try:
+        check_names(scene, outputs, keys)
+    except GradientError as error:
+        raise SweepError(f"--grad-output/--grad-wrt: {error}") from None
+    return outputs, keys
+
+
+def _plan_record(digest: str, frames: int, sets, plan: list[Sample], gradients=None) -> dict:
+    record = {"scene": digest, "frames": frames, "sets": [list(s) for s in sets],
+              "samples": [[s.id, [[k, v] for k, v in s.values]] for s in plan]}
+    if gradients is not None:  # a sweep with other gradient columns is another sweep
+        record["gradients"] = [list(gradients[0]), list(gradients[1])]
+    return record
 
 
 def _check_out(out: Path, record: dict) -> None:
@@ -186,7 +212,7 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
           samples=None, sets: Iterable[tuple[str, Any]] = (), out: str | Path | None = None,
           keep_frames: bool = False, vtu: bool = False, workers: int | None = None,
           scheduler: str | None = None, on_start: Callable[[Any], None] | None = None,
-          on_result: Callable[[dict], None] | None = None):
+          on_result: Callable[[dict], None] | None = None, gradients=None):
     """Run a sweep and return its rows as a pandas DataFrame (one per sample, sorted by ``sample``).
 
     scene : a scene file path, a SceneSpec or a Scene (its spec: the values in effect).
@@ -200,6 +226,8 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
         ``samples/<id>/frames.csv`` (and .vtu files with ``vtu``).
     on_start(client) : called once the client is ready (the CLI prints the dashboard link);
     on_result(row) : called for each new row, on this process, as it arrives.
+    gradients : ``(outputs, keys)``: each row also holds the exact ``d(OUTPUT)/d(KEY)`` at its last frame
+        (docs/gradients.md), NaN with ``gradient_message`` when that frame has no gradient.
 
     Raises SweepError for invalid input (before any work is sent); a failing sample is a row with its status.
     """
@@ -216,11 +244,13 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
         raise SweepError("--vtu writes each sample's .vtu files into OUT/samples/ID, which only --keep-frames "
                          "keeps: add --keep-frames, or leave --vtu out")
     spec, plan, sets = plan_sweep(scene, vary, samples=samples, sets=sets)
+    if gradients is not None:
+        gradients = _check_gradients(spec, sets, gradients)
     bundle = bundle_scene(spec)
     rows: list[dict] = []
     out_dir = None if out is None else Path(out)
     if out_dir is not None:
-        record = _plan_record(bundle.digest, frames, sets, plan)
+        record = _plan_record(bundle.digest, frames, sets, plan, gradients)
         _check_out(out_dir, record)
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -260,7 +290,7 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
             def submit(chunk: list[Sample], alone: bool = False):
                 name = "softsim-sample-alone" if alone else "softsim-samples"
                 return client.submit(run_samples, shared, sets, chunk, frames, keep_files=keep_frames, vtu=vtu,
-                                     threads=threads, pure=False,
+                                     threads=threads, gradients=gradients, pure=False,
                                      key=f"{name}-{bundle.digest}-{chunk[0].id}-{chunk[-1].id}")
 
             chunk_of = {submit(chunk): chunk for chunk in chunks}

@@ -51,12 +51,16 @@ def _this_host() -> str | None:
 
 
 def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *, keep_files: bool = False,
-               vtu: bool = False, threads: int | dict | None = None) -> dict:
+               vtu: bool = False, threads: int | dict | None = None,
+               gradients: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> dict:
     """Run ``sample`` (a :class:`~app.sweep.plan.Sample`) of the scene ``bundle``; the row described above.
 
     The frames run through :func:`app.headless.run_frames` (the loop of ``softsim run``) into a temporary
     directory of this process; with ``keep_files``, its ``frames.csv`` (and .vtu files with ``vtu``) are
-    returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's)."""
+    returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's).
+
+    ``gradients = (outputs, keys)``: the row also holds ``d(OUTPUT)/d(KEY)`` at the last frame
+    (:mod:`mechanics.sensitivity`), NaN with the reason in ``gradient_message`` when that frame has none."""
     from softsim.mechanics.linear_solvers import configure_threads
 
     configure_threads()  # this worker process's thread settings, then its share of the cores below
@@ -68,14 +72,15 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
     row: dict = {"sample": sample.id, **sample.as_dict(), "status": "ok", "message": ""}
     folder = Path(tempfile.mkdtemp(prefix="softsim-sample-"))  # the scene's files and the frames; removed below
     try:
-        _run_in(folder, bundle, sets, sample, frames, row, keep_files=keep_files, vtu=vtu)
+        _run_in(folder, bundle, sets, sample, frames, row, keep_files=keep_files, vtu=vtu, gradients=gradients)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     row["wall_s"] = time.perf_counter() - started
     return row
 
 
-def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_files: bool, vtu: bool) -> None:
+def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_files: bool, vtu: bool,
+            gradients=None) -> None:
     """:func:`run_sample` in its temporary ``folder`` (the scene's files, the frames): fills ``row``."""
     from softsim.app.headless import run_frames
     from softsim.app.sweep.bundle import unpack
@@ -112,6 +117,24 @@ def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_
         logger.debug("sample %d failed\n%s", sample.id, traceback.format_exc())
     # the last frame's columns; its own status is the frame's (the row's status is the sample's)
     row.update({("frame_status" if name == "status" else name): value for name, value in last.items()})
+    if gradients is not None:
+        _gradient_columns(scene, gradients, row)
+
+
+def _gradient_columns(scene, gradients, row: dict) -> None:
+    """``d(OUTPUT)/d(KEY)`` columns of the last frame into ``row`` (NaN and ``gradient_message`` without)."""
+    from softsim.mechanics.sensitivity import GradientError, column_name, gradient_report
+
+    outputs, keys = gradients
+    row["gradient_message"] = ""
+    try:
+        values = gradient_report(scene, list(outputs), list(keys)).values
+    except GradientError as error:
+        values = {}
+        row["gradient_message"] = " ".join(str(error).split())
+    for output in outputs:
+        for key in keys:
+            row[column_name(output, key)] = values.get(output, {}).get(key, float("nan"))
 
 
 def run_samples(bundle, sets, samples, frames: int, **options) -> list[dict]:

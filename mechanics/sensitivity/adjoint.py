@@ -284,6 +284,31 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
                           int(held.sum()), int(m - held.sum()), solve.reused, solve.refinements, times)
 
 
+def check_names(scene, outputs, wrt) -> None:
+    """GradientError naming the first output or parameter that ``scene`` (built, no frame needed) does not
+    have: the checks of :func:`gradient_report` made before any frame (a sweep checks its request once)."""
+    import re
+
+    from softsim.mechanics.sensitivity.outputs import output_names
+
+    names = set(output_names(scene))
+    n_nodes = int(scene.simulation.x.shape[0])
+    for name in _names(outputs, "outputs"):
+        node = re.match(r"^node\[(\d+)\]\.(x|y|z|displacement)$", name)
+        if node is None and name not in names:
+            raise GradientError(f"output {name!r}: not a differentiable output of this scene; allowed: "
+                                f"{', '.join(sorted(names)) or 'none'}, and node[i].x/y/z/displacement")
+        if node is not None and int(node.group(1)) >= n_nodes:
+            raise GradientError(f"output {name!r}: node ids are 0..{n_nodes - 1}")
+    for key in _names(wrt, "wrt"):
+        parameter(scene, key)
+
+
+def column_name(output: str, key: str) -> str:
+    """The column of d output / d key in a sweep's results: ``d(OUTPUT)/d(KEY)``."""
+    return f"d({output})/d({key})"
+
+
 def gradients(scene, outputs, wrt) -> dict:
     """{output: {key: d output / d key}} at the scene's last converged static frame (see
     :func:`gradient_report`)."""
