@@ -141,7 +141,7 @@ class SofaControllers:
     def _live(self, scene) -> Iterator[None]:
         self.binding.scene = scene
         try:
-            with stand_in(self.scene_file.parent):  # a controller may import Sofa modules while it runs
+            with stand_in():  # a controller may import Sofa modules while it runs (no chdir: other threads run)
                 yield
         finally:
             self.binding.scene = None
