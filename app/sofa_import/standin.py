@@ -143,7 +143,9 @@ class _Loader(importlib.abc.Loader):
 @contextlib.contextmanager
 def stand_in(folder: Path | None = None) -> Iterator[dict[str, types.ModuleType]]:
     """Install the stand-in modules (and ``folder`` first on ``sys.path`` and as the working directory) for
-    the block; everything is restored afterwards, including modules the scene imported from ``folder``."""
+    the block; everything is restored afterwards. With a ``folder`` (a scene file runs) the modules the block
+    imported (the scene's own, e.g. its controller module) are removed too; without one (a controller's event,
+    while other threads may import) only the stood-in libraries' modules are."""
     modules = _build_modules()
     saved_modules = dict(sys.modules)
     saved_path = list(sys.path)
@@ -164,10 +166,12 @@ def stand_in(folder: Path | None = None) -> Iterator[dict[str, types.ModuleType]
         sys.path[:] = saved_path
         if finder in sys.meta_path:
             sys.meta_path.remove(finder)
+        roots = {r.split(".")[0] for r in _ROOTS}
         for name in list(sys.modules):
-            if name not in saved_modules:
+            if name not in saved_modules and (folder is not None or name.split(".")[0] in roots):
                 del sys.modules[name]
-        sys.modules.update(saved_modules)
+        sys.modules.update({n: m for n, m in saved_modules.items()
+                            if folder is not None or n.split(".")[0] in roots})
 
 
 def run_python_scene(path: Path) -> tuple[Node, dict[str, Any]]:
