@@ -599,7 +599,7 @@ def test_the_window_uses_the_same_set_parser(capsys):
 def test_recursion_and_memory_errors_while_loading_are_invalid_input(tmp_path, capsys, monkeypatch, error, expected):
     from softsim.mechanics import scene_runtime
 
-    def fail(path):
+    def fail(path, **_options):
         raise error
 
     monkeypatch.setattr(scene_runtime.Scene, "load", staticmethod(fail))
@@ -744,9 +744,9 @@ def test_frames_csv_grows_by_one_write_per_row_and_never_keeps_a_torn_row(tmp_pa
 
 # -- frames that did not converge -----------------------------------------------------------------------------
 def test_frames_that_do_not_converge_warn_are_counted_and_exit_4(tmp_path):
-    """With SOFA's tangent (linear convergence), two Newton factorizations per increment, twenty per frame,
-    cannot reach the equilibrium of a cable pull that changes every frame: every frame runs without converging
-    and says how far it got."""
+    """With SOFA's tangent (linear convergence), one Newton factorization per increment, ten per frame, cannot
+    reach the equilibrium of a cable pull that changes every frame: every frame runs without converging and says
+    how far it got (1 to 5 % of the change)."""
     out = tmp_path / "out"
 
     def keep_pulling(scene, index, row):
@@ -754,7 +754,7 @@ def test_frames_that_do_not_converge_warn_are_counted_and_exit_4(tmp_path):
 
     stdout, stderr = io.StringIO(), io.StringIO()
     code = headless.main(["run", str(FINGER), "--frames", "13", "--out", str(out), "--no-vtu",
-                          "--set", "solver.newton.newton_iterations=2", "--set", "body.finger.cable.cable.value=2",
+                          "--set", "solver.newton.newton_iterations=1", "--set", "body.finger.cable.cable.value=2",
                           "--set", 'body.finger.material.corotationalTangent="sofa"'],
                          stdout=stdout, stderr=stderr, on_frame=keep_pulling)
     assert code == headless.EXIT_NOT_CONVERGED == 4
@@ -763,7 +763,7 @@ def test_frames_that_do_not_converge_warn_are_counted_and_exit_4(tmp_path):
     for index, line in enumerate(lines[:10], start=1):
         assert line.startswith(f"softsim: warning: frame {index} did not converge: constrained equilibrium reached ")
         assert "% of the requested change (cable reached " in line
-        assert "the frame's budget of 20 factorizations is spent" in line
+        assert "the frame's budget of 10 factorizations is spent" in line
     assert lines[10] == "softsim: warning: more frames did not converge; they are counted, not listed"
     assert lines[11] == ("softsim: finger.toml: 13 of 13 frame(s) did not converge (the first: frame 1); their rows "
                          "hold the best state reached")
