@@ -83,7 +83,8 @@ def run_gui(argv: list[str]) -> int:
 
     Exit codes with --screenshot: 0 success, 1 a frame failed, 2 invalid input (scene, mesh or --set).
     """
-    from softsim.app.headless import MAX_FRAMES, UsageError, parse_override  # the --set parser of softsim run, too
+    from softsim.app.headless import parse_override
+    from softsim.app.run_output import MAX_FRAMES, UsageError  # the --set parser of softsim run, too
 
     args = _gui_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)

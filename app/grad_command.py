@@ -74,7 +74,8 @@ def main(argv, *, stdout: TextIO | None = None, stderr: TextIO | None = None) ->
         args = parser().parse_args(argv)
     except SystemExit as exit_:
         return EXIT_INVALID if exit_.code else EXIT_OK
-    from softsim.app.headless import MAX_FRAMES, UsageError, load_scene_with_overrides
+    from softsim.app.headless import load_scene_with_overrides
+    from softsim.app.run_output import MAX_FRAMES, UsageError
     from softsim.mechanics.sensitivity import (
         GradientError,
         NotConvergedError,

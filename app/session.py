@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 from softsim.app.frames import complete_frame, make_display_frame, probe_node
-from softsim.app.headless import write_frame_vtu
 from softsim.app.model import Event, ViewerModel
+from softsim.app.run_output import write_frame_vtu
 from softsim.app.runner import (
     Call,
     Command,

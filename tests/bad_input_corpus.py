@@ -441,7 +441,7 @@ def out_cases(folder: Path) -> list[Case]:
 
     @contextlib.contextmanager
     def another_run_holds_it():
-        from softsim.app.headless import hold_out_dir
+        from softsim.app.run_output import hold_out_dir
 
         with hold_out_dir(folder / "locked"):
             yield

@@ -18,7 +18,7 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
-from softsim.app import headless
+from softsim.app import headless, run_output
 from softsim.app.cli import main as cli_main
 
 from softsim import meshes
@@ -83,7 +83,7 @@ def test_run_writes_csv_with_every_column_one_row_per_frame(pulled_run):
     assert code == 0
     assert "3 frames written" in stdout
     header, rows = read_csv(out / "frames.csv")
-    assert header[: len(headless.BASE_COLUMNS)] == list(headless.BASE_COLUMNS)
+    assert header[: len(run_output.BASE_COLUMNS)] == list(run_output.BASE_COLUMNS)
     for column in ("cable.cableLength", "cable.displacement", "cable.force", "tip.x", "tip.y", "tip.z"):
         assert column in header
     assert [row["frame"] for row in rows] == [1.0, 2.0, 3.0]
@@ -241,7 +241,7 @@ def test_diverging_first_frame_exits_3_and_keeps_the_header(tmp_path, capsys):
     assert cli_main(["run", str(scene), "--frames", "1", "--out", str(tmp_path / "plain"), *plain]) == 3
     assert "frame 1 diverged: Newton solve diverged: NaN in residual;" in one_line(capsys.readouterr().err)
     header, rows = read_csv(out / "frames.csv")
-    assert header[: len(headless.BASE_COLUMNS)] == list(headless.BASE_COLUMNS) and rows == []
+    assert header[: len(run_output.BASE_COLUMNS)] == list(run_output.BASE_COLUMNS) and rows == []
     assert "<DataSet" not in (out / "result.pvd").read_text()
 
 
@@ -301,14 +301,14 @@ def test_csv_and_pvd_are_complete_after_every_frame_and_no_temp_file_remains(tmp
 
 def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monkeypatch):
     """A write interrupted at frame 3 (the .vtu writer raises): frames 1-2 stay complete on disk."""
-    original = headless.write_frame_vtu
+    original = run_output.write_frame_vtu
 
     def failing_write(path, *args):
         if path.name == "frame_0003.vtu":
             raise KeyboardInterrupt  # as a Ctrl-C in the middle of the write
         original(path, *args)
 
-    monkeypatch.setattr(headless, "write_frame_vtu", failing_write)
+    monkeypatch.setattr(run_output, "write_frame_vtu", failing_write)
     out = tmp_path / "out"
     stderr = io.StringIO()
     assert headless.main(["run", str(FINGER), "--frames", "4", "--out", str(out)], stderr=stderr,
@@ -322,7 +322,7 @@ def test_failed_write_keeps_the_previous_files_and_leaves_no_temp(tmp_path, monk
 
 def test_write_text_atomically_keeps_the_old_file_when_the_rename_fails(tmp_path, monkeypatch):
     target = tmp_path / "frames.csv"
-    headless.write_text_atomically(target, "a,b\n1,2\n")
+    run_output.write_text_atomically(target, "a,b\n1,2\n")
     assert target.read_text() == "a,b\n1,2\n"
 
     def no_replace(src, dst):
@@ -330,7 +330,7 @@ def test_write_text_atomically_keeps_the_old_file_when_the_rename_fails(tmp_path
 
     monkeypatch.setattr(os, "replace", no_replace)
     with pytest.raises(OSError, match="No space left"):
-        headless.write_text_atomically(target, "a,b\n1,2\n3,4\n")
+        run_output.write_text_atomically(target, "a,b\n1,2\n3,4\n")
     assert target.read_text() == "a,b\n1,2\n"
     assert [p.name for p in tmp_path.iterdir()] == ["frames.csv"]
 
@@ -410,7 +410,7 @@ def test_check_warns_about_an_effector_on_a_fixed_node(tmp_path, capsys):
 
 
 def test_frame_csv_grows_columns_and_formats_values(tmp_path):
-    table = headless.FrameCsv(tmp_path / "frames.csv", ["cable.force"])
+    table = run_output.FrameCsv(tmp_path / "frames.csv", ["cable.force"])
     table.append({"frame": 1, "newton_converged": True, "status": "ok", "cable.force": 0.25})
     table.append({"frame": 2, "newton_converged": False, "cable.force": 0.5, "contact.force": 1.0})
     table.close()
@@ -418,8 +418,8 @@ def test_frame_csv_grows_columns_and_formats_values(tmp_path):
     assert len(lines) == 3 and table.rows == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frames.csv"]  # the rewrite left no temporary file
     header = lines[0].split(",")
-    base = len(headless.BASE_COLUMNS)
-    assert header[:base] == list(headless.BASE_COLUMNS) and header[base:] == ["cable.force", "contact.force"]
+    base = len(run_output.BASE_COLUMNS)
+    assert header[:base] == list(run_output.BASE_COLUMNS) and header[base:] == ["cable.force", "contact.force"]
     first = dict(zip(header, lines[1].split(","), strict=True))
     second = dict(zip(header, lines[2].split(","), strict=True))
     assert (first["frame"], first["newton_converged"], first["cable.force"], first["contact.force"]) == \
@@ -430,11 +430,11 @@ def test_frame_csv_grows_columns_and_formats_values(tmp_path):
 
 def test_progress_bar_waits_for_the_delay_then_draws_on_one_line():
     stream = io.StringIO()
-    quiet = headless.progress_bar(10, stream, delay=3600.0)
+    quiet = run_output.progress_bar(10, stream, delay=3600.0)
     quiet.update(5)
     quiet.close()
     assert stream.getvalue() == ""
-    bar = headless.progress_bar(4, stream, delay=0.0)
+    bar = run_output.progress_bar(4, stream, delay=0.0)
     bar.update(4)
     bar.close()
     text = stream.getvalue()
@@ -661,7 +661,7 @@ def test_a_directory_with_other_files_is_refused_and_left_untouched(tmp_path, ca
 def test_a_run_written_before_the_marker_and_a_killed_runs_temporary_files_are_replaced(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "frames.csv").write_text(",".join(headless.BASE_COLUMNS) + "\n1,2,3,1,0,0,0,1,0\n")
+    (out / "frames.csv").write_text(",".join(run_output.BASE_COLUMNS) + "\n1,2,3,1,0,0,0,1,0\n")
     (out / "frame_0007.vtu").write_text("old")
     (out / ".frames.csv.a1b2c3d4.tmp").write_text("partial")
     (out / ".frame_0008.vtu.x_y9z0ab.tmp").write_text("partial")
@@ -710,7 +710,7 @@ def test_a_run_killed_with_sigkill_leaves_whole_rows_and_the_next_run_cleans_up(
 
 def test_frames_csv_grows_by_one_write_per_row_and_never_keeps_a_torn_row(tmp_path, monkeypatch):
     path = tmp_path / "frames.csv"
-    table = headless.FrameCsv(path, ["cable.force"])
+    table = run_output.FrameCsv(path, ["cable.force"])
     writes: list[bytes] = []
     real_write = os.write
 

@@ -237,7 +237,7 @@ def test_a_second_run_into_a_directory_a_run_is_writing_is_refused(tmp_path):
 
 
 def test_the_lock_is_released_when_a_run_ends(tmp_path):
-    from softsim.app.headless import hold_out_dir
+    from softsim.app.run_output import hold_out_dir
 
     out = tmp_path / "out"
     assert run_cli("run", str(FINGER), "--frames", "1", "--out", str(out), "--no-vtu")[0] == 0
@@ -249,7 +249,7 @@ def test_the_lock_is_released_when_a_run_ends(tmp_path):
 def test_a_disk_full_names_the_file_being_written(tmp_path, monkeypatch):
     import errno
 
-    from softsim.app import headless
+    from softsim.app import run_output
 
     out = tmp_path / "out"
     writes = []
@@ -261,7 +261,7 @@ def test_a_disk_full_names_the_file_being_written(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(descriptor, data)
 
-    monkeypatch.setattr(headless.os, "write", write)
+    monkeypatch.setattr(run_output.os, "write", write)
     status, _out, err = run_cli("run", str(FINGER), "--frames", "3", "--out", str(out), "--no-vtu")
     assert status == 2
     assert f"cannot write {out / 'frames.csv'}: No space left on device (1 frame(s) are complete in frames.csv)" in err

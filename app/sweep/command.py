@@ -15,10 +15,10 @@ from softsim.app.headless import (
     EXIT_INVALID,
     EXIT_NOT_CONVERGED,
     EXIT_OK,
-    UsageError,
     _Parser,
     parse_override,
 )
+from softsim.app.run_output import UsageError
 from softsim.app.sweep.plan import parse_varies
 
 __all__ = ["main", "build_parser", "EXIT_STATUS_HELP"]

@@ -55,7 +55,7 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
                gradients: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> dict:
     """Run ``sample`` (a :class:`~app.sweep.plan.Sample`) of the scene ``bundle``; the row described above.
 
-    The frames run through :func:`app.headless.run_frames` (the loop of ``softsim run``) into a temporary
+    The frames run through :func:`app.run_output.run_frames` (the loop of ``softsim run``) into a temporary
     directory of this process; with ``keep_files``, its ``frames.csv`` (and .vtu files with ``vtu``) are
     returned as bytes in ``row["_files"]`` (name -> bytes: a remote worker's disk is not the user's).
 
@@ -82,7 +82,7 @@ def run_sample(bundle, sets: tuple[tuple[str, str], ...], sample, frames: int, *
 def _run_in(folder: Path, bundle, sets, sample, frames: int, row: dict, *, keep_files: bool, vtu: bool,
             gradients=None) -> None:
     """:func:`run_sample` in its temporary ``folder`` (the scene's files, the frames): fills ``row``."""
-    from softsim.app.headless import run_frames
+    from softsim.app.run_output import run_frames
     from softsim.app.sweep.bundle import unpack
     from softsim.mechanics.scene_runtime import Scene
 
