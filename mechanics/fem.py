@@ -184,6 +184,16 @@ class TetElasticity:
         with SOFA's tangent, which omits the derivative of the rotations, or with the SPD projection)."""
         return self.model != "corotational" or (self.corotational_tangent == "exact" and not self.spd_projection)
 
+    @property
+    def inversion_admissible(self) -> bool:
+        """True when the model's forces are defined on an inverted element, so that an equilibrium with inverted
+        elements is a solution of the model: the linear model, and the corotational one with SOFA's ``large``
+        rotation (a frame of two edges, proper for any element) or an SVD rotation (``svd``, ``svdF``: a proper
+        rotation by construction), as SOFA computes them. Not the hyperelastic laws (their energy is infinite at
+        det F = 0) nor the polar rotations (an improper factor for det F < 0)."""
+        return self.model == "linear" or (self.model == "corotational"
+                                          and self.rotation_method in ("large", "svd", "svdF"))
+
     def set_material(self, *, model=None, young=None, poisson=None, rotation_method=None,
                      spd_projection=None, corotational_tangent=None):
         """Change the model and/or parameters live (the sparsity pattern is kept). ``None`` keeps a value.

@@ -410,6 +410,9 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     forces = store_forces(constraints, system, force, x_new)
     report = _report(frame, newton_report, constraint_report, 0 if system is None else system.n_rows, times,
                      equilibrium)
+    note = inverted_elements_note(problem, x_new)
+    if note:
+        report.message = f"{report.message}; {note}" if report.message else note
     report.x_free = x_free
     report.forces = forces
     report.projection_forces = projection_forces
@@ -525,7 +528,10 @@ def unchanged_report(frame, last_report, newton_report, constraints, x, x_free, 
 def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     """Why the positions ``x`` (n, 3) cannot be a solution, or "" when they can: non-finite values, a
     displacement larger than :data:`MAX_DISPLACEMENT_FACTOR` times the body's size (no solid body deforms
-    that far: the solve ran away), or (``inversion``) an inverted element (det F <= 0)."""
+    that far: the solve ran away), or (``inversion``) an inverted element (det F <= 0) of a model whose forces
+    are not defined there (``elasticity.inversion_admissible`` False: the hyperelastic laws, the polar
+    rotations; SOFA's ``large`` corotational model accepts inverted elements, and so does softsim, saying so in
+    the frame's message: :func:`inverted_elements_note`)."""
     if not np.all(np.isfinite(x)):
         return "the solve produced non-finite positions"
     rest = problem.elasticity.rest_positions
@@ -535,11 +541,26 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     if displacement.size and displacement[node] > MAX_DISPLACEMENT_FACTOR * size:
         return (f"the solve ran away: node {node} moved {displacement[node]:.4g}, more than "
                 f"{MAX_DISPLACEMENT_FACTOR:g} times the body's size ({size:.4g})")
-    inverted = count_new_inversions(rest, x, problem.elasticity.tets) if inversion else 0
+    admissible = getattr(problem.elasticity, "inversion_admissible", False)
+    inverted = count_new_inversions(rest, x, problem.elasticity.tets) if inversion and not admissible else 0
     if inverted:
         return (f"{inverted} element(s) inverted (det F <= 0): the actuation or load is beyond what the mesh "
                 f"can take")
     return ""
+
+
+def inverted_elements_note(problem, x: np.ndarray) -> str:
+    """The frame's note about elements inverted at ``x`` (n, 3) by a model that allows them (see
+    :func:`check_state`), or ""."""
+    elasticity = problem.elasticity
+    if not getattr(elasticity, "inversion_admissible", False):
+        return ""
+    inverted = count_new_inversions(elasticity.rest_positions, x, elasticity.tets)
+    if not inverted:
+        return ""
+    return (f"{inverted} element(s) inverted at the equilibrium (det F <= 0; the {elasticity.model} model with the "
+            f"'{elasticity.rotation_method}' rotation computes their forces as SOFA does): refine the mesh there "
+            f"for a trustworthy stress")
 
 
 def _report(frame, newton_report, constraint_report, n_rows, times, equilibrium=None) -> FrameReport:

@@ -41,9 +41,6 @@ suite = _load_suite()
 XFAIL = {
     ("trunk_nolimit", "jump"): "20 mm in one frame: 10 increments, 141 steps; ends at 99.6 % of the change "
                                "(cableL0 at 19.91 mm), the last increments stall",
-    ("springy", "jump"): "volume growth 8 in one frame: every step inverts an element (SOFA's dynamic run goes "
-                         "through inverted elements; softsim refuses such states); 0 % reached",
-    ("springy", "ramp"): "1, 2, 3 converge in 5 steps; at 4 it stops at 3.82 (an element would invert)",
     ("tentacle", "jump"): "35 mm in one frame with the example's 7 unilateral planes: reaches 73 % of the change "
                           "(25.7 mm; 36 % without the planes), then a plane's row of W has a non-positive diagonal "
                           "(the exact tangent is indefinite past the hinges' limit point); no plane touches yet "
