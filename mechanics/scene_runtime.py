@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.spatial import cKDTree
 from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_keys
 from softsim.mechanics.constraints import (
@@ -28,6 +29,7 @@ from softsim.mechanics.constraints import (
     ContactConstraint,
     ContactSurface,
     DragConstraint,
+    MappedConstraint,
     PositionEffector,
     SurfacePressureConstraint,
     UnilateralPlaneConstraint,
@@ -41,6 +43,7 @@ from softsim.mechanics.inverse.frame import InverseSettings
 from softsim.mechanics.inverse.problem import InverseParameters
 from softsim.mechanics.linear_solvers import make_linear_solver
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
+from softsim.mechanics.mapping import BarycentricMapping
 from softsim.mechanics.mass import TetMass
 from softsim.mechanics.materials import lame
 from softsim.mechanics.model import Body, Model
@@ -425,16 +428,22 @@ class Scene:
         self._check_grounded()
         self.obstacles = obstacles = [_make_obstacle(o) for o in spec.obstacles]
         self.warnings += check_scene(spec, checked, obstacles, attachments, model.rest_positions, model.fixed_nodes)
+        contact_surfaces, weights = self._contact_surfaces(checked, offsets, model.n_nodes)
+        n_points = model.n_nodes + weights.shape[0]  # the model's nodes, then the collision meshes' vertices
+
+        def mapped(constraint):
+            return constraint if weights.shape[0] == 0 else MappedConstraint(constraint, weights, model.n_nodes)
+
         if spec.obstacles:
-            surface_nodes = np.concatenate([surface + off for (*_, surface), off in zip(checked, offsets)])
+            surface_nodes = np.concatenate([moving for _triangles, moving in contact_surfaces])
             contact_distance = np.array([o.contactDistance for o in spec.obstacles])
             diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
-            constraints.append(ContactConstraint(
+            constraints.append(mapped(ContactConstraint(
                 surface_nodes, obstacles, contactDistance=contact_distance,
                 alarmDistance=np.maximum(2.0 * contact_distance, ALARM_FRACTION * diagonal),
-                friction=[o.friction for o in spec.obstacles], n_nodes=model.n_nodes, name="contact"))
+                friction=[o.friction for o in spec.obstacles], n_nodes=n_points, name="contact")))
         if spec.collision is not None:
-            constraints.append(self._body_contacts(checked, offsets, model.n_nodes))
+            constraints.append(mapped(self._body_contacts(contact_surfaces, n_points)))
         newton = StaticNewtonSolver(linear_solver=_linear_solver(spec.solver.linear),
                                     **_newton_parameters(spec.solver.newton))
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
@@ -468,18 +477,51 @@ class Scene:
         return CenterEffector(mesh.points, indices=effector.indices, effectorGoal=effector.effectorGoal,
                               axis=effector.axis, weight=effector.weight, name=effector.name)
 
-    def _body_contacts(self, checked, offsets, n_nodes: int) -> BodyContactConstraint:
-        """The ``[collision]`` contacts: each colliding body's outward surface and free surface nodes on the
-        model's DOFs, every pair of them (and each with itself with selfCollision), the pairs' friction."""
+    def _contact_surfaces(self, checked, offsets, n_nodes: int) -> tuple[list, sp.csr_matrix]:
+        """Each body's contact surface as ``(triangles (t, 3), moving points (p,))`` over the extended points (the
+        model's nodes, then every collision mesh's vertices), and the weights ``(k, n_nodes)`` that map the
+        vertices of the ``body.collisionMesh`` surfaces into the tetrahedra (k = 0 without one). A body without
+        a collision mesh touches with its mesh's surface and free surface nodes; the vertices of a collision
+        mesh that only fixed nodes move are left out (their rows would be zero)."""
+        surfaces, rows, cols, values = [], [], [], []
+        count = 0
+        for index, (body, mesh) in enumerate(zip(self.spec.bodies, self.meshes)):
+            offset = int(offsets[index])
+            free_surface, fixed = checked[index][4], checked[index][2]
+            if body.collisionMesh is None:
+                surfaces.append((mesh.surface_triangles() + offset, free_surface + offset))
+                continue
+            path = f"body.{body.name}.collisionMesh"
+            try:
+                surface = meshes.load_surface(body.collisionMesh_path, scale=body.scale)
+                points = surface.points @ _rotation_matrix(body.rotation).T if any(body.rotation) else surface.points
+                mapping = BarycentricMapping(mesh.points, mesh.tets, points + np.asarray(body.translation))
+            except (meshes.MeshError, ParameterError) as error:
+                raise _error(self.spec, path, f"{Path(body.collisionMesh_path).name}: {error}") from None
+            k = mapping.n_points
+            moved = np.ones(mesh.n_points, dtype=bool)
+            moved[fixed] = False
+            moving = np.flatnonzero((moved[mapping.node_ids] & (mapping.weights > 1e-12)).any(axis=1))
+            first = n_nodes + count
+            surfaces.append((surface.triangles.astype(np.int64) + first, moving.astype(np.int64) + first))
+            rows.append(np.repeat(np.arange(count, count + k), 4))
+            cols.append((mapping.node_ids + offset).reshape(-1))
+            values.append(mapping.weights.reshape(-1))
+            count += k
+        weights = sp.csr_matrix((np.concatenate(values) if values else np.zeros(0),
+                                 (np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+                                  np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64))),
+                                shape=(count, n_nodes))
+        return surfaces, weights
+
+    def _body_contacts(self, contact_surfaces, n_nodes: int) -> BodyContactConstraint:
+        """The ``[collision]`` contacts: each colliding body's outward surface and moving surface points
+        (:meth:`_contact_surfaces`), every pair of them (and each with itself with selfCollision), the pairs'
+        friction."""
         spec, collision = self.spec, self.spec.collision
         names = [body.name for body in spec.bodies]
         chosen = [names.index(name) for name in collision.bodies] if collision.bodies else list(range(len(names)))
-        surfaces = []
-        for index in chosen:
-            _body, _points, _fixed, _constraints, free_surface = checked[index]
-            offset = int(offsets[index])
-            surfaces.append(ContactSurface(names[index], self.meshes[index].surface_triangles() + offset,
-                                           free_surface + offset))
+        surfaces = [ContactSurface(names[index], *contact_surfaces[index]) for index in chosen]
         friction = {frozenset((p.bodyA, p.bodyB)): p.friction for p in collision.pairs}
         pairs = [(i, j, friction.get(frozenset((names[a], names[b])), collision.friction))
                  for i, a in enumerate(chosen) for j, b in enumerate(chosen)

@@ -136,6 +136,7 @@ def rich_data() -> dict:
     data["body"][0]["mesh"] = FINGER_MESH.as_posix()
     data["body"][0]["cavity"][0]["surface"] = (MESHES / "pneunet_cavity.stl").as_posix()
     data["body"][1]["mesh"] = (MESHES / "cube.vtu").as_posix()
+    data["body"][1]["collisionMesh"] = (MESHES / "pneunet_cavity.stl").as_posix()
     data["controller"][1]["script"] = (ROOT / "examples" / "controllers" / "finger_keys.py").as_posix()
     return data
 
@@ -212,6 +213,9 @@ def scene_file_cases(folder: Path) -> list[Case]:
         ("stacked field of elements beyond the mesh", finger.replace("[[body.fixed]]", "[[body.material.stacked]]\n"
          "  tetrahedra = [100000]\n  youngModulus = 100.0\n  poissonRatio = 0.3\n\n  [[body.fixed]]", 1), "refuse",
          ("stacked[0].tetrahedra",)),
+        ("collision mesh far from the body", finger.replace(f'mesh = "{FINGER_MESH.as_posix()}"',
+         f'mesh = "{FINGER_MESH.as_posix()}"\ncollisionMesh = "{(MESHES / "pneunet_cavity.stl").as_posix()}"', 1),
+         "refuse", ("body.finger.collisionMesh", "pneunet_cavity.stl")),
         ("center effector beyond the mesh", finger.replace("[[body.cable]]", "[[body.centerEffector]]\n"
          "  indices = [100000]\n\n  [[body.cable]]", 1), "refuse", ("centerEffector0.indices",)),
     ]

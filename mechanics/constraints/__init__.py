@@ -19,6 +19,7 @@ from softsim.mechanics.constraints.contact import (
 )
 from softsim.mechanics.constraints.drag import DragConstraint
 from softsim.mechanics.constraints.effector import PositionEffector
+from softsim.mechanics.constraints.mapped import MappedConstraint
 from softsim.mechanics.constraints.unilateral_plane import UnilateralPlaneConstraint
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Obstacle",
     "PlaneObstacle",
     "PointSet",
+    "MappedConstraint",
     "PositionEffector",
     "SphereObstacle",
     "SurfacePressureConstraint",

@@ -359,6 +359,8 @@ def _check_controller_keys(obj: SceneSpec, ctx: _Context) -> None:
 
 def _check_body(obj: BodySpec, path: str, ctx: _Context) -> None:
     obj.mesh_path = ctx.resolve(_join(path, "mesh"), obj.mesh)
+    if obj.collisionMesh is not None:
+        obj.collisionMesh_path = ctx.resolve(_join(path, "collisionMesh"), obj.collisionMesh)
 
 
 def _check_obstacle(obj: ObstacleSpec, path: str, ctx: _Context) -> None:

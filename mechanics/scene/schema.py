@@ -524,7 +524,13 @@ class BodySpec:
         help="Points kept on one side of a plane through three others.")
     centerEffectors: list[CenterEffectorSpec] = _key(TableList(CenterEffectorSpec), factory=list,
                                                      toml="centerEffector", help="Tracked mean positions.")
+    collisionMesh: str | None = _key(
+        FilePath(), None, compare=False,
+        help="Triangle surface (relative to the scene file) that touches obstacles and other bodies instead of the "
+             "mesh's own surface; its vertices are mapped into the tetrahedra (SOFA's collision model under a "
+             "BarycentricMapping). Placed like the mesh (scale, rotation, translation).")
     mesh_path: Path | None = None
+    collisionMesh_path: Path | None = None
 
 
 @dataclass(kw_only=True)
