@@ -24,18 +24,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from softsim.mechanics.constraints.base import (
-    Constraint,
-    InverseLimits,
-    PointSet,
-    check_order,
-    check_positions,
-    inverse_range,
-    limit_binds,
-    or_inf,
-)
+from softsim.mechanics.constraints.base import PointSet, check_positions
+from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.scene.schema import CableSpec, check_parameters
 
 logger = logging.getLogger(__name__)
@@ -94,8 +85,9 @@ def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None)
 _NO_PULL_POINT = np.zeros(3)
 
 
-class CableConstraint(Constraint):
-    """One-row cable actuator with SoftRobots parameters.
+class CableConstraint(ScalarActuator):
+    """One-row cable actuator with SoftRobots parameters: its motion is the displacement ``L0 - L``, its effort
+    the tension (:mod:`~mechanics.constraints.scalar_actuator`).
 
     Args:
         X: rest node positions ``(n, 3)`` of the body.
@@ -116,6 +108,9 @@ class CableConstraint(Constraint):
     """
 
     SPEC = CableSpec
+    MOTION_MODE = "displacement"
+    MOTION = Bounds("maxNegativeDisp", "maxPositiveDisp", "maxDispVariation", negated_lower=True)
+    EFFORT = Bounds("minForce", "maxForce")
     PARAMETERS = frozenset({"value", "valueType", "minForce", "maxForce", "maxPositiveDisp", "maxNegativeDisp",
                             "maxDispVariation", "cableInitialLength", "pullPoint"})
 
@@ -140,8 +135,6 @@ class CableConstraint(Constraint):
         mapping_tolerance: float | None = None,
     ) -> None:
         super().__init__(name)
-        #: the target the rows imposed in the last frame, after the range and rate clipping (None before)
-        self.imposed: float | None = None
         self.point_set = PointSet(name, X, tets, points=points, indices=indices, tolerance=mapping_tolerance)
         self.n_nodes = self.point_set.n_nodes
         self.hasPullPoint = check_parameters(CableSpec, name, {"hasPullPoint": hasPullPoint})["hasPullPoint"]
@@ -171,17 +164,9 @@ class CableConstraint(Constraint):
         )
         self.cableLength = rest_length
         self.force = 0.0
-        #: inverse mode: the displacement the inverse solver imposes (None: forward mode, ``value`` applies),
-        #: and the bound it found active ("" when none)
-        self.inverse_target: float | None = None
-        self.inverse_bound = ""
 
     def _check_consistency(self) -> None:
-        check_order(self.name, "minForce", self.minForce, "maxForce", self.maxForce)
-        if self.maxNegativeDisp is not None and self.maxPositiveDisp is not None:
-            check_order(
-                self.name, "-maxNegativeDisp", -self.maxNegativeDisp, "maxPositiveDisp", self.maxPositiveDisp
-            )
+        super()._check_consistency()
         if self.hasPullPoint is False and getattr(self, "pullPoint", None) is not None:
             raise ParameterError(f"{self.name}: pullPoint cannot be set when hasPullPoint is false")
 
@@ -196,11 +181,11 @@ class CableConstraint(Constraint):
         """Reference length ``cableInitialLength``."""
         return float(self.cableInitialLength)
 
-    # ------------------------------------------------------------------ protocol
-    @property
-    def n_rows(self) -> int:
-        return 1 if self.active else 0
+    def motion_at(self, x: np.ndarray) -> float:
+        """The displacement ``L0 - L(x)``."""
+        return self.L0 - self.length(x)
 
+    # ------------------------------------------------------------------ protocol
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
         """Row ``-dL/dx`` ``(1, 3n)`` at ``x`` (empty when inactive)."""
         x = check_positions(self.name, x, self.n_nodes)
@@ -250,41 +235,6 @@ class CableConstraint(Constraint):
         x_free = check_positions(self.name, x_free, self.n_nodes)
         return J @ (x_free - x).reshape(-1) + (self.L0 - self.length(x))
 
-    def displacement_target(self, current_displacement: float) -> float:
-        """Imposed displacement after SoftRobots' clipping: step limited to ``maxDispVariation`` from
-        ``current_displacement``, then clipped to ``[-maxNegativeDisp, maxPositiveDisp]``."""
-        target = float(self.value)
-        if self.maxDispVariation is not None:
-            step = target - current_displacement
-            target = current_displacement + max(-self.maxDispVariation, min(self.maxDispVariation, step))
-        if self.maxPositiveDisp is not None:
-            target = min(target, self.maxPositiveDisp)
-        if self.maxNegativeDisp is not None:
-            target = max(target, -self.maxNegativeDisp)
-        return target
-
-    def blocks(self, x: np.ndarray) -> Blocks:
-        """Displacement mode: BOUNDED(target = clipped displacement, [minForce, maxForce]).
-        Force mode: FORCE(target = force clipped to [minForce, maxForce], [-maxNegativeDisp,
-        maxPositiveDisp])."""
-        if not self.active:
-            return Blocks.empty()
-        if self.inverse_target is not None:
-            return Blocks.bounded(1, target=self.inverse_target, lo=or_inf(self.minForce, -1),
-                                  hi=or_inf(self.maxForce, 1))
-        if self.valueType == "displacement":
-            target = self.displacement_target(self.L0 - self.length(x))
-            self.imposed = target
-            return Blocks.bounded(1, target=target, lo=or_inf(self.minForce, -1), hi=or_inf(self.maxForce, 1))
-        force = float(self.value)
-        if self.minForce is not None:
-            force = max(force, self.minForce)
-        if self.maxForce is not None:
-            force = min(force, self.maxForce)
-        self.imposed = force
-        lo = -math.inf if self.maxNegativeDisp is None else -self.maxNegativeDisp
-        return Blocks.force(1, target=force, lo=lo, hi=or_inf(self.maxPositiveDisp, 1))
-
     def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
         force = np.asarray(force, dtype=np.float64).reshape(-1)
         self.force = float(force[0]) if force.size else 0.0
@@ -295,36 +245,13 @@ class CableConstraint(Constraint):
         """``L0 - cableLength`` after the last :meth:`store`."""
         return self.L0 - self.cableLength
 
-    def inverse_limits(self, displacement: float, force: float) -> InverseLimits:
-        """The admissible set in inverse mode from the displacement at the start of the frame: the tension in
-        ``[minForce, maxForce]``, the displacement in ``[-maxNegativeDisp, maxPositiveDisp]`` and within
-        ``maxDispVariation`` of ``displacement`` (SoftRobots.Inverse ``CableActuator::updateLimit``); ``force``
-        (the tension then) is not used: a cable has no force-rate limit."""
-        lo, hi, lo_key, hi_key = inverse_range(None if self.maxNegativeDisp is None else -self.maxNegativeDisp,
-                                               self.maxPositiveDisp, "maxNegativeDisp", "maxPositiveDisp",
-                                               displacement, self.maxDispVariation, "maxDispVariation")
-        return InverseLimits(or_inf(self.minForce, -1), or_inf(self.maxForce, 1), lo, hi,
-                             ("minForce" if self.minForce is not None else "",
-                              "maxForce" if self.maxForce is not None else "", lo_key, hi_key))
+    @property
+    def motion(self) -> float:
+        return self.displacement
 
     @property
-    def inverse_state(self) -> tuple[float, float]:
-        """(displacement, force) after the last store: where the next inverse frame starts."""
-        return self.displacement, self.force
-
-    @property
-    def limited(self) -> float:
-        """1.0 when a limit holds the cable short of its value (maxDispVariation or the displacement range
-        clipped the target, or the force sits on minForce/maxForce; in force mode the force range clipped the
-        force, or the displacement sits on its range), else 0.0; in inverse mode, when the solution sits on one
-        of the limits. A cable short of its value in a frame that did not converge is not limited."""
-        if self.inverse_target is not None:
-            return float(bool(self.inverse_bound))
-        if self.valueType == "displacement":
-            return limit_binds(float(self.value), self.imposed, self.displacement, self.force,
-                               or_inf(self.minForce, -1), or_inf(self.maxForce, 1))
-        return limit_binds(float(self.value), self.imposed, self.force, self.displacement,
-                           -or_inf(self.maxNegativeDisp, 1), or_inf(self.maxPositiveDisp, 1))
+    def effort(self) -> float:
+        return self.force
 
     @property
     def outputs(self) -> dict[str, float]:

@@ -33,18 +33,9 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
-from softsim.mechanics.constraints.base import (
-    Constraint,
-    InverseLimits,
-    PointSet,
-    check_order,
-    check_positions,
-    inverse_range,
-    limit_binds,
-    or_inf,
-)
+from softsim.mechanics.constraints.base import PointSet, check_positions
+from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.scene.schema import CavitySpec, check_parameters
 
 logger = logging.getLogger(__name__)
@@ -79,8 +70,9 @@ def surface_volume_gradient(points: np.ndarray, triangles: np.ndarray) -> np.nda
     )
 
 
-class SurfacePressureConstraint(Constraint):
-    """One-row cavity actuator with SoftRobots parameters.
+class SurfacePressureConstraint(ScalarActuator):
+    """One-row cavity actuator with SoftRobots parameters: its motion is the volume growth, its effort the
+    pressure (:mod:`~mechanics.constraints.scalar_actuator`).
 
     Args:
         X: rest node positions ``(n, 3)``; tets: ``(m, 4)``.
@@ -97,6 +89,9 @@ class SurfacePressureConstraint(Constraint):
     """
 
     SPEC = CavitySpec
+    MOTION_MODE = "volumeGrowth"
+    MOTION = Bounds("minVolumeGrowth", "maxVolumeGrowth", "maxVolumeGrowthVariation")
+    EFFORT = Bounds("minPressure", "maxPressure", "maxPressureVariation")
     PARAMETERS = frozenset({"value", "valueType", "minPressure", "maxPressure", "minVolumeGrowth",
                             "maxVolumeGrowth", "maxPressureVariation", "maxVolumeGrowthVariation"})
 
@@ -121,8 +116,6 @@ class SurfacePressureConstraint(Constraint):
         mapping_tolerance: float | None = None,
     ) -> None:
         super().__init__(name)
-        #: the target the rows imposed in the last frame, after the range and rate clipping (None before)
-        self.imposed: float | None = None
         if (triangles is None) == (surface_points is None):
             raise ParameterError(
                 f"{name}: give either triangles (body node ids) or surface_points and surface_triangles"
@@ -174,10 +167,6 @@ class SurfacePressureConstraint(Constraint):
         self.cavityVolume = abs(rest_volume)
         self.volumeGrowth = 0.0
         self.pressure = 0.0
-        #: inverse mode: the volume growth the inverse solver imposes (None: forward mode) and the bound it
-        #: found active ("" when none)
-        self.inverse_target: float | None = None
-        self.inverse_bound = ""
 
     def _check_closed(self) -> None:
         """Warn if some edge is not shared by exactly two triangles (the volume gradient needs a closed
@@ -192,12 +181,6 @@ class SurfacePressureConstraint(Constraint):
                 self.name,
                 open_edges,
             )
-
-    def _check_consistency(self) -> None:
-        check_order(self.name, "minPressure", self.minPressure, "maxPressure", self.maxPressure)
-        check_order(
-            self.name, "minVolumeGrowth", self.minVolumeGrowth, "maxVolumeGrowth", self.maxVolumeGrowth
-        )
 
     # ------------------------------------------------------------------ geometry
     @property
@@ -215,11 +198,11 @@ class SurfacePressureConstraint(Constraint):
         """Actuated volume growth ``s (V_signed(x) - V_signed(X))``."""
         return self.orientation * (self.signed_volume(x) - self._signed_rest_volume)
 
-    # ------------------------------------------------------------------ protocol
-    @property
-    def n_rows(self) -> int:
-        return 1 if self.active else 0
+    def motion_at(self, x: np.ndarray) -> float:
+        """The volume growth at ``x``."""
+        return self.growth(x)
 
+    # ------------------------------------------------------------------ protocol
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
         """Row ``s dV_signed/dx`` ``(1, 3n)`` at ``x``."""
         x = check_positions(self.name, x, self.n_nodes)
@@ -257,50 +240,6 @@ class SurfacePressureConstraint(Constraint):
         x_free = check_positions(self.name, x_free, self.n_nodes)
         return J @ (x_free - x).reshape(-1) + self.growth(x)
 
-    @staticmethod
-    def _clip(
-        value: float, current: float, variation: float | None, lo: float | None, hi: float | None
-    ) -> float:
-        if variation is not None:
-            value = current + max(-variation, min(variation, value - current))
-        if hi is not None:
-            value = min(value, hi)
-        if lo is not None:
-            value = max(value, lo)
-        return value
-
-    def imposed_value(self, x: np.ndarray) -> float:
-        """The imposed pressure or volume growth after the variation and range clipping of SoftRobots."""
-        if self.valueType == "volumeGrowth":
-            return self._clip(
-                float(self.value),
-                self.growth(x),
-                self.maxVolumeGrowthVariation,
-                self.minVolumeGrowth,
-                self.maxVolumeGrowth,
-            )
-        return self._clip(
-            float(self.value), self.pressure, self.maxPressureVariation, self.minPressure, self.maxPressure
-        )
-
-    def blocks(self, x: np.ndarray) -> Blocks:
-        """volumeGrowth: BOUNDED(target growth, [minPressure, maxPressure]);
-        pressure: FORCE(target pressure, [minVolumeGrowth, maxVolumeGrowth])."""
-        if not self.active:
-            return Blocks.empty()
-        if self.inverse_target is not None:
-            return Blocks.bounded(1, target=self.inverse_target, lo=or_inf(self.minPressure, -1),
-                                  hi=or_inf(self.maxPressure, 1))
-        target = self.imposed_value(x)
-        self.imposed = target
-        if self.valueType == "volumeGrowth":
-            return Blocks.bounded(
-                1, target=target, lo=or_inf(self.minPressure, -1), hi=or_inf(self.maxPressure, 1)
-            )
-        return Blocks.force(
-            1, target=target, lo=or_inf(self.minVolumeGrowth, -1), hi=or_inf(self.maxVolumeGrowth, 1)
-        )
-
     def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
         force = np.asarray(force, dtype=np.float64).reshape(-1)
         self.pressure = float(force[0]) if force.size else 0.0
@@ -308,37 +247,20 @@ class SurfacePressureConstraint(Constraint):
         self.cavityVolume = abs(signed)
         self.volumeGrowth = self.orientation * (signed - self._signed_rest_volume)
 
-    def inverse_limits(self, growth: float, pressure: float) -> InverseLimits:
-        """The admissible set in inverse mode from the growth and pressure at the start of the frame:
-        the pressure in ``[minPressure, maxPressure]`` and within ``maxPressureVariation`` of ``pressure``, the
-        growth in ``[minVolumeGrowth, maxVolumeGrowth]`` and within ``maxVolumeGrowthVariation`` of ``growth``."""
-        p_lo, p_hi, p_lo_key, p_hi_key = inverse_range(self.minPressure, self.maxPressure, "minPressure",
-                                                       "maxPressure", pressure, self.maxPressureVariation,
-                                                       "maxPressureVariation")
-        g_lo, g_hi, g_lo_key, g_hi_key = inverse_range(self.minVolumeGrowth, self.maxVolumeGrowth,
-                                                       "minVolumeGrowth", "maxVolumeGrowth", growth,
-                                                       self.maxVolumeGrowthVariation, "maxVolumeGrowthVariation")
-        return InverseLimits(p_lo, p_hi, g_lo, g_hi, (p_lo_key, p_hi_key, g_lo_key, g_hi_key))
+    @property
+    def motion(self) -> float:
+        return self.volumeGrowth
 
     @property
-    def inverse_state(self) -> tuple[float, float]:
-        """(volume growth, pressure) after the last store: where the next inverse frame starts."""
-        return self.volumeGrowth, self.pressure
+    def effort(self) -> float:
+        return self.pressure
 
     @property
     def outputs(self) -> dict[str, float]:
-        if self.inverse_target is not None:
-            limited = float(bool(self.inverse_bound))
-        elif self.valueType == "volumeGrowth":
-            limited = limit_binds(float(self.value), self.imposed, self.volumeGrowth, self.pressure,
-                                  or_inf(self.minPressure, -1), or_inf(self.maxPressure, 1))
-        else:
-            limited = limit_binds(float(self.value), self.imposed, self.pressure, self.volumeGrowth,
-                                  or_inf(self.minVolumeGrowth, -1), or_inf(self.maxVolumeGrowth, 1))
         return {
             "cavityVolume": self.cavityVolume,
             "initialCavityVolume": self.initialCavityVolume,
             "pressure": self.pressure,
             "volumeGrowth": self.volumeGrowth,
-            "limited": limited,
+            "limited": self.limited,
         }
