@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.materials import YOUNG_MODULUS_RANGE
+from softsim.mechanics.materials import MODELS, YOUNG_MODULUS_RANGE
 from softsim.mechanics.scene.kinds import (
     Box,
     Choice,
@@ -230,7 +230,6 @@ def defaults(cls: type, keys: set[str] | None = None) -> dict[str, Any]:
     return {d.attribute: d.default for d in declarations(cls) if not d.required and (keys is None or d.key in keys)}
 
 
-MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")
 _POISSON = Real(-1.0, 0.5, lo_open=True, hi_open=True)
 _POSITIVE = Real(0.0, lo_open=True)
 _YOUNG = Real(*YOUNG_MODULUS_RANGE)

@@ -72,3 +72,22 @@ def test_check_model_names():
         check_model("hooke", "polar")
     with pytest.raises(ParameterError, match="rotation_method must be one of polarF, svdF, large, polar, svd"):
         check_model("corotational", "qr")
+
+
+@pytest.mark.parametrize("model", ["linear", "corotational", "stvk", "neohookean", "stable_neohookean"])
+def test_scene_material_model_is_one_the_elasticity_accepts(model):
+    from softsim.mechanics.scene.schema import MaterialSpec, check_parameters
+
+    assert check_parameters(MaterialSpec, "body.material", {"model": model}) == {"model": model}
+    check_model(model, "polar")
+
+
+def test_scene_and_elasticity_refuse_the_same_model_name():
+    from softsim.mechanics.scene.schema import MaterialSpec, check_parameters
+
+    with pytest.raises(ParameterError, match="body.material: model: \"hooke\" is not one of linear, corotational, "
+                                             "stvk, neohookean, stable_neohookean"):
+        check_parameters(MaterialSpec, "body.material", {"model": "hooke"})
+    with pytest.raises(ParameterError, match="model must be one of linear, corotational, stvk, neohookean, "
+                                             "stable_neohookean, got 'hooke'"):
+        check_model("hooke", "polar")
