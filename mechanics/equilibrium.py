@@ -242,6 +242,16 @@ def force_stiffness(system, x: np.ndarray, force: np.ndarray) -> list:
     return terms
 
 
+def force_floor(elasticity, size: float) -> float:
+    """The round-off floor of a nodal force (force units): :data:`ROUND_OFF_FACTOR` E_max L^2, the largest
+    Young's modulus times the body's size squared. At rest under no load the internal force is round-off only
+    (SOFA's ``large`` rotation of an undeformed element is the identity to a few ulps), so |f_int| + |f_ext| is no
+    scale for it: an imbalance below this floor is balanced."""
+    bodies = getattr(elasticity, "bodies", None) or [elasticity]
+    moduli = [float(np.max(body.young)) for body in bodies if getattr(body, "young", None) is not None]
+    return ROUND_OFF_FACTOR * max(moduli, default=0.0) * size ** 2
+
+
 def body_size(rest: np.ndarray) -> float:
     """The diagonal of the bounding box of the rest positions (n, 3)."""
     return float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))) if rest.size else 0.0
@@ -264,6 +274,7 @@ class _Context:
         self.residual_tolerance = max(newton.residual_tolerance_threshold, 0.0)
         self.body_size = body_size(problem.elasticity.rest_positions)
         self.length_tolerance = max(newton.correction_tolerance_threshold, CORRECTION_ROUND_OFF) * self.body_size
+        self.force_floor = force_floor(problem.elasticity, self.body_size)
         self.exact = bool(getattr(problem.elasticity, "exact_tangent", False))
         self.solver = tangent.solver(newton.linear_solver)
         self.factorizations = 0
@@ -300,7 +311,7 @@ class _Context:
             length = law_lengths(check.J_free, np.diag(self.W), check.dfree + check.compliance * force, force,
                                  check.blocks)
         relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
-        balanced = unbalanced <= max(self.residual_tolerance, ROUND_OFF_FACTOR) * scale
+        balanced = unbalanced <= max(max(self.residual_tolerance, ROUND_OFF_FACTOR) * scale, self.force_floor)
         return _State(x, force, residual, check, unbalanced, relative, length, balanced)
 
 
