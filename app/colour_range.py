@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-__all__ = ["NOISE_FLOOR", "noise_floor", "nice_ceiling", "auto_color_range"]
+__all__ = ["NOISE_FLOOR", "noise_floor", "nice_ceiling", "auto_color_range", "readout_floor", "without_round_off"]
 
 #: a field whose largest value is below this share of its scale (the body's size for a length, its Young's
 #: modulus for a stress or an energy density) is round-off: it reads as 0
@@ -50,3 +50,17 @@ def auto_color_range(values: np.ndarray, floor: float,
     if previous is not None and previous[0] == low and 0.4 * previous[1] <= top <= previous[1]:
         return previous
     return low, nice_ceiling(top)
+
+
+def readout_floor(quantity: str | None, body_size: float, young_modulus: float) -> float:
+    """The noise floor of a readout of this quantity (``mechanics.units.output_quantity``): NOISE_FLOOR times its
+    scale, the body's size L for a length, L^3 for a volume, the Young's modulus E for a pressure, E L^2 for a
+    force; 0 for anything else (a count, a flag)."""
+    size, young = abs(body_size), abs(young_modulus)
+    scale = {"length": size, "volume": size ** 3, "pressure": young, "force": young * size ** 2}.get(quantity, 0.0)
+    return NOISE_FLOOR * scale
+
+
+def without_round_off(value: float, floor: float) -> float:
+    """``value``, or 0.0 when it is within ``floor`` of 0 (a readout of -2.8e-14 mm on a 100 mm body is 0)."""
+    return 0.0 if abs(value) <= floor else value

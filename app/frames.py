@@ -92,6 +92,21 @@ def cable_path(cable, x: np.ndarray) -> np.ndarray:
     return np.array(points, dtype=np.float64)
 
 
+def portable_report(report):
+    """The frame report without what only the next frame reads (the multipliers paired with the live constraint
+    objects, ``x_free``, the signature): what the GUI shows, small enough to cross to another process."""
+    if report is None or not dataclasses.is_dataclass(report):
+        return report
+    names = {f.name for f in dataclasses.fields(report)}
+    changes = {name: value for name, value in (("forces", []), ("projection_forces", []), ("x_free", None),
+                                               ("signature", None)) if name in names}
+    equilibrium = getattr(report, "equilibrium", None)
+    if equilibrium is not None and dataclasses.is_dataclass(equilibrium):
+        # the accepted state's positions, constraint system (live constraints) and multipliers stay behind
+        changes["equilibrium"] = dataclasses.replace(equilibrium, x=None, system=None, force=None)
+    return dataclasses.replace(report, **changes)
+
+
 def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -> DisplayFrame:
     """Snapshot of ``scene`` (a mechanics Scene) for drawing; runs on the worker thread.
 
@@ -113,6 +128,7 @@ def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -
     drag = getattr(scene, "drag", None)
     active = drag is not None and getattr(drag, "active", True)
     values = {f.name: getattr(frame, f.name) for f in dataclasses.fields(Frame)}
+    values["report"] = portable_report(values["report"])
     return DisplayFrame(**values, energy_density_nodal=energy_nodal,
                         cable_paths=cables, cavity_points=cavities,
                         drag_node=int(drag.node) if active else -1,

@@ -36,8 +36,8 @@ class GoalHandles(QObject):
         self.viewport = viewport
         self._dragged: tuple[str, np.ndarray] | None = None
         self.throttle = Throttle(self._send, parent=self)
-        session.scene_opened.connect(lambda _scene=None: self.refresh())
-        session.parameter_changed.connect(lambda _path, _value: self.refresh())
+        session.scene_opened.connect(lambda _scene=None: self.refresh(), owner=self)
+        session.parameter_changed.connect(lambda _path, _value: self.refresh(), owner=self)
         viewport.goal_moved.connect(self._on_goal_moved)
         viewport.goal_released.connect(lambda _name: self.throttle.flush())
 

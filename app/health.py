@@ -77,21 +77,72 @@ def _round_off(item, achieved: float, outputs: dict[str, float]) -> bool:
     return abs(achieved - target) <= 1e-6 * max(abs(scale), abs(target), abs(achieved))
 
 
-def _actuators(outputs: dict[str, float], spec, units: str | None) -> list[Problem]:
+#: per (actuator kind, value type): the rate limit key and the range bounds' keys
+_RATE_KEYS = {("cable", "displacement"): ("maxDispVariation", None, None),
+              ("cavity", "pressure"): ("maxPressureVariation", "minPressure", "maxPressure"),
+              ("cavity", "volumeGrowth"): ("maxVolumeGrowthVariation", "minVolumeGrowth", "maxVolumeGrowth")}
+
+
+def _ramping(kind: str, item, units: str | None) -> str | None:
+    """"it ramps at most 5 kPa per frame (maxPressureVariation)" when a rate limit is set and the target lies
+    within the actuator's range bounds (so the rate, not a bound, holds it this frame), else None."""
+    rate_key, low_key, high_key = _RATE_KEYS.get((kind, item.valueType), (None, None, None))
+    rate = getattr(item, rate_key, None) if rate_key else None
+    if rate is None:
+        return None
+    target = float(item.value)
+    low = getattr(item, low_key, None) if low_key else None
+    high = getattr(item, high_key, None) if high_key else None
+    if kind == "cable":
+        low = None if item.maxNegativeDisp is None else -float(item.maxNegativeDisp)
+        high = item.maxPositiveDisp
+    if (low is not None and target < low) or (high is not None and target > high):
+        return None
+    unit = _unit(output_quantity(item.valueType), units)
+    return f"it ramps at most {float(rate):.4g}{unit} per frame ({rate_key})"
+
+
+def _cause(name: str, report, frame, kind: str = "", item=None, units: str | None = None) -> str:
+    """Why an actuator is short of its target, the most direct cause first: a bound of its own holds it (the
+    report's ``limited``; its rate limit when the target is within its range), the frame did not converge
+    (with how much of the change it reached), contact holds the body (the frame has contact points), else none
+    known."""
+    if name in (getattr(report, "limited", None) or []):
+        ramping = _ramping(kind, item, units) if item is not None else None
+        return ramping or "a limit of the actuator stops it"
+    if report is not None and not report.converged:
+        equilibrium = getattr(report, "equilibrium", None)
+        reached = getattr(equilibrium, "reached", None)
+        if reached is not None and reached < 1.0:
+            return f"the frame did not converge: it reached {100.0 * reached:.0f} % of the requested change"
+        return "the frame did not converge"
+    contacts = len(getattr(frame, "contact_points", ()))
+    if contacts:
+        return f"contact stops it: {contacts} contact point{'s' if contacts != 1 else ''}"
+    return "no limit of its own holds it"
+
+
+def _actuators(frame, spec, units: str | None) -> list[Problem]:
+    """Every actuator short of its target (beyond round-off; a slack cable is not), with the cause."""
+    outputs, report = frame.outputs, frame.report
     problems = []
     for body in spec.bodies:
         for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
             for item in items:
-                if not outputs.get(f"{item.name}.limited") or _slack(kind, item, outputs):
+                if _slack(kind, item, outputs):
                     continue
                 achieved = outputs.get(f"{item.name}.{item.valueType}")
+                flagged = bool(outputs.get(f"{item.name}.limited"))
+                if achieved is None and not flagged:
+                    continue
                 if achieved is not None and _round_off(item, achieved, outputs):
                     continue
                 unit = _unit(output_quantity(item.valueType), units)
                 text = f"{kind} '{item.name}' is short of its target: {item.valueType} "
                 text += (f"{achieved:.4g}{unit} of {float(item.value):.4g}{unit}" if achieved is not None
                          else f"not {float(item.value):.4g}{unit}")
-                problems.append(Problem("actuator_limited", text + " (a limit of the actuator stops it)"))
+                cause = _cause(item.name, report, frame, kind, item, units)
+                problems.append(Problem("actuator_limited", f"{text} ({cause})"))
     return problems
 
 
@@ -122,5 +173,5 @@ def frame_problems(frame, spec) -> list[Problem]:
     if report.inverse is not None:
         problems += _inverse(report, units)
     elif spec is not None:
-        problems += _actuators(frame.outputs, spec, units)
+        problems += _actuators(frame, spec, units)
     return problems

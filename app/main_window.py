@@ -31,10 +31,11 @@ from softsim.app.frames import FIELDS
 from softsim.app.goals import GoalHandles
 from softsim.app.health import frame_problems
 from softsim.app.pacing import LatestPacer
-from softsim.app.rates import FrameRates
+from softsim.app.rates import FrameRates, simulated_time_text
 from softsim.app.recording import Recorder
 from softsim.app.session import Session
 from softsim.app.settings import Settings
+from softsim.app.status_labels import ElidedLabel
 from softsim.app.undo import EditHistory
 from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS, STYLES, Viewport
 
@@ -79,6 +80,25 @@ def settle_heap() -> None:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+#: Simulation > Frame-rate cap: the choices (frames per second, "none" or "realtime")
+PACES = {"none": "No cap (as fast as the solver goes)", "60": "60 frames/s", "30": "30 frames/s",
+         "10": "10 frames/s", "2": "2 frames/s", "realtime": "Real time (dynamic scenes: 1 / dt frames/s)"}
+#: the clocks a recording's video can follow (app.recording.TIMINGS), as File > Recording clock names them
+RECORD_TIMINGS = {"wall": "Wall time (as the frames were drawn)",
+                  "simulated": "Simulated time (dynamic scenes)",
+                  "frames": "Frames (one video frame per drawn frame)"}
+
+
+def frame_number_text(frame) -> str:
+    """The status bar's frame number: the frame shown, and the frame its report is about when that differs (a
+    failed frame keeps the last good state: ``frame 11 (frame 12 failed)``), so it and the banner agree."""
+    text = f"frame {frame.index}"
+    report = frame.report
+    if report is not None and report.frame != frame.index:
+        text += f" (frame {report.frame} {'failed' if not report.ran else 'ran'})"
+    return text
 
 
 def _ms(seconds: float | None) -> str:
@@ -129,14 +149,16 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.viewport, 0, 0)
         layout.addWidget(self.banner, 0, 0, Qt.AlignmentFlag.AlignTop)
         self.setCentralWidget(central)
-        self.status_label = QLabel("no scene")
+        # texts that do not fit end at a whole word with "…" (the whole text in the tooltip): at 1280 px the
+        # status bar holds them all
+        self.status_label = ElidedLabel("no scene", max_width=240, min_width=120)
         self.frame_label = QLabel("")
-        self.timing_label = QLabel("")
-        self.warning_label = QLabel("")
+        self.timing_label = ElidedLabel("", max_width=220)
+        self.warning_label = ElidedLabel("", max_width=220)
         self.warning_label.setStyleSheet("color:#c08000;")
-        self.pick_label = QLabel("")  # the selected node's values
+        self.pick_label = ElidedLabel("", max_width=300)  # the selected node's values
         self.pick_label.setObjectName("pick_label")
-        self.hover_label = QLabel("")  # the values under the mouse
+        self.hover_label = ElidedLabel("", max_width=16777215, min_width=0)  # the values under the mouse
         self.hover_label.setObjectName("hover_label")
         self.hover_label.setStyleSheet("color:#808890;")
         self.health_label = QLabel("")  # converged / not converged / failed, coloured
@@ -154,6 +176,8 @@ class MainWindow(QMainWindow):
         self.last_render_time: float | None = None
         self._rates = FrameRates()
         self.recorder: Recorder | None = None
+        self.record_timing = "wall"  # the clock of the next recording's video (RECORD_TIMINGS)
+        self.pace_choice = "none"  # Simulation > Frame-rate cap (PACES)
         self.docks = []
         self._draws = LatestPacer(self._draw, factor=RENDER_INTERVAL_FACTOR, parent=self,
                                   extra_cost=lambda: self.viewport.last_paint_seconds)
@@ -232,6 +256,16 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.export_action)
         file_menu.addAction(self.screenshot_action)
         file_menu.addAction(self.record_action)
+        clock_menu = file_menu.addMenu("Recording &clock")
+        clock_group = QActionGroup(self)
+        self.record_timing_actions = {}
+        for timing, label in RECORD_TIMINGS.items():
+            action = self._action(label, lambda _checked=False, t=timing: self._set_record_timing(t),
+                                  checkable=True)
+            action.setChecked(timing == self.record_timing)
+            clock_group.addAction(action)
+            clock_menu.addAction(action)
+            self.record_timing_actions[timing] = action
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         edit_menu = bar.addMenu("&Edit")
@@ -240,6 +274,8 @@ class MainWindow(QMainWindow):
         simulation_menu = bar.addMenu("&Simulation")
         for action in (self.play_action, self.step_action, self.reset_action):
             simulation_menu.addAction(action)
+        pace_menu = simulation_menu.addMenu("&Frame-rate cap")
+        self.pace_actions = self._radio_group(pace_menu, PACES, "none", self.set_pace)
         view_menu = bar.addMenu("&View")
         colour_menu = view_menu.addMenu("&Colour by")
         titles = {key: title for key, (title, _quantity) in FIELDS.items()}
@@ -268,10 +304,32 @@ class MainWindow(QMainWindow):
                                   shortcut=shortcuts[preset])
             camera_menu.addAction(action)
             self.camera_actions[preset] = action
+        camera_menu.addSeparator()
+        camera_menu.addAction(self._action("&Save view...", self._ask_camera_view_name,
+                                           tip="Keep the current camera under a name (in the settings)"))
+        self.saved_views_menu = camera_menu.addMenu("Saved &views")
+        self.saved_views_menu.aboutToShow.connect(self._fill_saved_views_menu)
+        self._fill_saved_views_menu()
+        self.timings_action = self._action("&Timings in the view", self._toggle_timings, checkable=True,
+                                           tip="Show the last frame's solve and draw times over the 3D view")
+        view_menu.addAction(self.timings_action)
         view_menu.addAction(self.drag_action)
         self.panels_menu = bar.addMenu("&Panels")
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.shortcuts_action)
+
+    def set_pace(self, choice: str) -> None:
+        """Cap the frames solved per second (a key of PACES): a number, "none", or "realtime" (a dynamic scene
+        runs no faster than its simulated time: 1 / dt frames per second; a static scene is not capped)."""
+        spec = self.session.spec
+        if choice == "realtime":
+            dynamic = spec is not None and spec.scene.mode == "dynamic"
+            rate = 1.0 / float(spec.scene.dt) if dynamic else None
+        else:
+            rate = None if choice == "none" else float(choice)
+        self.pace_choice = choice
+        self.pace_actions[choice].setChecked(True)
+        self.session.set_pace(rate)
 
     def _radio_group(self, menu, entries: dict, current: str, slot) -> dict[str, QAction]:
         group = QActionGroup(self)
@@ -434,13 +492,30 @@ class MainWindow(QMainWindow):
             return False
         return True
 
-    def start_recording(self, folder: str | Path, *, video: bool = True) -> None:
+    def start_recording(self, folder: str | Path, *, video: bool = True, timing: str | None = None) -> None:
         """Save every drawn frame of the viewport as ``frame_00000.png``, ... into ``folder``, and as a video
-        ``softsim.mp4`` there (app.recording)."""
+        ``softsim.mp4`` there (app.recording) that plays on the clock ``timing`` (default: the File > Recording
+        clock choice): "wall" as drawn, "simulated" a dynamic scene's time, "frames" one video frame each."""
         self.stop_recording()
-        self.recorder = Recorder(folder, video=video)
+        self.recorder = Recorder(folder, video=video, timing=timing or self.record_timing)
         self.record_action.setChecked(True)
-        self.statusBar().showMessage(f"recording into {folder}", 5000)
+        clock = RECORD_TIMINGS[self.recorder.timing].split(" (")[0].lower()
+        self.statusBar().showMessage(f"recording into {folder}; the video plays in {clock}", 5000)
+
+    def _set_record_timing(self, timing: str) -> None:
+        self.record_timing = timing
+        self.record_timing_actions[timing].setChecked(True)
+
+    def _record_clock(self, frame) -> float | None:
+        """The time of ``frame`` on the recording's clock: now (wall), ``index x dt`` (simulated, a dynamic
+        scene; a static scene has no simulated time: None, one video frame per drawn frame), None (frames)."""
+        timing = self.recorder.timing
+        if timing == "wall":
+            return time.perf_counter()
+        spec = self.session.spec
+        if timing == "simulated" and spec is not None and spec.scene.mode == "dynamic":
+            return frame.index * float(spec.scene.dt)
+        return None
 
     def stop_recording(self) -> Path | None:
         """Finish the recording; returns the video's path (None: no recording or no frame)."""
@@ -497,6 +572,35 @@ class MainWindow(QMainWindow):
         self.session.model.camera = preset
         self.viewport.set_camera_preset(preset)  # also when the preset is the same: the view may have moved
 
+    def save_camera_view(self, name: str) -> None:
+        """Keep the current camera under ``name`` in the settings (View > Camera > Saved views)."""
+        self.settings.save_camera_view(name, self.viewport.camera_view())
+        self._fill_saved_views_menu()
+        self.statusBar().showMessage(f"camera view '{name.strip()}' saved", 5000)
+
+    def restore_camera_view(self, name: str) -> None:
+        """Put the camera where the saved view ``name`` has it (KeyError naming the saved ones if none)."""
+        views = self.settings.camera_views
+        if name not in views:
+            raise KeyError(f"no saved camera view {name!r}; saved: {', '.join(views) or 'none'}")
+        self.viewport.set_camera_view(views[name])
+
+    def _ask_camera_view_name(self) -> None:
+        name, ok = QInputDialog.getText(self, "Save camera view", "Name of the view:")
+        if ok and name.strip():
+            self.save_camera_view(name)
+
+    def _fill_saved_views_menu(self) -> None:
+        self.saved_views_menu.clear()
+        views = self.settings.camera_views
+        for name in views:
+            self.saved_views_menu.addAction(self._action(name, lambda _=False, n=name: self.restore_camera_view(n)))
+        self.saved_views_menu.setEnabled(bool(views))
+
+    def _toggle_timings(self, checked: bool) -> None:
+        self.viewport.set_timings(f"{self.frame_label.text()}\n{self.timing_label.text()}" if checked else None)
+        self.viewport.draw()
+
     def _toggle_drag_mode(self, checked: bool) -> None:
         self.viewport.drag_mode = bool(checked)
 
@@ -526,17 +630,18 @@ class MainWindow(QMainWindow):
 
     def _on_scene_opened(self, scene) -> None:
         self._rates.clear()
+        if self.pace_choice == "realtime":  # 1 / dt of this scene
+            self.set_pace("realtime")
         self.pick_label.setText("")
         self.hover_label.setText("")
-        self.health_label.setText("")
+        self._clear_health()
         self.last_probe = None
         self._hide_banner()
         self.warning_label.setText("")
         self.viewport.show_scene(self.session)
         self.set_camera("iso")
         self._update_title()
-        mesh = scene.mesh
-        self.status_label.setText(f"{self.session.path.name}: {mesh.n_points} nodes, {mesh.n_tets} tetrahedra")
+        self.status_label.setText(f"{self.session.path.name}: {scene.n_points} nodes, {scene.n_tets} tetrahedra")
         QTimer.singleShot(0, settle_heap)  # once the panels are built for the scene
 
     def _on_frame(self, frame) -> None:
@@ -562,16 +667,23 @@ class MainWindow(QMainWindow):
         self._rates.add(frame.index, started)
         self._show_health(frame)
         self._show_frame_status(frame)
+        if self.timings_action.isChecked():  # drawn with the next paint
+            self.viewport.set_timings(f"{self.frame_label.text()}\n{self.timing_label.text()}")
         if self.picked_node is not None:
             self._show_pick(self.picked_node, frame)
         if self.recorder is not None:
             self.viewport.render()  # the frame must be rendered before it is read back
-            self.recorder.add(self.viewport.screenshot(str(self.recorder.png_path()), return_img=True))
+            self.recorder.add(self.viewport.screenshot(str(self.recorder.png_path()), return_img=True),
+                              self._record_clock(frame))
 
     def _show_frame_status(self, frame) -> None:
         rates = self._rates
         playing = self.session.playing and rates.drawn > 0
-        self.frame_label.setText(f"frame {frame.index}" + (
+        spec = self.session.spec
+        clock = ""
+        if spec is not None and spec.scene.mode == "dynamic":
+            clock = "  " + simulated_time_text(frame.index, float(spec.scene.dt), rates.solved if playing else None)
+        self.frame_label.setText(frame_number_text(frame) + clock + (
             f"  solved {rates.solved:.1f}/s, drawn {rates.drawn:.1f}/s" if playing else ""))
         if frame.report is None:
             self.timing_label.setText(f"render {_ms(self.last_render_time)} ms")
@@ -602,17 +714,18 @@ class MainWindow(QMainWindow):
         if level == "info":
             self.statusBar().showMessage(text, 5000)
             return
-        self.warning_label.setText(f"last {level}: {text.splitlines()[0]}"[:120])
+        self.warning_label.setText(f"last {level}: {text.splitlines()[0]}")
         self.warning_label.setToolTip(text)
         self.statusBar().showMessage(text.replace("\n", " "), 10000)
         if not re.match(r"frame \d+", text):  # a frame's problems come with the frame, drawn with it
             self._show_banner(level, text)
 
-    def _show_banner(self, level: str, text: str, *, last_good: bool = True) -> None:
-        """The banner over the view, coloured by ``level``; ``last_good`` adds that the last good state is shown."""
+    def _show_banner(self, level: str, text: str, *, last_good: bool = True, index: int | None = None) -> None:
+        """The banner over the view, coloured by ``level``; ``last_good`` adds that the last good state (frame
+        ``index`` when given, the number the status bar shows) is shown."""
         self.banner.setStyleSheet(BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
-        self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text
-                            + ("  (the last good state is shown)" if last_good else ""))
+        shown = f"the last good state, frame {index}, is shown" if index is not None else "the last good state is shown"
+        self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + (f"  ({shown})" if last_good else ""))
         self.banner.show()
 
     def _show_health(self, frame) -> None:
@@ -620,7 +733,7 @@ class MainWindow(QMainWindow):
         hides the banner and shows "converged" in green."""
         self.problems = frame_problems(frame, self.session.spec)
         if frame.report is None:
-            self.health_label.setText("")
+            self._clear_health()
             return
         if not self.problems:
             self.health_label.setText("converged")
@@ -635,7 +748,13 @@ class MainWindow(QMainWindow):
         shown = "; ".join(p.text for p in self.problems[:BANNER_PROBLEMS])
         if len(self.problems) > BANNER_PROBLEMS:
             shown += f"; and {len(self.problems) - BANNER_PROBLEMS} more (hover the status)"
-        self._show_banner(level, shown, last_good=level == "error")
+        self._show_banner(level, shown, last_good=level == "error", index=frame.index)
+
+    def _clear_health(self) -> None:
+        """No verdict to show (a new scene, a reset): the label empty and without its coloured box."""
+        self.health_label.setText("")
+        self.health_label.setStyleSheet("")
+        self.health_label.setToolTip("")
 
     def _hide_banner(self) -> None:
         self.banner.hide()
@@ -767,7 +886,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         self.stop_recording()
         self._draws.discard()
-        self.session.close()
-        self.session.release_views()
+        self.session.release_views()  # nothing reaches the widgets once they start to go
+        self.session.shutdown()
         self.viewport.close()
         super().closeEvent(event)

@@ -20,16 +20,30 @@ __all__ = ["Event", "ViewerModel"]
 
 
 class Event:
-    """A list of callbacks called with the emitted values, in the order they were connected."""
+    """A list of callbacks called with the emitted values, in the order they were connected.
+
+    Closing is order-safe: a callback that is a method of a Qt object (anything with a ``destroyed`` signal),
+    or that was connected with ``owner=`` such an object, is disconnected when that object is destroyed, so
+    a frame that arrives while a window or a panel is going away never reaches a deleted widget.
+    """
 
     def __init__(self) -> None:
         self._callbacks: list[Callable[..., Any]] = []
 
-    def connect(self, callback: Callable[..., Any]) -> None:
+    def connect(self, callback: Callable[..., Any], *, owner: Any = None) -> None:
         self._callbacks.append(callback)
+        owner = owner if owner is not None else getattr(callback, "__self__", None)
+        destroyed = getattr(owner, "destroyed", None)
+        if destroyed is not None and hasattr(destroyed, "connect"):
+            forget = _Forget(self, callback)
+            destroyed.connect(forget)
 
     def disconnect(self, callback: Callable[..., Any]) -> None:
         self._callbacks.remove(callback)
+
+    def forget(self, callback: Callable[..., Any]) -> None:
+        """Disconnect ``callback`` if it is connected (its owner was destroyed)."""
+        self._callbacks = [c for c in self._callbacks if c is not callback and c != callback]
 
     def clear(self) -> None:
         """Forget every callback (the views that connected are going away)."""
@@ -38,6 +52,16 @@ class Event:
     def emit(self, *values: Any) -> None:
         for callback in list(self._callbacks):
             callback(*values)
+
+
+class _Forget:
+    """Disconnects one callback from an Event (connected to its owner's ``destroyed`` signal)."""
+
+    def __init__(self, event: Event, callback: Callable[..., Any]) -> None:
+        self.event, self.callback = event, callback
+
+    def __call__(self, *_args: Any) -> None:
+        self.event.forget(self.callback)
 
 
 class ViewerModel:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["FrameRates"]
+__all__ = ["FrameRates", "simulated_time_text"]
 
 
 class FrameRates:
@@ -40,3 +40,13 @@ class FrameRates:
     def solved(self) -> float:
         span = self._span()
         return (self._samples[-1][1] - self._samples[0][1]) / span if span > 0 else 0.0
+
+
+def simulated_time_text(index: int, dt: float, solved_per_second: float | None = None) -> str:
+    """A dynamic scene's clock for the status bar: ``t = 1.25 s`` (frame ``index`` of ``dt`` seconds), and
+    while frames are being solved the real-time factor, simulated seconds per wall second: ``0.4x real time``
+    (``solved_per_second x dt``)."""
+    text = f"t = {index * dt:.4g} s"
+    if solved_per_second:
+        text += f" ({solved_per_second * dt:.2g}x real time)"
+    return text

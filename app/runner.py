@@ -85,6 +85,15 @@ class SetField(Command):
 
 
 @dataclass(frozen=True)
+class SetPace(Command):
+    """At most ``max_fps`` frames per second from now on (None: as fast as the solver goes); the runner applies
+    it itself. ValueError for a rate that is not positive."""
+
+    max_fps: float | None
+    changes_state = False
+
+
+@dataclass(frozen=True)
 class StartDrag(Command):
     node: int
     target: tuple[float, float, float]
@@ -170,11 +179,13 @@ class Reply:
 
 @dataclass
 class WorkerOutput:
-    """What the channel held: the newest frame (or None), the messages and the replies, in order."""
+    """What the channel held: the newest frame (or None), the messages and the replies, in order; ``crashed``:
+    how the simulation process ended when it died (app.sim_process), else None."""
 
     frame: object | None
     messages: list[Message] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
+    crashed: str | None = None
 
 
 #: the worker thread runs this much "nicer" than the GUI thread (Linux): on a machine whose cores are all busy
@@ -208,6 +219,15 @@ def _lower_priority(niceness: int) -> None:
         logger.debug("cannot lower the worker's priority: %s", error)
 
 
+def _interval(max_fps: float | None) -> float:
+    """The shortest time between two frame starts for at most ``max_fps`` frames per second (None: 0)."""
+    if max_fps is None:
+        return 0.0
+    if not max_fps > 0 or max_fps == float("inf"):
+        raise ValueError(f"a frame-rate cap must be a positive number of frames per second, got {max_fps!r}")
+    return 1.0 / float(max_fps)
+
+
 def default_snapshot(simulation, report):
     """The frame of a Scene (``scene.simulation.snapshot``) or of a bare Simulation (``snapshot``)."""
     inner = getattr(simulation, "simulation", simulation)
@@ -220,15 +240,23 @@ class SimulationRunner:
     ``simulation`` is a :class:`mechanics.scene_runtime.Scene` (or anything with ``step()``);
     ``snapshot`` must return an object holding copies only (positions, fields, report), never live state
     (default: :func:`default_snapshot`). ``frames_attempted`` counts every frame run, failed or not;
-    ``frames_run`` only the frames that produced a new state.
+    ``frames_run`` only the frames that produced a new state. ``on_frame_done`` is called on the worker thread
+    after each frame, once the counters moved.
+
+    A static scene that plays does not spin once it is at rest: after a frame whose inputs were those of the
+    converged frame before it (``report.unchanged``), the worker waits for a command instead of solving the
+    same frame again (:attr:`at_rest`); an edit, a drag, a step or Play wakes it.
     """
 
     def __init__(self, simulation, *, min_frame_interval: float = 0.0,
                  snapshot: Callable[[object, object], object] = default_snapshot,
-                 on_output: Callable[[], None] | None = None) -> None:
+                 on_output: Callable[[], None] | None = None,
+                 on_frame_done: Callable[[], None] | None = None) -> None:
         self._simulation = simulation
         self._snapshot = snapshot
         self._on_output = on_output
+        self._on_frame_done = on_frame_done
+        self.at_rest = False  # the last static frame changed nothing: playing waits for a command
         self.field = "displacement"  # the colour field of the frames: written by SetField, on the worker
         self.frames_attempted = 0
         self._commands: queue.SimpleQueue[Command] = queue.SimpleQueue()
@@ -240,8 +268,9 @@ class SimulationRunner:
         self._wake = threading.Event()
         self._stopping = False
         self._edited = False
-        self._min_frame_interval = min_frame_interval
+        self.min_frame_interval = min_frame_interval
         self.frames_run = 0
+        self.frames_solved = 0  # frames run whose inputs changed (not an "unchanged" frame's reuse)
         self._thread = threading.Thread(target=self._loop, name="softsim-simulation", daemon=True)
 
     # -- GUI side -------------------------------------------------------------------------------------
@@ -261,6 +290,7 @@ class SimulationRunner:
 
     def play(self) -> None:
         self._playing = True
+        self.at_rest = False
         self._wake.set()
 
     def pause(self) -> None:
@@ -328,6 +358,8 @@ class SimulationRunner:
                 if isinstance(command, SetField):
                     self.field = command.name
                     self._post_snapshot(self._last_report)  # the state shown, with the new field
+                elif isinstance(command, SetPace):
+                    self.min_frame_interval = _interval(command.max_fps)
                 else:
                     result = command.apply(self._simulation)
                     self._edited = self._edited or isinstance(command, SetParameter)
@@ -360,10 +392,12 @@ class SimulationRunner:
                     run_one = True  # a static frame is a solve, not time: show the edit's effect at once
                 else:
                     self._post(Message("info", "paused: press Play or Step (N) to see the edit's effect"))
-            if self._playing or run_one:
+            if changed or edited:
+                self.at_rest = False
+            if run_one or (self._playing and not self.at_rest):
                 started = time.perf_counter()
                 self._run_frame()
-                spare = self._min_frame_interval - (time.perf_counter() - started)
+                spare = self.min_frame_interval - (time.perf_counter() - started)
                 if spare > 0:
                     time.sleep(spare)
                 continue
@@ -391,13 +425,20 @@ class SimulationRunner:
             self._playing = False
             self._post(Message("error", f"frame failed: {error}"))
             self.frames_attempted += 1
+            if self._on_frame_done is not None:
+                self._on_frame_done()
             return
         if not report.ran:
             self._post(Message("warning", f"frame {report.frame} failed: {report.message}"))
         elif report.message:  # converged badly (e.g. Newton or the constraint solver hit its iteration cap)
             self._post(Message("warning", f"frame {report.frame}: {report.message}"))
         self._last_report = report
+        self.at_rest = bool(report.ran and getattr(report, "unchanged", False) and self._is_static())
+        if report.ran and not getattr(report, "unchanged", False):
+            self.frames_solved += 1
         self._post_snapshot(report)
         if report.ran:
             self.frames_run += 1
         self.frames_attempted += 1
+        if self._on_frame_done is not None:
+            self._on_frame_done()

@@ -7,10 +7,18 @@ signals are :class:`app.model.Event` objects (``scene_opened``, ``frame_ready``,
 Whoever owns the GUI thread calls ``poll`` when the worker says it posted something: the window does it through
 :func:`deliver_with_qt` (a queued Qt signal); a test or a script without Qt calls it itself.
 
-All methods run on the GUI thread. The Scene lives on the worker thread: the GUI changes it only through
-commands (applied between frames) and reads it only through frames, except for the validated spec values it
-shows, read from ``spec`` (a copy kept on the GUI side), and the static geometry copied when the scene is
-opened (``rest_positions``, ``tets``, ``surface_triangles``, ``fixed_nodes``, ``cavity_triangles``).
+All methods run on the GUI thread. The Scene lives in the simulation process (:mod:`app.sim_process`, the
+default) or, with ``Session(process=False)``, on a worker thread of this process (``session.scene`` is then the
+Scene; it is None with a process). Either way the GUI changes it only through commands (applied between
+frames) and reads it only through frames, except for the validated spec values it shows, read from ``spec``
+(a copy kept on the GUI side), and the static geometry copied when the scene is opened (``info``, a
+:class:`app.sim_process.SceneInfo`: ``rest_positions``, ``tets``, ``surface_triangles``, ``fixed_nodes``,
+``cavity_triangles``). ``scene_opened`` carries that ``SceneInfo``.
+
+When the simulation process dies (a segfault in a native library, out of memory, a kill), the session says so
+(a ``message`` of level "error" naming the cause), starts a new process and rebuilds the scene there from the
+current ``spec`` (every accepted edit) at the last frame's positions; requests waiting for an answer get the
+error "the simulation process stopped".
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import copy
 import functools
 import itertools
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +42,7 @@ from softsim.app.runner import (
     Reset,
     Save,
     SetField,
+    SetPace,
     SetParameter,
     SimulationRunner,
     StartDrag,
@@ -45,6 +55,24 @@ logger = logging.getLogger(__name__)
 SCENE_SUFFIXES = (".toml",)
 #: frames used to settle back to equilibrium after a drag started while paused
 SETTLE_FRAMES_AFTER_DRAG = 5
+
+
+def _use_process_default() -> bool:
+    """The simulation runs in its own process unless ``SOFTSIM_SIMULATION_PROCESS=0``."""
+    return os.environ.get("SOFTSIM_SIMULATION_PROCESS", "1").strip() not in ("0", "false", "no")
+
+
+def scene_from_spec(spec):
+    """``Scene(spec)``: how the simulation process rebuilds a scene after a crash (importable, so it pickles)."""
+    from softsim.mechanics.scene_runtime import Scene
+
+    return Scene(spec)
+
+
+def _load_scene(path, allow_scripts: bool = False):
+    from softsim.mechanics.scene_runtime import Scene
+
+    return Scene.load(path, allow_scripts=allow_scripts)
 
 
 def _press_key(key: str, scene) -> None:
@@ -64,21 +92,35 @@ def scene_scripts(path) -> list[Path]:
         return []
 
 
+def _mesh_scene(path):
+    from softsim.mechanics.scene_runtime import Scene, default_scene_for_mesh
+
+    return Scene(default_scene_for_mesh(path))
+
+
 class Session:
     """One open scene at a time. Events carry immutable frames and human-readable messages.
 
     ``wake``: called on the worker thread whenever the worker posted output; it must make the GUI thread call
     :meth:`poll` soon. ``Session(qt=True)`` (the default when a QApplication exists) wires it through Qt.
+    ``process``: run the scene in its own process (default: True unless ``SOFTSIM_SIMULATION_PROCESS=0``);
+    the process is started at once, so it has imported the solver by the time a scene is opened.
     """
 
-    def __init__(self, parent=None, *, qt: bool | None = None) -> None:
+    def __init__(self, parent=None, *, qt: bool | None = None, process: bool | None = None) -> None:
         self.model = ViewerModel()
         self.scene_opened, self.frame_ready, self.message = Event(), Event(), Event()
         self.parameter_changed, self.running_changed = Event(), Event()
         self.edited = Event()
         self.scene = None
         self.spec = None  # GUI-side copy of the scene spec, kept in step with every accepted edit
-        self.runner: SimulationRunner | None = None
+        self.runner = None  # SimulationRunner or ProcessRunner while a scene is open
+        self.info = None  # the open scene's SceneInfo
+        self.use_process = _use_process_default() if process is None else bool(process)
+        self._process = None  # the simulation process (kept between scenes)
+        self.restarts = 0  # how many times the simulation process was restarted after it died
+        self.pace: float | None = None  # the frame-rate cap (frames per second; None: none), kept across scenes
+        self._restoring = False  # a restart is on its way
         self.path: Path | None = None  # the file the scene came from (scene or bare mesh)
         self.kind: str | None = None  # "scene" or "mesh"
         self.last_error: str | None = None  # the message of the last failed open/save/export
@@ -102,6 +144,16 @@ class Session:
         self._connect_model()
         if qt if qt is not None else _qt_application_exists():
             deliver_with_qt(self, parent)
+        if self.use_process:
+            from softsim.app.sim_process import acquire
+
+            self._process = acquire(self._posted)
+
+    def _posted(self) -> None:
+        """The worker or the simulation process posted output (called on its thread)."""
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     @property
     def latest_frame(self):
@@ -138,10 +190,8 @@ class Session:
     def open_scene(self, path: str | Path) -> bool:
         """Load a scene file; on any error emit a message and keep the current scene running. A scene whose
         controllers run scripts runs them only when :attr:`ask_scripts` says yes (asked once per file)."""
-        from softsim.mechanics.scene_runtime import Scene
-
         allow = self._allow_scripts(Path(path))
-        if not self._open(path, "scene", lambda: Scene.load(path, allow_scripts=allow)):
+        if not self._open(path, "scene", functools.partial(_load_scene, Path(path), allow)):
             return False
         self.scripts_allowed = allow
         return True
@@ -167,14 +217,16 @@ class Session:
 
     def open_mesh(self, path: str | Path) -> bool:
         """Open a bare mesh with a default scene (fixed base, gravity, corotational material)."""
-        from softsim.mechanics.scene_runtime import Scene, default_scene_for_mesh
-
-        if not self._open(path, "mesh", lambda: Scene(default_scene_for_mesh(path))):
+        if not self._open(path, "mesh", functools.partial(_mesh_scene, Path(path))):
             return False
         self.scripts_allowed = False
         return True
 
     def _open(self, path, kind: str, build: Callable[[], object]) -> bool:
+        """Build the scene with ``build()`` (in the simulation process: it travels with cloudpickle, so a
+        module-level function or a partial of one is best) and show it; False with a message on failure."""
+        if self.use_process:
+            return self._open_in_process(path, kind, build)
         try:
             scene = build()
         except (ValueError, OSError) as error:  # SceneError, MeshError, ParameterError are ValueErrors
@@ -183,7 +235,33 @@ class Session:
             logger.exception("opening %s failed", path)
             return self._fail(f"Cannot open {Path(path).name}:\n{type(error).__name__}: {error}")
         self.path, self.kind = Path(path).resolve(), kind
-        self._install(scene)
+        from softsim.app.sim_process import describe_scene
+
+        self.close()
+        runner = SimulationRunner(scene, snapshot=lambda scene, report: make_display_frame(
+            scene, report, fields=(runner.field,)), on_output=self._posted)
+        runner.field = self.model.field
+        self.scene = scene
+        self._install(describe_scene(scene, self.model.field), runner)
+        return True
+
+    def _open_in_process(self, path, kind: str, build) -> bool:
+        from softsim.app.sim_process import acquire
+
+        if self._process is None or not self._process.alive:
+            if self._process is not None and self._process is not self.runner:
+                self._process.forget()
+            self._process = acquire(self._posted)
+        process = self._process
+        try:
+            info = process.open(build, self.model.field)
+        except (ValueError, OSError) as error:  # SceneError, MeshError, ParameterError are ValueErrors
+            return self._fail(f"Cannot open {Path(path).name}:\n{error}")
+        except Exception as error:  # the build failed unexpectedly, or the process died building it
+            return self._fail(f"Cannot open {Path(path).name}:\n{type(error).__name__}: {error}")
+        self.path, self.kind = Path(path).resolve(), kind
+        self.scene = None
+        self._install(info, process)
         return True
 
     def _fail(self, text: str) -> bool:
@@ -191,34 +269,29 @@ class Session:
         self.message.emit("error", text)
         return False
 
-    def _install(self, scene) -> None:
-        from softsim.mechanics.constraints import SurfacePressureConstraint
-
-        self.close()
-        self.scene = scene
-        self.spec = copy.deepcopy(scene.spec)
-        simulation = scene.simulation
-        self.rest_positions = simulation.X.copy()
-        self.tets = np.array(simulation.tets, dtype=np.int64)
-        self.surface_triangles = np.array(scene.mesh.surface_triangles(), dtype=np.int64)
-        self.fixed_nodes = np.array(simulation.problem.fixed_nodes, dtype=np.int64)
-        self.cavity_triangles = {c.name: np.array(c.triangles, dtype=np.int64) for c in simulation.constraints
-                                 if isinstance(c, SurfacePressureConstraint)}
-        field = self.model.field
+    def _install(self, info, runner) -> None:
+        """Show the scene described by ``info`` (a SceneInfo) whose frames ``runner`` runs."""
+        self.info = info
+        self.spec = copy.deepcopy(info.spec)
+        self.rest_positions = info.rest_positions
+        self.tets = info.tets
+        self.surface_triangles = info.surface_triangles
+        self.fixed_nodes = info.fixed_nodes
+        self.cavity_triangles = dict(info.cavity_triangles)
         self.frames_received = 0
         self._drag_auto_play = False
         self._probe_waiting, self._next_probe = False, None
-        self._replies.clear()  # a request to the old worker is never answered
-        runner = SimulationRunner(scene, snapshot=lambda scene, report: make_display_frame(
-            scene, report, fields=(runner.field,)), on_output=lambda: self.wake and self.wake())
-        runner.field = field
+        self._replies.clear()  # a request to the old scene is never answered
+        self._restoring = False
         self.runner = runner
-        for warning in scene.warnings:
+        for warning in info.warnings:
             self.message.emit("warning", warning)
-        self.model.open(make_display_frame(scene, None, fields=(field,)))
-        self.scene_opened.emit(scene)
+        self.model.open(info.frame)
+        self.scene_opened.emit(info)
         self.frame_ready.emit(self.model.frame)
         self.runner.start()
+        if self.pace is not None:
+            self.send(SetPace(self.pace))
         self.model.playing = False
         self.running_changed.emit(False)
 
@@ -229,11 +302,30 @@ class Session:
         return self.open_scene(self.path) if self.kind == "scene" else self.open_mesh(self.path)
 
     def close(self) -> None:
-        """Stop the worker (waits for the current frame)."""
-        if self.runner is not None:
-            self.runner.stop()
+        """Stop the scene's frames (waits for the current frame on a worker thread; a simulation process is kept
+        as the spare for the next scene or window)."""
+        if self.runner is None:
+            return
+        if self.use_process:
+            from softsim.app.sim_process import release
+
             self.poll()
-            self.runner = None
+            process, self._process, self.runner = self._process, None, None
+            if process is not None:
+                release(process)
+            return
+        self.runner.stop()
+        self.poll()
+        self.runner = None
+
+    def shutdown(self) -> None:
+        """Close the scene and hand the simulation process back (the window closes)."""
+        self.close()
+        if self._process is not None:
+            from softsim.app.sim_process import release
+
+            process, self._process = self._process, None
+            release(process)
 
     def release_views(self) -> None:
         """Disconnect every view from the session's and the model's events (the window closes): nothing the
@@ -294,6 +386,14 @@ class Session:
     def reset(self) -> None:
         """Back to the rest shape with the parameters as tuned (reload reads the file again)."""
         self.send(Reset())
+
+    def set_pace(self, max_fps: float | None) -> None:
+        """Run at most ``max_fps`` frames per second (None: as fast as the solver goes), for this scene and the
+        next ones. ValueError for a rate that is not positive."""
+        if max_fps is not None and not (0 < float(max_fps) < float("inf")):
+            raise ValueError(f"a frame-rate cap must be a positive number of frames per second, got {max_fps!r}")
+        self.pace = None if max_fps is None else float(max_fps)
+        self.send(SetPace(self.pace))
 
     # -- mouse drag ------------------------------------------------------------------------------------
     def start_drag(self, node: int, target) -> None:
@@ -445,6 +545,9 @@ class Session:
         if self.runner is None:
             return
         output = self.runner.take_output()
+        if output.crashed is not None:
+            self._restart(output.crashed)
+            return
         for message in output.messages:
             self.message.emit(message.level, message.text)
         for reply in output.replies:
@@ -456,6 +559,61 @@ class Session:
             self.model.frame = output.frame
         if self.runner is not None:
             self.model.playing = self.runner.playing
+
+
+    # -- crash isolation ------------------------------------------------------------------------------------
+    def _restart(self, cause: str) -> None:
+        """The simulation process died: say so, answer the waiting requests with an error, and rebuild the scene
+        in a new process from the current spec at the last frame's positions."""
+        from softsim.app.sim_process import acquire
+
+        dead = self.runner
+        dead.forget()
+        self._process = self.runner = None
+        waiting, self._replies = self._replies, {}
+        self._probe_waiting, self._next_probe = False, None
+        stopped = RuntimeError(f"the simulation process stopped: {cause}")
+        for on_done in waiting.values():
+            try:
+                on_done(None, stopped)
+            except Exception:  # a view's callback must not stop the restart
+                logger.exception("a request's callback failed after the simulation process stopped")
+        self.model.playing = False
+        if self._restoring:  # it died again while rebuilding: do not loop
+            self._restoring = False
+            self.last_error = (f"The simulation process stopped again ({cause}) while restoring the scene; "
+                               f"open the scene again to continue")
+            self.message.emit("error", self.last_error)
+            return
+        frame = self.model.frame
+        restore = None
+        if frame is not None and frame.x.shape == self.rest_positions.shape:
+            restore = (np.array(frame.x), int(frame.index))
+        where = f"frame {restore[1]}" if restore is not None else "the rest shape"
+        self.last_error = (f"The simulation process stopped ({cause}). The window restarted it from {where} "
+                           f"with the current values.")
+        self.message.emit("error", self.last_error)
+        self.restarts += 1
+        self._restoring = True
+        process = self._process = acquire(self._posted)
+        self.runner = process
+        build = functools.partial(scene_from_spec, copy.deepcopy(self.spec))
+
+        def restored(info, error) -> None:
+            self._restoring = False
+            if error is not None:
+                self.last_error = f"Cannot restore the scene in a new simulation process:\n{error}"
+                self.message.emit("error", self.last_error)
+                return
+            self.info = info
+            if self.pace is not None:
+                self.send(SetPace(self.pace))
+            self.message.emit("info", f"simulation restored at {where}")
+            self.model.frame = info.frame
+
+        token = next(self._tokens)
+        self._replies[token] = restored
+        process.open_async(build, self.model.field, restore=restore, token=token)
 
 
 def _with_token(command: Command, token: int) -> Command:

@@ -80,3 +80,25 @@ class Settings:
     def clear_recent_files(self) -> None:
         self._data["recent_files"] = []
         self._write()
+
+    @property
+    def camera_views(self) -> dict[str, dict]:
+        """Saved camera views by name (Viewport.camera_view's dicts); entries that are not tables are left out."""
+        views = self._data.get("camera_views", {})
+        if not isinstance(views, dict):
+            return {}
+        return {str(name): view for name, view in views.items() if isinstance(view, dict)}
+
+    def save_camera_view(self, name: str, view: dict) -> None:
+        """Keep ``view`` under ``name`` (a name used before is replaced); ValueError for an empty name."""
+        name = str(name).strip()
+        if not name:
+            raise ValueError("a camera view needs a name")
+        self._data["camera_views"] = {**self.camera_views, name: view}
+        self._write()
+
+    def delete_camera_view(self, name: str) -> None:
+        views = self.camera_views
+        views.pop(name, None)
+        self._data["camera_views"] = views
+        self._write()

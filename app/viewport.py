@@ -298,6 +298,7 @@ class Viewport(QtInteractor):
         self._fixed_nodes = np.zeros(0, dtype=np.int64)
         self._cables: dict[str, pv.PolyData] = {}
         self._cavities: dict[str, pv.PolyData] = {}
+        self._timings = None  # the text actor of set_timings (made on first use)
         self._contacts: ContactGlyphs | None = None
         self._drag_line: pv.PolyData | None = None
         self._drag_actor = None
@@ -367,6 +368,48 @@ class Viewport(QtInteractor):
         self._named_actors, self._highlighted, self._effector_marker, self.highlighted = {}, [], None, None
         self._drag_line, self._drag_actor, self._dragging = None, None, None
         self.goals, self._goal_actor, self._goal_poly, self._goal_drag = {}, None, None, None
+
+    def set_timings(self, text: str | None) -> None:
+        """Show ``text`` (the last frame's timings) in the view's lower-left corner, drawn with the next paint;
+        None hides it."""
+        if text is None:
+            if self._timings is not None:
+                self._timings.SetVisibility(False)
+            return
+        if self._timings is None:
+            self._timings = self.add_text(text, position=(8, 8), font_size=9, color="#c8ccd2", name="timings")
+        self._timings.SetInput(text)
+        self._timings.SetVisibility(True)
+
+    @property
+    def timings_text(self) -> str | None:
+        """The timings shown in the view (None: hidden)."""
+        if self._timings is None or not self._timings.GetVisibility():
+            return None
+        return self._timings.GetInput()
+
+    def camera_view(self) -> dict:
+        """The camera as plain numbers: position, focal point, view up (3,) and the view angle (degrees)."""
+        camera = self.camera
+        return {"position": [float(v) for v in camera.position], "focal_point": [float(v) for v in camera.focal_point],
+                "view_up": [float(v) for v in camera.up], "view_angle": float(camera.view_angle)}
+
+    def set_camera_view(self, view: dict) -> None:
+        """Put the camera where :meth:`camera_view` read it (ValueError naming a missing or bad entry)."""
+        try:
+            position, focal, up = (tuple(float(v) for v in view[key]) for key in ("position", "focal_point",
+                                                                                     "view_up"))
+            angle = float(view.get("view_angle", self.camera.view_angle))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"a camera view needs position, focal_point and view_up (3 numbers each): {error}") \
+                from None
+        if not (len(position) == len(focal) == len(up) == 3):
+            raise ValueError("a camera view needs position, focal_point and view_up of 3 numbers each")
+        camera = self.camera
+        camera.position, camera.focal_point, camera.up = position, focal, up
+        camera.view_angle = angle
+        self.renderer.ResetCameraClippingRange()
+        self.draw()
 
     def show_scene(self, session) -> None:
         """Build every actor for the scene open in ``session`` (static geometry and its latest frame)."""

@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from softsim.app.colour_range import readout_floor, without_round_off
 from softsim.app.panels.schema_info import format_real
 from softsim.mechanics.scene import get_value
 from softsim.mechanics.scene.schema import CableSpec, declarations
@@ -77,6 +78,20 @@ def force_scale(young_modulus: float, points: np.ndarray) -> float:
     extent = np.ptp(np.asarray(points, dtype=np.float64), axis=0)
     h, length = float(max(extent.min(), 1e-12)), float(max(extent.max(), 1e-12))
     return young_modulus * h**4 / length**2
+
+
+#: the rate limit of each value type: (key, quantity it changes by)
+_RATE_KEYS = {("cable", "displacement"): "maxDispVariation", ("cavity", "pressure"): "maxPressureVariation",
+              ("cavity", "volumeGrowth"): "maxVolumeGrowthVariation"}
+
+
+def rate_limit_text(kind: str, item, unit: str) -> str:
+    """``"; at most 5 kPa per frame (maxPressureVariation)"`` when the actuator's value type has a rate limit
+    set (the value then reaches a new target over several frames: 20 of 30 kPa after 4 frames is the ramp,
+    not a bound), else ``""``."""
+    key = _RATE_KEYS.get((kind, item.valueType))
+    rate = getattr(item, key, None) if key is not None else None
+    return "" if rate is None else f"; at most {rate:.4g} {unit} per frame ({key})"
 
 
 def actuator_range(kind: str, item, *, rest_outputs: dict[str, float], young_modulus: float,
@@ -271,7 +286,8 @@ class ActuatorControl(QGroupBox):
         self.spin.setSingleStep(step)
         self.spin.setDecimals(max(2, min(10, 3 - int(math.floor(math.log10(step))) if step > 0 else 3)))
         unit = unit_label(_VALUE_QUANTITIES[item.valueType], self.session.spec.scene.units)
-        self.range_label.setText(f"{item.valueType} in [{r.lo:.4g}, {r.hi:.4g}] {unit} ({r.source})")
+        self.range_label.setText(f"{item.valueType} in [{r.lo:.4g}, {r.hi:.4g}] {unit} ({r.source})"
+                                 + rate_limit_text(self.kind, item, unit))
         self.slider.setToolTip(f"{self.value_path}: {item.valueType}, slider range "
                                f"[{format_real(r.lo)}, {format_real(r.hi)}]")
         if self.slider.isSliderDown() or self.throttle.pending:
@@ -329,8 +345,8 @@ class ActuatorControl(QGroupBox):
         self.error_label.setText(error or "")
 
     # -- readouts --------------------------------------------------------------------------------------
-    def update_readouts(self, outputs: dict[str, float], units: str = "SI") -> None:
-        update_readouts(self, self._readout_form, self.readouts, self.name, outputs, units)
+    def update_readouts(self, outputs: dict[str, float], units: str = "SI", floors=None) -> None:
+        update_readouts(self, self._readout_form, self.readouts, self.name, outputs, units, floors)
         if self.inverse:  # the slider shows what the inverse model found (in the slider's value type when it can)
             found = outputs.get(f"{self.name}.{self._item().valueType}")
             if found is not None:
@@ -338,10 +354,12 @@ class ActuatorControl(QGroupBox):
 
 
 def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel], name: str,
-                    outputs: dict[str, float], units: str = "SI") -> None:
+                    outputs: dict[str, float], units: str = "SI", floors: dict[str, float] | None = None) -> None:
     """Show every ``name.QUANTITY`` of ``outputs`` in ``form`` (rows created on first sight), each labelled with
-    its unit in the scene's unit system (``force [mN]``)."""
+    its unit in the scene's unit system (``force [mN]``); a value within its quantity's noise floor
+    (``floors``: quantity -> floor, app.colour_range.readout_floor) reads 0."""
     prefix = name + "."
+    floors = floors or {}
     for key, value in outputs.items():
         if not key.startswith(prefix):
             continue
@@ -353,7 +371,7 @@ def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel]
             quantity = key[len(prefix):]
             form.addRow(with_unit(quantity, output_quantity(quantity), units), label)
             labels[key] = label
-        label.setText(f"{value:.6g}")
+        label.setText(f"{without_round_off(value, floors.get(output_quantity(key[len(prefix):]), 0.0)):.6g}")
 
 
 class EffectorReadout(QGroupBox):
@@ -366,8 +384,8 @@ class EffectorReadout(QGroupBox):
         self.readouts: dict[str, QLabel] = {}
         self._form = QFormLayout(self)
 
-    def update_readouts(self, outputs: dict[str, float], units: str = "SI") -> None:
-        update_readouts(self, self._form, self.readouts, self.name, outputs, units)
+    def update_readouts(self, outputs: dict[str, float], units: str = "SI", floors=None) -> None:
+        update_readouts(self, self._form, self.readouts, self.name, outputs, units, floors)
 
 
 class ActuatorsPanel(QWidget):
@@ -474,5 +492,16 @@ class ActuatorsPanel(QWidget):
     def update_frame(self, frame) -> None:
         """Readouts from ``frame.outputs``."""
         units = self.session.spec.scene.units if self.session.spec is not None else "SI"
+        floors = self._floors()
         for group in (*self.controls.values(), *self.effectors.values()):
-            group.update_readouts(frame.outputs, units)
+            group.update_readouts(frame.outputs, units, floors)
+
+    def _floors(self) -> dict[str, float]:
+        """The readouts' noise floors: the rest shape's size and the largest Young's modulus of the scene."""
+        spec, rest = self.session.spec, np.asarray(self.session.rest_positions)
+        if spec is None or rest.size == 0:
+            return {}
+        size = float(np.linalg.norm(rest.max(axis=0) - rest.min(axis=0)))
+        young = max((float(get_value(spec, f"body.{b.name}.material.youngModulus")) for b in spec.bodies),
+                    default=0.0)
+        return {q: readout_floor(q, size, young) for q in ("length", "volume", "pressure", "force")}

@@ -338,15 +338,33 @@ class PlotsPanel(QWidget):
             raise KeyError(f"no plot {plot!r}; plots: {', '.join(self.plots)}") from None
 
 
+#: the frame's status (FrameReport.status) as the Plots header starts with it: the same verdict as the banner
+STATUS_WORDS = {"ok": "converged", "limited": "converged, an actuator at its limit",
+                "not_converged": "NOT CONVERGED", "diverged": "FAILED"}
+#: the header shows at most this many characters (the whole text is in its tooltip)
+SUMMARY_CHARACTERS = 150
+
+
 def _summary(frame, *, short: bool = False) -> str:
-    """One line about the frame's solves; ``short`` leaves out the reasons (they go into the tooltip)."""
+    """One line about the frame's solves, starting with the frame's own verdict (``report.status``, the one the
+    banner and the health label show); ``short`` leaves out the reasons (they go into the tooltip) and is cut
+    to SUMMARY_CHARACTERS."""
     report = frame.report
-    parts = [f"frame {frame.index}" + ("" if report.ran else f": FAILED ({report.message})")]
+    status = getattr(report, "status", "ok" if report.ran else "diverged")
+    head = f"frame {frame.index}: {STATUS_WORDS.get(status, status)}"
+    parts = [head + ("" if report.ran or short else f" ({report.message})")]
     solve = report.dynamic if report.dynamic is not None else report.newton
     if solve is not None:
         state = "converged" if solve.converged else ("diverged" if solve.diverged else "not converged")
         reason = getattr(solve, "reason", "") or getattr(solve, "message", "")
-        parts.append(f"Newton {report.iterations} it, {state}" + (f" ({reason})" if reason and not short else ""))
+        name = "Newton" if report.dynamic is not None or report.equilibrium is None else "free Newton"
+        parts.append(f"{name} {report.iterations} it, {state}" + (f" ({reason})" if reason and not short else ""))
+    equilibrium = report.equilibrium
+    if equilibrium is not None:
+        state = "converged" if equilibrium.converged else "not converged"
+        reached = "" if equilibrium.reached >= 1.0 else f", reached {100.0 * equilibrium.reached:.0f} %"
+        parts.append(f"equilibrium {equilibrium.steps} steps{reached}, {state}"
+                     + (f" ({equilibrium.reason})" if equilibrium.reason and not short else ""))
     constraint = report.constraint
     if constraint is not None:
         state = "converged" if constraint.converged else "not converged"
@@ -357,4 +375,7 @@ def _summary(frame, *, short: bool = False) -> str:
         parts.append(f"inverse {inverse.linearizations} QP(s), goal {inverse.goal_distance:.3g} away, {state}"
                      + (f" ({inverse.message})" if inverse.message and not short else ""))
     parts.append(f"{1e3 * sum(report.times.values()):.1f} ms")
-    return " | ".join(parts)
+    text = " | ".join(parts)
+    if short and len(text) > SUMMARY_CHARACTERS:
+        text = text[:SUMMARY_CHARACTERS - 1].rstrip() + "…"
+    return text

@@ -129,7 +129,8 @@ class SceneTreePanel(QWidget):
         layout.addWidget(splitter)
         self.components: dict[int, Component] = {}
         session.scene_opened.connect(self.rebuild)
-        session.parameter_changed.connect(lambda _path, _value: self._show_parameters(self.selected()))
+        session.parameter_changed.connect(lambda _path, _value: self._show_parameters(self.selected()),
+                                          owner=self)
         self.rebuild()
 
     def rebuild(self, _scene=None) -> None:

@@ -8,6 +8,7 @@ from PyQt6.QtWidgets import QApplication, QMessageBox
 from softsim.app.resources import default_scene, resource_path
 from softsim.app.viewport import HIGHLIGHT_RGB
 
+from tests.app import remote
 from tests.app.conftest import run_frames
 
 CABLE = "body.finger.cable.cable.value"
@@ -15,11 +16,11 @@ CABLE = "body.finger.cable.cable.value"
 
 def _show_at(window, qtbot, width, height):
     window.resize(width, height)
-    qtbot.waitUntil(lambda: window.width() == width and window.height() == height, timeout=5000)
+    qtbot.waitUntil(lambda: window.width() == width and window.height() == height, timeout=60000)
     QApplication.processEvents()
 
 
-def _wait_for_edit(qtbot, session, predicate, timeout=20000):
+def _wait_for_edit(qtbot, session, predicate, timeout=60000):
     """Wait until the newest frame (made with a report) satisfies ``predicate``."""
     qtbot.waitUntil(lambda: session.latest_frame.report is not None and predicate(session.latest_frame),
                     timeout=timeout)
@@ -123,7 +124,7 @@ def test_hovering_over_the_body_shows_the_values_under_the_mouse(main_window, qt
     assert "von Mises" in main_window.hover_label.text()
     qtbot.wait(60)
     qtbot.mouseMove(viewport, QPoint(3, 3))  # the background: nothing under the mouse
-    qtbot.waitUntil(lambda: main_window.hover_label.text() == "", timeout=5000)
+    qtbot.waitUntil(lambda: main_window.hover_label.text() == "", timeout=60000)
 
 
 def test_at_rest_the_colour_range_reads_zero_and_the_deformation_scale_only_changes_the_drawing(main_window,
@@ -223,7 +224,7 @@ def test_an_edit_while_paused_solves_a_static_frame_and_a_dynamic_scene_says_wha
     assert session.spec.scene.mode == "dynamic"
     before = session.runner.frames_attempted
     assert session.set_parameter("body.finger1.cable.cable_finger1.value", 1.0) is None
-    qtbot.waitUntil(lambda: any("press Play or Step" in text for _level, text in messages), timeout=5000)
+    qtbot.waitUntil(lambda: any("press Play or Step" in text for _level, text in messages), timeout=60000)
     assert session.runner.frames_attempted == before  # time does not run by itself
 
 
@@ -267,7 +268,7 @@ def test_f1_lists_the_shortcuts_and_the_error_banner_goes_with_its_dialog(main_w
     assert main_window.banner.isVisible()
     dialog = main_window.findChild(QMessageBox, "error_dialog")
     dialog.done(0)
-    qtbot.waitUntil(lambda: not main_window.banner.isVisible(), timeout=2000)
+    qtbot.waitUntil(lambda: not main_window.banner.isVisible(), timeout=60000)
 
 
 def test_a_slider_value_is_rounded_to_the_slider_resolution_and_saved_so(main_window, qtbot, tmp_path):
@@ -283,7 +284,7 @@ def test_a_slider_value_is_rounded_to_the_slider_resolution_and_saved_so(main_wi
     path = tmp_path / "tuned.toml"
     done = []
     main_window.session.save(path, lambda error: done.append(error))
-    qtbot.waitUntil(lambda: done == [None], timeout=5000)
+    qtbot.waitUntil(lambda: done == [None], timeout=60000)
     assert f"value = {value!r}" in path.read_text()
 
 
@@ -295,13 +296,13 @@ def test_while_playing_the_status_shows_solved_and_drawn_frame_rates(main_window
     for position in range(0, 300, 15):  # a slider dragged: every frame solves a new load
         control.slider.setValue(position)
         qtbot.wait(50)
-    qtbot.waitUntil(lambda: "solved" in main_window.frame_label.text(), timeout=10000)
+    qtbot.waitUntil(lambda: "solved" in main_window.frame_label.text(), timeout=60000)
     text = main_window.frame_label.text()
     solved = float(text.split("solved ")[1].split("/s")[0])
     drawn = float(text.split("drawn ")[1].split("/s")[0])
     assert solved >= drawn > 0  # a frame is drawn only after it is solved
     session.pause()
-    qtbot.waitUntil(lambda: not session.playing, timeout=5000)
+    qtbot.waitUntil(lambda: not session.playing, timeout=60000)
 
 
 def test_an_effector_of_several_points_is_marked_at_each(main_window):
@@ -334,8 +335,8 @@ def test_the_asynchronous_preconditioner_is_switched_on_live_and_reported(main_w
     frame = _wait_for_edit(qtbot, session, lambda f: f.report.preconditioner is not None
                            and f.outputs["cable.displacement"] == pytest.approx(4.0))
     assert frame.report.converged
-    simulation = session.scene.simulation
-    assert isinstance(simulation.newton.linear_solver, AsyncPreconditionedSolver)
-    assert simulation._constrained_tangent.current_solver.stats["iterations"] >= 1
+    state = remote.ask(qtbot, session, remote.solver_state)
+    assert state["linear_type"] == AsyncPreconditionedSolver.__name__
+    assert state["cg_iterations"] >= 1
     main_window.flush_frame()
     assert "CG " in main_window.timing_label.text() and " old" in main_window.timing_label.text()

@@ -124,7 +124,99 @@ def test_the_pacer_runs_the_newest_item_no_sooner_than_its_cost_allows(qtbot):
     for item in ("b", "c", "d"):
         pacer.offer(item)
     assert [item for item, _ in ran] == ["a"]
-    qtbot.waitUntil(lambda: len(ran) == 2, timeout=2000)
+    qtbot.waitUntil(lambda: len(ran) == 2, timeout=60000)
     assert ran[1][0] == "d" and ran[1][1] - ended >= 0.035
     pacer.offer("e")
     assert pacer.flush() and ran[-1][0] == "e" and not pacer.flush()
+
+
+def test_the_cause_of_a_shortfall_is_the_limit_the_unconverged_frame_or_contact():
+    """An actuator short of its target is blamed on its own bound only when the report says a bound holds it;
+    a frame that did not converge says so with how much of the change it reached; a converged frame with
+    contacts names contact."""
+    scene = Scene.load(default_scene())
+    scene.set("body.finger.cable.cable.value", 5.0)
+    report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    assert report.converged and frame_problems(frame, scene.spec) == []
+    short = dataclasses.replace(frame, outputs=dict(frame.outputs, **{"cable.displacement": 4.0}))
+
+    def texts(changed_report, **frame_changes):
+        changed = dataclasses.replace(short, report=changed_report, **frame_changes)
+        return [p.text for p in frame_problems(changed, scene.spec) if p.kind == "actuator_limited"]
+
+    assert texts(dataclasses.replace(report, limited=["cable"])) == [
+        "cable 'cable' is short of its target: displacement 4 mm of 5 mm (a limit of the actuator stops it)"]
+    stalled = dataclasses.replace(report, equilibrium=dataclasses.replace(report.equilibrium, converged=False,
+                                                                          reached=0.4))
+    assert not stalled.converged
+    assert texts(stalled) == ["cable 'cable' is short of its target: displacement 4 mm of 5 mm (the frame did not "
+                              "converge: it reached 40 % of the requested change)"]
+    touching = texts(report, contact_points=np.zeros((3, 3)), contact_forces=np.zeros((3, 3)))
+    assert touching == ["cable 'cable' is short of its target: displacement 4 mm of 5 mm "
+                        "(contact stops it: 3 contact points)"]
+
+
+def test_the_plots_header_starts_with_the_frames_own_verdict_and_stays_one_short_line():
+    """The header says what the banner says (the frame's status), not the free Newton solve's verdict; a
+    failed frame's long message goes to the tooltip, the header stays within SUMMARY_CHARACTERS."""
+    from softsim.app.panels.plots import SUMMARY_CHARACTERS, _summary
+
+    scene = Scene.load(default_scene())
+    scene.set("body.finger.cable.cable.value", 5.0)
+    report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    assert _summary(frame, short=True).startswith(f"frame {frame.index}: converged | free Newton ")
+    stalled = dataclasses.replace(report, equilibrium=dataclasses.replace(report.equilibrium, converged=False,
+                                                                          reached=0.4))
+    text = _summary(dataclasses.replace(frame, report=stalled), short=True)
+    assert text.startswith(f"frame {frame.index}: NOT CONVERGED") and "reached 40 %, not converged" in text
+    assert any(p.kind == "not_converged" for p in frame_problems(dataclasses.replace(frame, report=stalled),
+                                                                  scene.spec))
+    failed = dataclasses.replace(report, ran=False, message="Newton solve diverged: " + "residual grows " * 40)
+    short = _summary(dataclasses.replace(frame, report=failed), short=True)
+    assert short.startswith(f"frame {frame.index}: FAILED") and len(short) <= SUMMARY_CHARACTERS
+    assert "residual grows" in _summary(dataclasses.replace(frame, report=failed))  # the tooltip has it all
+
+
+def test_a_recording_plays_on_the_clock_asked_for(tmp_path):
+    """Wall or simulated time: each image stays in the 10 frames/s video until the next one's time (frames
+    at 0, 0.5 and 1.0 s: 5 + 5 + 1 video frames, counted by ffmpeg); "frames": one video frame each."""
+    images = [np.full((40, 60, 3), 60 * k, dtype=np.uint8) for k in range(3)]
+    for timing, expected in (("wall", 11), ("simulated", 11), ("frames", 3)):
+        recorder = Recorder(tmp_path / timing, fps=10, timing=timing)
+        start = 1000.0  # a clock that does not start at 0 (perf_counter)
+        for k, image in enumerate(images):
+            recorder.add(image, start + 0.5 * k)
+        video = recorder.close()
+        assert recorder.frames == 3 and recorder.video_frames == expected
+        assert count_video_frames(video) == expected
+    with pytest.raises(ValueError, match="allowed: wall, simulated, frames"):
+        Recorder(tmp_path / "x", timing="sideways")
+
+
+def test_a_dynamic_scenes_clock_and_real_time_factor():
+    from softsim.app.rates import simulated_time_text
+
+    assert simulated_time_text(125, 0.01) == "t = 1.25 s"
+    # 40 frames of 10 ms solved per second: 0.4 simulated seconds per second
+    assert simulated_time_text(125, 0.01, 40.0) == "t = 1.25 s (0.4x real time)"
+
+
+def test_a_ramping_actuator_says_it_ramps_not_that_a_bound_stops_it():
+    """The pneunet's cavity asks 30 kPa with maxPressureVariation = 5 kPa in [0, 60] kPa: after the first
+    frame it is at 5 kPa, and the banner says it ramps (at most 5 kPa per frame), not that a bound stops it."""
+    scene = Scene.load(resource_path("scenes", "pneunet.toml"))
+    report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    assert frame.outputs["cavity.pressure"] == pytest.approx(5.0) and "cavity" in report.limited
+    texts = [p.text for p in frame_problems(frame, scene.spec)]
+    assert texts == ["cavity 'cavity' is short of its target: pressure 5 kPa of 30 kPa (it ramps at most 5 kPa "
+                     "per frame (maxPressureVariation))"]
+    scene.set("body.pneunet.cavity.cavity.value", 80.0)  # beyond maxPressure: the bound stops it
+    for _ in range(14):
+        report = scene.step()
+    frame = scene.simulation.snapshot(report)
+    assert frame.outputs["cavity.pressure"] == pytest.approx(60.0)
+    assert [p.text for p in frame_problems(frame, scene.spec)] == [
+        "cavity 'cavity' is short of its target: pressure 60 kPa of 80 kPa (a limit of the actuator stops it)"]

@@ -9,7 +9,7 @@ from softsim.app.resources import default_scene
 from tests.app.conftest import run_frames
 
 
-def _wait_for(qtbot, session, predicate, timeout=30000):
+def _wait_for(qtbot, session, predicate, timeout=60000):
     qtbot.waitUntil(lambda: session.latest_frame.report is not None and predicate(session.latest_frame),
                     timeout=timeout)
     return session.latest_frame

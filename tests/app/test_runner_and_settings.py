@@ -42,7 +42,7 @@ class _CountingSimulation:
         return (self.frame, self.value, report)
 
 
-def _wait(predicate, timeout=10.0):
+def _wait(predicate, timeout=60.0):
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -1,0 +1,187 @@
+"""The simulation in its own process: frames through shared memory, the commands across, a static scene at rest
+that does not spin, and a killed process restarted from the last frame."""
+
+import os
+import pickle
+import signal
+import threading
+
+import numpy as np
+import pytest
+from softsim.app.resources import default_scene
+from softsim.app.runner import SetPace, SetParameter, SimulationRunner
+from softsim.app.sim_process import FrameReader, FrameWriter, exit_cause
+from softsim.mechanics.scene import get_value
+
+from tests.app import remote
+from tests.app.conftest import run_frames
+
+pytestmark = pytest.mark.gui
+CABLE = "body.finger.cable.cable.value"
+
+
+def test_the_newest_frame_wins_and_a_frame_larger_than_the_segment_moves_to_a_new_one():
+    writer, reader = FrameWriter(f"softsim-test-{os.getpid()}"), FrameReader()
+    try:
+        reader.attach(writer.write(b"first") or "")
+        assert reader.read() == b"first" and reader.read() is None  # read once
+        assert writer.write(b"second") is None and writer.write(b"third") is None
+        assert reader.read() == b"third"  # the second was never read: the newest wins
+        big = bytes(range(256)) * 1024  # 256 KiB > the first segment's 64 KiB slots
+        name = writer.write(big)
+        assert name is not None and name != reader.name
+        reader.attach(name)
+        assert reader.read() == big
+        # a slot caught being written (its header zeroed) is not read; the finished write is
+        writer.write(b"fourth")
+        slot_base = 16 + (writer.seq % 2) * (16 + writer.capacity)
+        saved = bytes(writer.shm.buf[slot_base:slot_base + 16])
+        writer.shm.buf[slot_base:slot_base + 16] = bytes(16)
+        assert reader.read() is None
+        writer.shm.buf[slot_base:slot_base + 16] = saved
+        assert reader.read() == b"fourth"
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_exit_causes_are_worded():
+    assert exit_cause(-signal.SIGKILL).startswith("killed by SIGKILL")
+    assert "native library" in exit_cause(-signal.SIGSEGV)
+    assert exit_cause(3) == "exit code 3"
+
+
+class _StaticAtRest:
+    """A static scene whose every frame after the first is 'unchanged' (its inputs are the last frame's)."""
+
+    class spec:  # noqa: N801 - the runner reads spec.scene.mode
+        class scene:  # noqa: N801
+            mode = "static"
+
+    def __init__(self) -> None:
+        self.frame = 0
+        self.value = 0.0
+
+    def step(self):
+        from softsim.mechanics.frame_step import FrameReport
+
+        self.frame += 1
+        report = FrameReport(self.frame, True, "")
+        report.unchanged = self.frame > 1
+        return report
+
+    def set(self, _path, value) -> None:
+        self.value = value
+        self.frame = 0  # the next frame solves again
+
+
+def test_a_static_scene_at_rest_does_not_spin_while_playing_and_an_edit_wakes_it():
+    scene = _StaticAtRest()
+    replies = threading.Event()
+    runner = SimulationRunner(scene, snapshot=lambda s, r: s.frame, on_output=lambda: None)
+    runner.start()
+    try:
+        runner.play()
+        _wait(lambda: runner.at_rest)
+        assert runner.frames_attempted == 2  # one solved frame, one that found nothing changed
+        for _ in range(3):  # the loop goes round for each command: still no frame
+            replies.clear()
+            runner.submit("read", lambda s: replies.set(), changes_state=False)
+            _wait(replies.is_set)
+        assert runner.frames_attempted == 2 and runner.at_rest
+        runner.send(SetParameter("x", 1.0))
+        _wait(lambda: runner.frames_attempted == 4 and runner.at_rest)  # solved again, then at rest again
+        assert scene.value == 1.0
+    finally:
+        runner.stop()
+
+
+def _wait(condition, timeout: float = 60.0) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, "condition not met"
+        time.sleep(0.005)
+
+
+def test_a_frame_report_crosses_the_process_boundary_without_the_live_constraints(main_window, qtbot):
+    assert main_window.open_path(default_scene())
+    frame = run_frames(qtbot, main_window, 1)
+    assert frame.report.forces == [] and frame.report.x_free is None  # only what the window shows
+    assert frame.report.status == "ok" and frame.report.equilibrium is not None
+    assert main_window.session.scene is None  # the scene lives in the other process
+    assert remote.ask(qtbot, main_window.session, remote.process_id) == main_window.session.runner.pid != os.getpid()
+    assert pickle.loads(pickle.dumps(frame)).index == frame.index
+
+
+def test_a_killed_simulation_process_is_restarted_from_the_last_frame_with_the_edits(main_window, qtbot):
+    session = main_window.session
+    assert main_window.open_path(default_scene())
+    assert session.set_parameter(CABLE, 5.0) is None
+    frame = run_frames(qtbot, main_window, 2)
+    assert frame.outputs["cable.displacement"] == pytest.approx(5.0, abs=1e-6)
+    dead = session.runner.pid
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    os.kill(dead, signal.SIGKILL)
+    qtbot.waitUntil(lambda: any(level == "info" and "restored" in text for level, text in messages),
+                    timeout=180000)
+    assert main_window.isVisible() and session.restarts == 1 and session.runner.pid != dead
+    errors = [text for level, text in messages if level == "error"]
+    assert len(errors) == 1 and "SIGKILL" in errors[0] and f"frame {frame.index}" in errors[0]
+    assert "SIGKILL" in main_window.banner.text() and main_window.banner.isVisible()
+    # the new process holds the last frame's positions and the edited value
+    np.testing.assert_array_equal(remote.ask(qtbot, session, remote.positions), frame.x)
+    spec = remote.ask(qtbot, session, remote.attribute, "spec")
+    assert get_value(spec, CABLE) == 5.0
+    assert session.latest_frame.index == frame.index
+    np.testing.assert_array_equal(session.latest_frame.x, frame.x)
+    # and the session goes on: the next frame starts from there, at the edited value
+    after = run_frames(qtbot, main_window, 1)
+    assert after.index == frame.index + 1 and after.report.converged
+    assert after.outputs["cable.displacement"] == pytest.approx(5.0, abs=1e-6)
+    np.testing.assert_allclose(after.x, frame.x, atol=1e-6)  # already at equilibrium there
+
+
+def test_a_frame_rate_cap_travels_as_a_command_and_a_bad_one_is_refused():
+    scene = _StaticAtRest()
+    runner = SimulationRunner(scene, snapshot=lambda s, r: s.frame, on_output=lambda: None)
+    runner.start()
+    try:
+        runner.send(SetPace(4.0, token=1))
+        _wait(lambda: runner.min_frame_interval == 0.25)
+        runner.send(SetPace(0.0, token=2))
+        _wait(lambda: any(reply.token == 2 for reply in runner.take_output().replies))
+        assert runner.min_frame_interval == 0.25  # refused: kept
+        runner.send(SetPace(None))
+        _wait(lambda: runner.min_frame_interval == 0.0)
+    finally:
+        runner.stop()
+
+
+def test_the_window_caps_the_frame_rate_in_real_time_for_a_dynamic_scene(main_window, qtbot):
+    from softsim.app.resources import resource_path
+
+    session = main_window.session
+    assert main_window.open_path(resource_path("scenes", "gripper_grasp.toml"))
+    main_window.pace_actions["realtime"].trigger()
+    assert session.pace == pytest.approx(1.0 / session.spec.scene.dt)
+    main_window.pace_actions["10"].trigger()
+    assert session.pace == 10.0 and main_window.pace_actions["10"].isChecked()
+    assert main_window.open_path(default_scene())  # kept for the next scene
+    assert session.pace == 10.0
+    with pytest.raises(ValueError, match="positive number of frames per second"):
+        session.set_pace(-1.0)
+
+
+def test_an_error_that_does_not_pickle_back_keeps_its_message_and_base():
+    from softsim.app.sim_process import _portable_error
+    from softsim.mechanics.scene import SceneError
+
+    error = SceneError(["finger.toml: body.finger.fixed[0].set: no set 'x'; known sets: ['base']"])
+    portable = _portable_error(error)
+    assert isinstance(portable, ValueError) and str(portable) == str(error)
+    assert str(pickle.loads(pickle.dumps(portable))) == str(error)
+    plain = ValueError("plain")
+    assert _portable_error(plain) is plain
