@@ -109,21 +109,16 @@ def phase_times(report, render_seconds: float | None) -> dict[str, float | None]
     """Seconds per phase of a FrameReport: assembly (forces and tangents), factorization, newton (the rest of
     Step I), W (projection), constraint (constraint solve), render (GUI); None where the frame had no such
     phase. Reads ``report.times`` (assembly, factorization, newton_solve, W, constraint_solve) and falls back
-    on the Newton and constraint reports for older reports (newton, projection)."""
+    on the Newton and constraint reports where a frame's ``times`` lacks a phase (a dynamic frame has no
+    factorization entry)."""
     times = dict(getattr(report, "times", {}) or {})
     newton = getattr(report, "newton", None)
     constraint = getattr(report, "constraint", None)
     solve = times.get("constraint_solve", getattr(constraint, "time", None) if constraint is not None else None)
     assembly = times.get("assembly", getattr(newton, "assembly_time", None))
     factorization = times.get("factorization", getattr(newton, "factorization_time", None))
-    newton_rest = times.get("newton_solve")
-    if newton_rest is None and times.get("newton") is not None:
-        newton_rest = max(times["newton"] - (assembly or 0.0) - (factorization or 0.0), 0.0)
-    projection = times.get("W")
-    if projection is None and times.get("projection") is not None:
-        projection = max(times["projection"] - (solve or 0.0), 0.0)
-    return {"assembly": assembly, "factorization": factorization, "newton": newton_rest, "W": projection,
-            "constraint": solve, "render": render_seconds}
+    return {"assembly": assembly, "factorization": factorization, "newton": times.get("newton_solve"),
+            "W": times.get("W"), "constraint": solve, "render": render_seconds}
 
 
 class MainWindow(QMainWindow):

@@ -38,9 +38,6 @@ class Event:
             forget = _Forget(self, callback)
             destroyed.connect(forget)
 
-    def disconnect(self, callback: Callable[..., Any]) -> None:
-        self._callbacks.remove(callback)
-
     def forget(self, callback: Callable[..., Any]) -> None:
         """Disconnect ``callback`` if it is connected (its owner was destroyed)."""
         self._callbacks = [c for c in self._callbacks if c is not callback and c != callback]

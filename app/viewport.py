@@ -236,10 +236,6 @@ class ContactGlyphs:
         self.glyph.SetScaleFactor(0.15 * self.body_size / largest if largest > 0 else 0.0)
         self.glyph.Modified()
 
-    def set_visible(self, visible: bool) -> None:
-        self.points_actor.SetVisibility(visible)
-        self.arrows_actor.SetVisibility(visible)
-
 
 class Viewport(QtInteractor):
     """The central 3D view; all calls happen on the GUI thread.
