@@ -135,3 +135,33 @@ def test_inactive_rows_and_degenerate_planes():
     plane = UnilateralPlaneConstraint(X, indices=[0, 1, 2, 3], name="line")
     plane.active = False
     assert plane.n_rows == 0 and plane.jacobian(X).shape == (0, 12)
+
+
+def test_the_tentacles_planes_keep_its_segments_apart_in_dynamic_mode():
+    """ArticulatedTentacle as the example runs it (dynamic, Rayleigh 0.1/0.1), its cable ramped to 35 mm at
+    0.1 mm a step: with its seven planes the closing hinges stop at gap 0 with a positive force; without them
+    four segments go through each other (measured: -0.09 to -0.81 mm)."""
+    tentacle = ROOT / "tests" / "data" / "softrobots" / "tentacle.toml"
+    gaps = {}
+    for planes in (True, False):
+        spec = load_scene(tentacle)
+        data = to_data(spec)
+        data["scene"]["mode"] = "dynamic"
+        data["solver"]["dynamic"] = {"rayleighMass": 0.1, "rayleighStiffness": 0.1}
+        data["controller"] = [{"key": "body.tentacle.cable.cable.value", "keyframes": [[0.0, 0.0], [3.5, 35.0]]}]
+        if not planes:
+            data["body"][0]["unilateralPlane"] = []
+        scene = Scene(parse_data(data, source=spec.source, base_dir=spec.base_dir))
+        for _ in range(400):
+            assert scene.step().ok
+        # one linearisation per time step: a frame where a hinge closes reads up to 1 mm short (34.03..35.0)
+        assert 33.5 < scene.outputs()["cable.displacement"] < 35.01
+        planes_of_the_example = [UnilateralPlaneConstraint(scene.mesh.points, scene.mesh.tets, indices=p.indices,
+                                                           points=p.points, name=p.name)
+                                 for p in spec.bodies[0].unilateralPlanes]
+        gaps[planes] = np.array([plane._gap(scene.positions) for plane in planes_of_the_example])
+        if planes:
+            forces = np.array([scene.outputs()[f"upc{k}.force"] for k in range(1, 8)])
+            assert np.sum(forces > 0.0) >= 3
+    assert gaps[True].min() > -1e-3
+    assert np.sum(gaps[False] < -0.05) >= 3
