@@ -140,7 +140,7 @@ def test_inactive_rows_and_degenerate_planes():
 def test_the_tentacles_planes_keep_its_segments_apart_in_dynamic_mode():
     """ArticulatedTentacle as the example runs it (dynamic, Rayleigh 0.1/0.1), its cable ramped to 35 mm at
     0.1 mm a step: with its seven planes the closing hinges stop at gap 0 with a positive force; without them
-    four segments go through each other (measured: -0.09 to -0.81 mm)."""
+    four segments go through each other (measured after 400 steps: -0.03, -0.86, -0.25, -0.18 mm)."""
     tentacle = ROOT / "tests" / "data" / "softrobots" / "tentacle.toml"
     gaps = {}
     for planes in (True, False):
@@ -164,4 +164,4 @@ def test_the_tentacles_planes_keep_its_segments_apart_in_dynamic_mode():
             forces = np.array([scene.outputs()[f"upc{k}.force"] for k in range(1, 8)])
             assert np.sum(forces > 0.0) >= 3
     assert gaps[True].min() > -1e-3
-    assert np.sum(gaps[False] < -0.05) >= 3
+    assert np.sum(gaps[False] < -0.1) >= 3
