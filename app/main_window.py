@@ -74,9 +74,10 @@ BANNER_STYLE = {
 
 def settle_heap() -> None:
     """Collect the garbage of the scene closed, then freeze the objects alive (the new scene, VTK, Qt, numba):
-    Python's full garbage collections then skip them. Without it, a full collection every few seconds took
-    about 110 ms on the GUI thread while a scene played (a frozen window); with it, none is over 1 ms. The old
-    scene's objects are unfrozen first, so closing a scene still frees its cycles."""
+    Python's full garbage collections then skip them. Without it, a full collection every few seconds froze
+    the GUI thread for a visible moment while a scene played; with it, collections are short (the numbers:
+    benchmarks/RESULTS.md). The old scene's objects are unfrozen first, so closing a scene still frees its
+    cycles."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()

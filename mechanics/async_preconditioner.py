@@ -1,7 +1,7 @@
 """The asynchronous preconditioner (Courtecuisse, Allard, Duriez, Cotin, VRIPHYS 2010).
 
-A large mesh spends nearly all of a Newton iteration in the numeric factorization of the tangent (94 % at
-130k tetrahedra). Between two interactive frames the tangent changes little, so the factorization of an
+A large mesh spends nearly all of a Newton iteration in the numeric factorization of the tangent (measured in
+benchmarks/RESULTS.md). Between two interactive frames the tangent changes little, so the factorization of an
 earlier tangent is an excellent preconditioner for the current one: a conjugate gradient on the *current*
 matrix, preconditioned by it, converges in a few iterations, each one a pair of triangular solves. Meanwhile a
 background thread factorizes the latest matrix; when it finishes, the next solve picks that factorization up.

@@ -107,8 +107,8 @@ def _frame(x, tet, Q):
 @njit(cache=True, nogil=True)
 def polar_newton(F, R):
     """Orthogonal polar factor of F by Higham's scaled Newton iteration R <- (g R + R^-T / g) / 2 (Frobenius
-    scaling g while the steps are large), about 4x faster than :func:`rotation_from_f` and equal to it to
-    round-off. A reflection when det F < 0, like SOFA's polar. Returns False (R untouched) for a nearly
+    scaling g while the steps are large), faster than :func:`rotation_from_f` (benchmarks/RESULTS.md) and
+    equal to it to round-off. A reflection when det F < 0, like SOFA's polar. Returns False (R untouched) for a nearly
     singular F or no convergence in 30 iterations; the caller then falls back to :func:`rotation_from_f`.
 
     Written with scalar locals: the same loop over 3x3 scratch arrays runs several times slower (numba cannot

@@ -90,8 +90,8 @@ class _FullPattern:
 @functools.cache
 def _pardiso_library():
     """pypardiso's wrapper, made once per process: it finds MKL's library by a recursive glob over the
-    environment (0.3 s each time, twice per scene load before this cache); only its library handle, its
-    ``pardiso`` function and its pointer type are used."""
+    environment (slow, and twice per scene load before this cache: benchmarks/RESULTS.md); only its library
+    handle, its ``pardiso`` function and its pointer type are used."""
     from pypardiso.pardiso_wrapper import PyPardisoSolver
 
     return PyPardisoSolver()
