@@ -140,8 +140,9 @@ def element_materials(spec, body, mesh) -> tuple[str, np.ndarray, np.ndarray]:
 
 
 def stacked_elements(spec, body, mesh, index: int) -> np.ndarray:
-    """The element ids of ``body.material.stacked[index]``: its ``tetrahedra``, or the elements whose four nodes
-    lie in its ``box`` (bounds included: SOFA BoxROI's tetrahedraInROI with strict = true)."""
+    """The element ids of ``body.material.stacked[index]``: its ``tetrahedra``, or the elements in its ``box``
+    (bounds included), as SOFA BoxROI's tetrahedraInROI: with ``strict`` those whose four nodes lie in it, else
+    those whose centre does."""
     stack = body.material.stacked[index]
     path = f"body.{body.name}.material.stacked[{index}]"
     if stack.tetrahedra is not None:
@@ -150,9 +151,12 @@ def stacked_elements(spec, body, mesh, index: int) -> np.ndarray:
             raise _error(spec, f"{path}.tetrahedra", f"element ids must lie in 0..{mesh.n_tets - 1} (the mesh has "
                          f"{mesh.n_tets} tetrahedra), got {int(tets.max())}")
         return tets
-    inside = np.zeros(mesh.n_points, dtype=bool)
-    inside[meshes.in_box(mesh.points, stack.box)] = True
-    tets = np.flatnonzero(inside[mesh.tets].all(axis=1)).astype(np.int64)
+    if stack.strict:
+        inside = np.zeros(mesh.n_points, dtype=bool)
+        inside[meshes.in_box(mesh.points, stack.box)] = True
+        tets = np.flatnonzero(inside[mesh.tets].all(axis=1)).astype(np.int64)
+    else:
+        tets = meshes.tets_in_box(mesh.points, mesh.tets, stack.box)
     if tets.size == 0:
         logger.warning("%s: the box holds no whole tetrahedron", path)
     return tets

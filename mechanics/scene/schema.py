@@ -340,12 +340,15 @@ class MaterialRegionSpec:
 @dataclass(kw_only=True)
 class StackedMaterialSpec:
     """``[[body.material.stacked]]``: a second force field ADDED on some elements (SOFA: another
-    TetrahedronFEMForceField on a sub-topology, as PneunetGripper stiffens its bottom layer). ``box`` selects the
-    tetrahedra whose four nodes lie in it (BoxROI tetrahedraInROI, strict), ``tetrahedra`` gives element ids."""
+    TetrahedronFEMForceField on a sub-topology, as PneunetGripper stiffens its bottom layer). ``box`` selects
+    tetrahedra as BoxROI's tetrahedraInROI does (all four nodes inside with ``strict``, else the centre),
+    ``tetrahedra`` gives element ids."""
 
     box: tuple[float, ...] | None = _key(
-        Box(), None, unit="length", help="The tetrahedra whose four nodes all lie in the box, bounds included "
-                                         "(SOFA BoxROI strict); or tetrahedra.")
+        Box(), None, unit="length", help="The tetrahedra in the box, bounds included (SOFA BoxROI's "
+                                         "tetrahedraInROI, see strict); or tetrahedra.")
+    strict: bool = _key(Flag(), True, help="With box: true, the tetrahedra whose four nodes lie in it (BoxROI strict, "
+                                           "SOFA's default); false, those whose centre lies in it.")
     tetrahedra: tuple[int, ...] | None = _key(IndexList(), None, help="Element ids (0-based, file order); or box.")
     model: str | None = _key(Choice(*MODELS), None,
                              help="The added field's model; unset: the body's (it must equal the body's model).")

@@ -72,13 +72,20 @@ def test_stacked_forces_equal_two_force_fields_summed(model, rotation):
     assert np.max(np.abs(got_K - expected_K)) <= 1e-10 * np.max(np.abs(expected_K))
 
 
-def test_the_box_takes_the_elements_whose_four_nodes_are_inside():
+def test_the_box_takes_the_elements_whose_four_nodes_are_inside_or_with_strict_false_the_centre():
     scene = scene_with(SCENES / "finger.toml", lambda d: stack(d, box=TIP_HALF, youngModulus=1.0, poissonRatio=0.3))
     mesh = scene.meshes[0]
     lo, hi = np.array(TIP_HALF[:3]), np.array(TIP_HALF[3:])
     by_loop = [e for e, tet in enumerate(mesh.tets)
                if all(np.all(mesh.points[n] >= lo) and np.all(mesh.points[n] <= hi) for n in tet)]
     np.testing.assert_array_equal(stacked_elements(scene.spec, scene.spec.bodies[0], mesh, 0), by_loop)
+    # strict = false: the elements whose centre is in the box (SOFA's BoxROI default is strict)
+    loose = scene_with(SCENES / "finger.toml", lambda d: stack(d, box=TIP_HALF, strict=False, youngModulus=1.0,
+                                                               poissonRatio=0.3))
+    by_centre = [e for e, tet in enumerate(mesh.tets)
+                 if np.all(mesh.points[tet].mean(axis=0) >= lo) and np.all(mesh.points[tet].mean(axis=0) <= hi)]
+    np.testing.assert_array_equal(stacked_elements(loose.spec, loose.spec.bodies[0], mesh, 0), by_centre)
+    assert len(by_centre) > len(by_loop)
     # a stack given by element ids is the same field
     by_ids = scene_with(SCENES / "finger.toml", lambda d: stack(d, tetrahedra=by_loop, youngModulus=1.0,
                                                                 poissonRatio=0.3))
