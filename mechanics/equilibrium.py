@@ -242,14 +242,20 @@ def force_stiffness(system, x: np.ndarray, force: np.ndarray) -> list:
     return terms
 
 
-def force_floor(elasticity, size: float) -> float:
-    """The round-off floor of a nodal force (force units): :data:`ROUND_OFF_FACTOR` E_max L^2, the largest
-    Young's modulus times the body's size squared. At rest under no load the internal force is round-off only
-    (SOFA's ``large`` rotation of an undeformed element is the identity to a few ulps), so |f_int| + |f_ext| is no
-    scale for it: an imbalance below this floor is balanced."""
-    bodies = getattr(elasticity, "bodies", None) or [elasticity]
-    moduli = [float(np.max(body.young)) for body in bodies if getattr(body, "young", None) is not None]
-    return ROUND_OFF_FACTOR * max(moduli, default=0.0) * size ** 2
+def force_floor(elasticity) -> float:
+    """The round-off floor of the internal force's norm (force units): :data:`ROUND_OFF_FACTOR` E_max h^2
+    sqrt(m) per body, with h^3 the mean element volume and m the number of elements (each element's force is
+    about E eps h^2 at rest, and m of them add up like random round-off). At rest under no load the internal
+    force is round-off only (SOFA's ``large`` rotation of an undeformed element is the identity to a few ulps),
+    so |f_int| + |f_ext| is no scale for it: an imbalance below this floor is balanced."""
+    floor = 0.0
+    for body in getattr(elasticity, "bodies", None) or [elasticity]:
+        young, volumes = getattr(body, "young", None), getattr(body, "volumes", None)
+        if young is None or volumes is None or len(volumes) == 0:
+            continue
+        mean_volume = float(np.mean(np.abs(volumes)))
+        floor += float(np.max(young)) * mean_volume ** (2.0 / 3.0) * np.sqrt(len(volumes))
+    return ROUND_OFF_FACTOR * floor
 
 
 def body_size(rest: np.ndarray) -> float:
@@ -274,7 +280,7 @@ class _Context:
         self.residual_tolerance = max(newton.residual_tolerance_threshold, 0.0)
         self.body_size = body_size(problem.elasticity.rest_positions)
         self.length_tolerance = max(newton.correction_tolerance_threshold, CORRECTION_ROUND_OFF) * self.body_size
-        self.force_floor = force_floor(problem.elasticity, self.body_size)
+        self.force_floor = force_floor(problem.elasticity)
         self.exact = bool(getattr(problem.elasticity, "exact_tangent", False))
         self.solver = tangent.solver(newton.linear_solver)
         self.factorizations = 0

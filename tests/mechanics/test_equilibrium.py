@@ -237,11 +237,17 @@ def test_a_model_that_defines_forces_on_inverted_elements_reaches_an_equilibrium
 def test_a_scene_with_nothing_to_do_converges_at_once():
     """The finger with gravity 0 and its cable at 0: the state at rest is the equilibrium. Its internal force
     there is round-off only (1.8e-10 mN: SOFA's large rotation of an undeformed element is the identity to a few
-    ulps), far below the force floor (64 eps E L^2 = 8e-8 mN); the frame converges in 0 steps and nothing moves
-    (it stalled at 'reached 0 %' when that round-off was measured against itself)."""
+    ulps), below the force floor (64 eps E h^2 sqrt(m) = 2e-9 mN, h^3 the mean element volume, m elements); the
+    frame converges in 0 steps and nothing moves (it stalled at 'reached 0 %' when that round-off was measured
+    against itself)."""
+    from softsim.mechanics.equilibrium import force_floor
+
     scene = Scene.load(FINGER)
     scene.set("scene.gravity", [0.0, 0.0, 0.0])
     scene.set(CABLE, 0.0)
+    problem = scene.simulation.problem
+    at_rest = float(np.linalg.norm(problem.residual(scene.simulation.x)))
+    assert 0.0 < at_rest < force_floor(problem.elasticity) < 1e-8
     rest = scene.positions.copy()
     report = scene.step()
     assert report.converged and report.equilibrium.steps == 0
