@@ -135,6 +135,18 @@ class Simulation:
                     constraint.inverse_target, constraint.inverse_bound = None, ""
         self.mark_edited()
 
+    @property
+    def edited(self) -> bool:
+        """Whether a parameter changed since the last frame (the state is then not the equilibrium of the
+        current parameters)."""
+        return self._edited
+
+    @property
+    def constrained_tangent(self) -> ConstrainedTangent:
+        """The constrained tangent of the static equilibrium iterations: its ``current_solver`` holds the last
+        frame's factorization, ``matrix(K, terms)`` sums K and the constraint forces' stiffness on its pattern."""
+        return self._constrained_tangent
+
     def mark_edited(self) -> None:
         """A parameter changed: the next static frame is solved even if its constraint rows look unchanged."""
         self._edited = True

@@ -109,7 +109,7 @@ def equilibrium_state(scene) -> EquilibriumState:
         reason = report.message or report.status
         raise NotConvergedError(f"frame {report.frame} did not converge ({report.status}: {reason}): it is no "
                                 "equilibrium, so it has no gradient")
-    if getattr(sim, "_edited", False):
+    if sim.edited:
         raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
                             "gradients")
     if report.inverse is not None:
@@ -152,7 +152,7 @@ def tangent(state: EquilibriumState) -> sp.csr_matrix:
     # the frame's own constrained tangent adds the terms (the same terms as its equilibrium steps, so its cached
     # pattern serves both); a new matrix with the terms, K alone is the problem's buffer, which the next
     # assembly rewrites
-    A = sim._constrained_tangent.matrix(K, terms) if terms else sp.csr_matrix(K, copy=True)
+    A = sim.constrained_tangent.matrix(K, terms) if terms else sp.csr_matrix(K, copy=True)
     free = state.free_dofs
     for load in problem.loads:
         load_tangent = getattr(load, "tangent", None)
@@ -223,7 +223,7 @@ class TransposedSolve:
 def _frame_factorization(state: EquilibriumState):
     sim = state.scene.simulation
     if state.system is not None and state.system.n_rows:
-        return sim._constrained_tangent.current_solver
+        return sim.constrained_tangent.current_solver
     return getattr(sim.newton, "linear_solver", None)
 
 
