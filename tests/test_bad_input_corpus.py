@@ -34,7 +34,6 @@ def test_the_bad_input_corpus(tmp_path, monkeypatch):
     cases = all_cases(tmp_path)
     assert len(cases) >= 400
     outcomes = [run_case(case) for case in cases]
-    print("\n" + counts_table(outcomes))
     wrong = [f"{o.case.category}: {o.case.name}: {o.why}: {o.stderr.strip()[:300]!r}" for o in outcomes if not o.ok]
     assert wrong == [], f"{len(wrong)} case(s) wrong:\n" + "\n".join(wrong)
     kinds = Counter(o.kind for o in outcomes)

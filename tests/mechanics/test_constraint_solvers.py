@@ -199,7 +199,6 @@ def test_nncg_and_warm_start():
     assert gs.converged
     np.testing.assert_allclose(nn.force, f_star, atol=1e-9)
     np.testing.assert_allclose(gs.force, f_star, atol=1e-9)
-    print(f"\nplanted LCP m=30 to 1e-11: BlockGS {gs.currentIterations} sweeps, NNCG {nn.currentIterations}")
     warm = BlockGaussSeidel(**TIGHT).solve(W, dfree, blocks, initial_force=f_star)
     assert warm.currentIterations == 1 and warm.currentError < 1e-11
 

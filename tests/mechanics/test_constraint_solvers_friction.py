@@ -61,12 +61,11 @@ def test_multi_contact_solvers_agree_with_reference(seed):
     n = blocks.start[:7]
     tangential = np.hypot(f[n + 1], f[n + 2])
     assert np.all(f[n] >= 0) and np.all(tangential <= blocks.mu[:7] * f[n] * (1 + 1e-12))
-    states = (
+    states = [
         "slide" if t > 0 and abs(t - mu * fn) < 1e-9 * fn else "stick" if fn > 0 else "open"
-        for t, mu, fn in zip(tangential, blocks.mu[:7], f[n])
-    )
-    print(f"\ncontact states (seed {seed}): {list(states)}")
+        for t, mu, fn in zip(tangential, blocks.mu[:7], f[n], strict=True)
+    ]
     for name in ITERATIVE:
         report = tight_solver(name).solve(W, dfree, blocks)
-        assert complementarity_residual(W, dfree, report.force, blocks) < 1e-8, name
+        assert complementarity_residual(W, dfree, report.force, blocks) < 1e-8, f"{name}, contact states {states}"
         np.testing.assert_allclose(report.force, f, atol=1e-7, err_msg=name)

@@ -46,7 +46,6 @@ def test_default_spectral_correction_is_unit_independent_sofa_formula_is_not():
     # W in other force units: W -> s W, forces -> f / s, violations unchanged.
     default = {s: ImprovedJacobi(**params).solve(s * W, dfree, blocks) for s in (1e-3, 1.0, 1e3)}
     counts = {s: r.currentIterations for s, r in default.items()}
-    print(f"\ndefault rho, iterations per W scale: {counts}")
     assert all(r.converged for r in default.values())
     assert len(set(counts.values())) == 1
     for s, r in default.items():
@@ -61,11 +60,6 @@ def test_default_spectral_correction_is_unit_independent_sofa_formula_is_not():
     assert ImprovedJacobi(sofaSpectralRadius=True, **params).spectral_rho(1e3 * W) < 1e-6
     assert complementarity_residual(1e3 * W, dfree, sofa[1e3].force, blocks) > 0.1
     assert complementarity_residual(1e3 * W, dfree, default[1e3].force, blocks) < 1e-5
-    print(
-        f"SOFA rho: 1e-3 -> converged={sofa[1e-3].converged}; "
-        f"1e3 -> {sofa[1e3].currentIterations} iterations, "
-        f"residual {complementarity_residual(1e3 * W, dfree, sofa[1e3].force, blocks):.3g}"
-    )
 
 
 def test_conjugate_residue_cuts_iterations_on_ill_conditioned_problem():
@@ -82,7 +76,6 @@ def test_conjugate_residue_cuts_iterations_on_ill_conditioned_problem():
         assert report.converged
         np.testing.assert_allclose(W @ report.force, -dfree, atol=1e-4)
         counts[factor] = report.currentIterations
-    print(f"\nImprovedJacobi iterations by conjugateResidueSpeedFactor: {counts}")
     assert counts[10.0] <= counts["off"]  # beta ~ (i/maxIt)^10 stays ~0: almost no effect
     assert counts[0.25] < 0.7 * counts["off"]
 

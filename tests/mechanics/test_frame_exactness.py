@@ -51,7 +51,6 @@ def test_a_scene_that_sets_nothing_reaches_large_cable_pulls_in_one_frame():
         assert report.equilibrium.iterations <= scene.simulation.newton.newton_iterations
     linear = load("finger", **{"solver.newton.correction": "linear", "body.finger.cable.cable.value": 10.0})
     linear.step()
-    print(f"10 mm pull: SOFA's linear correction {linear.outputs()['cable.displacement']:.4f} mm")
     assert linear.outputs()["cable.displacement"] < 9.0
 
 
@@ -63,7 +62,6 @@ def test_the_force_mode_cable_driven_with_the_found_force_lands_on_the_same_stat
     force = displaced.outputs()["cable.force"]
     forced = load("finger", **{"body.finger.cable.cable.valueType": "force", "body.finger.cable.cable.value": force})
     assert forced.step().converged
-    print(f"8 mm needs {force:.6f} mN; that force gives {forced.outputs()['cable.displacement']:.9f} mm")
     assert forced.outputs()["cable.displacement"] == pytest.approx(8.0, abs=1e-7)
     assert np.abs(forced.positions - displaced.positions).max() < 1e-6
 
@@ -77,7 +75,6 @@ def test_volume_growth_target_is_met_exactly_once_the_rate_limit_allows():
         report = scene.step()
         assert report.converged, report.message
         growth.append(scene.outputs()["cavity.volumeGrowth"])
-    print("balloon volume growth per frame:", np.round(growth, 9).tolist())
     assert growth[:4] == pytest.approx([100.0, 200.0, 300.0, 400.0], rel=1e-9)
     assert growth[4] == pytest.approx(500.0, rel=1e-9) and growth[5] == pytest.approx(500.0, rel=1e-9)
 
@@ -110,7 +107,6 @@ def test_a_bound_that_stops_the_actuator_is_reported():
     report = scene.step()
     assert report.converged, report.message
     outputs = scene.outputs()
-    print(f"held at maxForce: force {outputs['cable.force']:.6f}, displacement {outputs['cable.displacement']:.4f}")
     assert outputs["cable.force"] == pytest.approx(500.0, rel=1e-9)
     assert outputs["cable.displacement"] < 9.0
     assert outputs["cable.limited"] == 1.0
@@ -179,8 +175,6 @@ def test_pneunet_volume_growth_is_exact_where_the_linear_correction_overshoots()
     assert exact.step().converged
     linear = load("pneunet", **{"solver.newton.correction": "linear"}, **settings)
     linear.step()
-    print(f"pneunet volume growth: equilibrium {exact.outputs()['cavity.volumeGrowth']:.9f}, "
-          f"linear correction {linear.outputs()['cavity.volumeGrowth']:.4f}")
     assert exact.outputs()["cavity.volumeGrowth"] == pytest.approx(500.0, rel=1e-9)
     assert exact.outputs()["cavity.limited"] == 0.0
     assert abs(linear.outputs()["cavity.volumeGrowth"] - 500.0) > 5.0

@@ -47,7 +47,6 @@ def test_direct_matches_dense_solve(backend):
     x = solver.solve(b)
     reference = np.linalg.solve(A.toarray(), b)
     error = np.abs(x - reference).max() / np.abs(reference).max()
-    print(f"{backend}: max relative error vs dense = {error:.2e}")
     assert x.shape == b.shape
     assert error < 1e-10
 
@@ -97,7 +96,6 @@ def test_indefinite_matrix_is_solved_with_ldlt(backend):
     solver = DirectSolver(backend=backend)
     solver.factorize(A)
     residual = np.abs(A @ solver.solve(b) - b).max()
-    print(f"{backend}: indefinite residual {residual:.2e}, type {solver.matrix_type}, stats {solver.stats}")
     assert residual < 1e-9
     if backend == "pardiso":
         assert solver.matrix_type == "symmetric indefinite"
@@ -149,7 +147,6 @@ def test_cg_converges_with_each_preconditioner(method):
     solver.factorize(A)
     x = solver.solve(b)
     relative = np.linalg.norm(b - A @ x) / np.linalg.norm(b)
-    print(f"{method}: {solver.iterations} iterations, |r|/|b| = {relative:.2e}")
     assert solver.converged
     assert relative < 1e-10 * 1.0001
     assert len(solver.squared_residuals) == solver.iterations
@@ -199,7 +196,6 @@ def test_cg_warm_start_and_multiple_rhs():
     solver.solve(B[:, 0])
     cold_iterations = solver.iterations
     solver.solve(B[:, 0], x0=exact + 1e-9 * rng.standard_normal(A.shape[0]))
-    print(f"cold start {cold_iterations} iterations, warm start {solver.iterations}")
     assert solver.converged and solver.iterations < cold_iterations / 3
 
 
@@ -238,13 +234,11 @@ def test_reused_factorization_refactors_only_when_needed():
     near = (A + 1e-3 * sp.eye(A.shape[0])).tocsr()  # a slightly changed tangent: old factor still good
     solver.factorize(near)
     x = solver.solve(b)
-    print("near:", solver.iterations, solver.stats)
     assert solver.stats["refactorizations"] == 1 and 1 <= solver.iterations <= 5
     assert np.linalg.norm(near @ x - b) < 1e-10 * np.linalg.norm(b)
     far = (A + 2.0 * sp.diags(np.linspace(0, 5, A.shape[0]))).tocsr()
     solver.factorize(far)
     x = solver.solve(b)
-    print("far:", solver.iterations, solver.stats)
     assert solver.stats["refactorizations"] == 2
     assert np.linalg.norm(far @ x - b) < 1e-10 * np.linalg.norm(b)
 

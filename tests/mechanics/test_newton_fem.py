@@ -51,8 +51,6 @@ def test_cantilever_tip_deflection_converges_to_euler_bernoulli():
         deflection = -(report.x - X)[tip, 2].mean()
         errors.append(abs(deflection - reference) / reference)
     rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
-    print("relative errors vs P L^3 / (3 E I):", np.array2string(np.array(errors), precision=4))
-    print("observed rates:", np.array2string(rates, precision=2))
     assert np.all(np.diff(errors) < 0)
     assert errors[-1] < 0.05
     assert rates[-1] > 1.5  # P1 tets: displacement error O(h^2) once out of the locking regime
@@ -66,9 +64,6 @@ def test_neohookean_newton_converges_quadratically():
     relative = report.relative_residuals
     above_round_off = relative[1:] > 1e-9  # the round-off floor of |R|/|R0| is ~5e-11 here
     ratios = (relative[1:] / relative[:-1] ** 2)[above_round_off]
-    print("neo-Hookean |R|/|R0|:", np.array2string(relative, precision=3))
-    print("r_{k+1} / r_k^2:", np.array2string(ratios, precision=3))
-    print("tip deflection:", -(report.x - X)[tip, 2].mean())
     assert report.converged and report.reason == "residual below threshold" and report.iterations <= 6
     assert relative[-1] < 1e-10
     assert np.all(ratios < 1.0)
@@ -85,14 +80,10 @@ def test_corotational_and_stvk_converge_with_gravity():
         elasticity = TetElasticity(X, tets, model=model, young=30000.0, poisson=0.3)
         problem = StaticProblem(elasticity, fixed_nodes=fixed, loads=[Gravity(masses, (0.0, 0.0, -9.81))])
         report = StaticNewtonSolver(newton_iterations=30).solve(problem, X)
-        print(
-            model, report.reason, report.iterations, np.array2string(report.relative_residuals, precision=2)
-        )
         assert report.converged and report.relative_residuals[-1] < 1e-8
         assert np.all(report.x[fixed] == X[fixed])
         sags[model] = -(report.x - X)[np.isclose(X[:, 0], 6.0), 2].mean()
     # 10 % of the length: both rotation-invariant models agree to a few percent at this strain
-    print("tip sag:", sags)
     assert 0.3 < sags["stvk"] < 0.7
     assert abs(sags["stvk"] - sags["corotational"]) < 0.03 * sags["stvk"]
 
@@ -168,8 +159,6 @@ def test_large_deformation_neohookean_beam_matches_scikit_fem():
     theirs = skfem_neohookean_solution(X, tets, fixed, tip, young, poisson, force, load_steps=4)
     difference = np.abs(ours - theirs).max() / np.abs(theirs).max()
     tip_displacement = ours[tip].mean(axis=0)
-    print(f"tip displacement {tip_displacement}, max relative difference to scikit-fem {difference:.2e}")
-    print("load step iterations:", report.load_step_iterations)
     assert report.converged
     # large rotation: the tip drops by 14 % of the length and moves back towards the clamp
     assert -tip_displacement[2] > 1.0 and -tip_displacement[0] > 0.05
@@ -180,8 +169,6 @@ def test_step_safeguard_solves_a_neohookean_cantilever_at_74_percent_deflection_
     X, _, tip, _, problem = beam_problem((10, 2, 2), 10.0, 1.0, "neohookean", 1000.0, 0.45, (0.0, 0.0, -15.0))
     reference = StaticNewtonSolver(load_steps=12, backtrack_invalid_steps=False).solve(problem, X)
     deflection = -(reference.x - X)[tip, 2].mean() / 10.0
-    print(f"12 load steps, plain Newton: {reference.reason}, {reference.iterations} iterations, "
-          f"tip deflection {deflection:.4f} of the length")
     assert reference.converged and abs(deflection - 0.74) < 0.005
     scale = np.abs(reference.x - X).max()
     for load_steps, newton_iterations in ((1, 30), (4, 10)):
@@ -191,7 +178,5 @@ def test_step_safeguard_solves_a_neohookean_cantilever_at_74_percent_deflection_
         assert plain.diverged and plain.reason == "NaN in residual" and np.array_equal(plain.x, X)
         guarded = StaticNewtonSolver(load_steps=load_steps, newton_iterations=newton_iterations).solve(problem, X)
         difference = np.abs(guarded.x - reference.x).max() / scale
-        print(f"{load_steps} load step(s): {guarded.reason}, {guarded.iterations} iterations "
-              f"{guarded.load_step_iterations}, backtracks {guarded.backtracks}, difference {difference:.1e}")
         assert guarded.converged and guarded.backtracks
         assert difference < 1e-8

@@ -30,7 +30,6 @@ def test_obstacle_starting_inside_the_body_is_refused_with_where_to_move_it():
     with pytest.raises(SceneError) as caught:
         scene_from("gripper.toml", move_floor([0.0, -14.9, 0.0]))  # the finger's lower face is at y = -15
     message = str(caught.value)
-    print(message)
     assert message.startswith("gripper.toml: obstacle.floor: the plane starts inside body 'finger': ")
     assert "free surface nodes are inside it, up to 0.1 mm deep" in message
     assert "move point to [0, -15.5, 0] (0.6 mm against the normal" in message  # depth + contactDistance 0.5
@@ -51,7 +50,6 @@ def test_sphere_inside_the_body_is_refused():
         data["obstacle"] = [{"name": "ball", "type": "sphere", "center": [-60.0, -15.0, -7.5], "radius": 3.0}]
     with pytest.raises(SceneError) as caught:
         scene_from("gripper.toml", edit)  # centred on the finger's lower face
-    print(caught.value)
     assert str(caught.value).startswith("gripper.toml: obstacle.ball: the sphere starts inside body 'finger': ")
     assert "deep (at [" in str(caught.value) and "move it away from the body (e.g. center to [" in str(caught.value)
     assert "or make radius at most " in str(caught.value)
@@ -62,7 +60,6 @@ def test_absurd_contact_distance_is_refused():
         data["obstacle"][0]["contactDistance"] = 1e9
     with pytest.raises(SceneError) as caught:
         scene_from("gripper.toml", edit)
-    print(caught.value)
     assert str(caught.value).startswith(
         "gripper.toml: obstacle.floor.contactDistance: 1e+09 mm is larger than the body itself (bounding-box "
         "diagonal 105 mm)")
@@ -91,7 +88,6 @@ def test_cable_on_a_fixed_node_is_refused():
                                        "value": 2.0}
     with pytest.raises(SceneError) as caught:
         scene_from("trunk.toml", edit)  # node 0 lies in the fixed base
-    print(caught.value)
     assert str(caught.value).startswith(
         "trunk.toml: body.trunk.cable.cableL0: the cable cannot pull: its index 0 is a fixed node "
         "(body.trunk.fixed), so its length never changes and its row of the constraint system is zero")

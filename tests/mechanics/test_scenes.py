@@ -70,9 +70,6 @@ def test_finger_reaches_the_cable_displacement_with_the_default_correction():
             scene.set("body.finger.cable.cable.value", value)
             run_checked(scene, 2)
             results[iterations, value] = scene.outputs()["cable.displacement"]
-    print(f"finger cable displacement, linear correction: 5 -> {results[0, 5.0]:.4f}, "
-          f"10 -> {results[0, 10.0]:.4f}; re-equilibrated: 5 -> {results[10, 5.0]:.6f}, "
-          f"10 -> {results[10, 10.0]:.6f}")
     assert results[10, 5.0] == pytest.approx(5.0, abs=1e-4)
     assert results[10, 10.0] == pytest.approx(10.0, abs=1e-4)
     # the linear correction at the free configuration under-shoots a large pull (measured 3.1 and 4.0 mm)
@@ -102,7 +99,6 @@ def test_trunk_long_cable_pull_lifts_the_trunk_with_rate_limit():
         run_checked(scene, 1)
         displacements.append(scene.outputs()["cableL0.displacement"])
     steps = np.diff([0.0] + displacements)
-    print("trunk cableL0 displacement per frame:", np.round(displacements, 6).tolist())
     assert np.all(steps <= 1.0 + 1e-6)  # maxDispVariation = 1 mm per frame
     assert displacements[-1] == pytest.approx(5.0, abs=1e-3)
     assert scene.positions[tip, 1].mean() > tip_rest_pull + 10.0  # cable L0 runs along +y: the tip rises
@@ -131,7 +127,6 @@ def test_pneunet_pressure_bends_toward_the_stiff_layer():
         outputs = scene.outputs()
         volumes.append(outputs["cavity.cavityVolume"])
         pressures.append(outputs["cavity.pressure"])
-    print("pneunet pressure per frame:", pressures, "volume:", np.round(volumes, 2).tolist())
     assert pressures[:6] == pytest.approx([5.0, 10.0, 15.0, 20.0, 25.0, 30.0], abs=1e-9)
     assert pressures[-1] == pytest.approx(30.0, abs=1e-9)
     assert np.all(np.diff(volumes[:6]) > 0.0)
@@ -162,8 +157,6 @@ def test_gripper_finger_presses_on_the_floor_without_penetrating():
     surface = np.unique(scene.mesh.surface_triangles())
     signed_distance = scene.positions[surface, 1] - floor.point[1]
     tolerance = 1e-3
-    print(f"gripper: lowest surface node {signed_distance.min():.6f} mm above the floor "
-          f"(contactDistance {floor.contactDistance}), normal force {outputs['contact.normalForce']:.2f} mN")
     assert signed_distance.min() >= floor.contactDistance - tolerance
     contact = scene.simulation.constraint("contact")
     assert isinstance(contact, ContactConstraint)
@@ -181,7 +174,6 @@ def test_balloon_reaches_the_volume_growth():
     outputs = scene.outputs()
     V0 = outputs["cavity.initialCavityVolume"]
     assert V0 == pytest.approx(15.0**3, rel=1e-9)
-    print(f"balloon: V0 {V0:.3f}, V {outputs['cavity.cavityVolume']:.3f}, pressure {outputs['cavity.pressure']:.4f}")
     assert abs(outputs["cavity.cavityVolume"] - (V0 + 500.0)) <= 0.01 * (V0 + 500.0)
     assert outputs["cavity.volumeGrowth"] == pytest.approx(500.0, abs=1e-3)
     assert outputs["cavity.pressure"] > 0.0
@@ -192,7 +184,6 @@ def test_balloon_linear_correction_error_without_reequilibration():
     scene = load("balloon", **{"solver.newton.correction": "linear"})
     run_checked(scene, 7)
     growth = scene.outputs()["cavity.volumeGrowth"]
-    print(f"balloon without re-equilibration: growth {growth:.3f} for 500 imposed")
     assert abs(growth - 500.0) <= 0.05 * 500.0  # linearised: within 5 % (measured 517.3)
 
 
@@ -208,8 +199,6 @@ def test_beam_cantilever_linear_deflection_and_reaction():
     deflection = _beam_tip_deflection(scene)
     E, P, L, I = 600.0, 10.0, 100.0, 10.0**4 / 12.0
     euler_bernoulli = P * L**3 / (3.0 * E * I)
-    print(f"beam tip deflection {deflection:.4f} mm, Euler-Bernoulli {euler_bernoulli:.4f} mm "
-          f"(ratio {deflection / euler_bernoulli:.3f}: linear tetrahedra on 2 x 2 cells are stiff in bending)")
     assert 0.3 * euler_bernoulli < deflection < euler_bernoulli
     # the support reaction on the clamped nodes (minus their internal force) balances the applied load
     problem = scene.simulation.problem
