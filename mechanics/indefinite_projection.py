@@ -85,7 +85,10 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
             size = blocks.size[keep]
             blocks_r = Blocks(np.concatenate(([0], np.cumsum(size)[:-1])), size, blocks.kind[keep],
                               blocks.target[keep], blocks.lo[keep], blocks.hi[keep], blocks.mu[keep])
-            reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)
+            if needs_indefinite_projection(W_r) and _single_bounded_rows(blocks_r):
+                reduced_report = solve_box_active_set(W_r, q_r, blocks_r, f_r)
+            else:
+                reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)
             f_r = reduced_report.force
         force = np.zeros(m)
         force[rows_r] = f_r
@@ -123,3 +126,59 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
         error = max(error, reduced_report.currentError)
     return ConstraintReport(force, d, iterations, error, converged, np.array([error]), time.perf_counter() - started,
                             currentNumConstraints=m, solver="active-set on the actuator rows")
+
+
+def _single_bounded_rows(blocks: Blocks) -> bool:
+    """Whether every block is one BOUNDED row (frictionless contacts, unilateral planes, bounded actuators)."""
+    return bool(blocks.size.size) and bool(np.all(blocks.size == 1)) and bool(np.all(blocks.kind == BOUNDED))
+
+
+def solve_box_active_set(W: np.ndarray, dfree: np.ndarray, blocks: Blocks,
+                         initial_force: np.ndarray | None = None) -> ConstraintReport:
+    """The box complementarity problem of single BOUNDED rows, d = dfree + W f, lo <= f <= hi, with d = target
+    where lo < f < hi, d >= target where f = lo and d <= target where f = hi, by a primal-dual active set: for
+    a W (m, m) whose diagonal is not positive (the exact tangent's Schur complement, where a plane's row sees the
+    compliance of a body past a limit point), which no iterative solver takes. Each pass solves the free rows
+    exactly (LU), moves a row whose force leaves its bounds to the bound and frees a bound row whose law asks for
+    it; it stops when nothing changes, or on a cycle (then not converged). Raises ValueError when the free rows'
+    block is singular."""
+    started = time.perf_counter()
+    m = dfree.size
+    target, lo, hi = blocks.target.astype(float), blocks.lo.astype(float), blocks.hi.astype(float)
+    force = np.zeros(m) if initial_force is None or initial_force.size != m else np.clip(initial_force, lo, hi)
+    state = np.where(force <= lo, -1, np.where(force >= hi, 1, 0))  # -1: at lo, 0: free, 1: at hi
+    state[(state == -1) & (dfree + W @ force < target)] = 0  # a violated row starts free
+    seen: set = set()
+    converged = False
+    passes = 0
+    while passes <= MAX_ACTIVE_SET_CHANGES:
+        passes += 1
+        free = np.flatnonzero(state == 0)
+        bound = np.flatnonzero(state != 0)
+        force[bound] = np.where(state[bound] < 0, lo[bound], hi[bound])
+        if free.size:
+            rhs = target[free] - dfree[free] - W[np.ix_(free, bound)] @ force[bound]
+            try:
+                force[free] = sla.solve(W[np.ix_(free, free)], rhs, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError) as error:
+                raise ValueError(f"the contact rows' block of W is singular ({error})") from error
+        d = dfree + W @ force
+        new = state.copy()
+        new[(state == 0) & (force < lo)] = -1
+        new[(state == 0) & (force > hi)] = 1
+        new[(state == -1) & (d < target)] = 0
+        new[(state == 1) & (d > target)] = 0
+        if np.array_equal(new, state):
+            converged = True
+            break
+        key = new.tobytes()
+        if key in seen:
+            break
+        seen.add(key)
+        state = new
+    d = dfree + W @ force
+    law = np.where(state == 0, np.abs(d - target), np.where(state < 0, np.maximum(target - d, 0.0),
+                                                              np.maximum(d - target, 0.0)))
+    error = float(law.max(initial=0.0))
+    return ConstraintReport(force, d, passes, error, converged, np.array([error]), time.perf_counter() - started,
+                            currentNumConstraints=m, solver="active set on the bounded rows")

@@ -252,3 +252,34 @@ def test_a_scene_with_nothing_to_do_converges_at_once():
     report = scene.step()
     assert report.converged and report.equilibrium.steps == 0
     np.testing.assert_array_equal(scene.positions, rest)
+
+
+def test_box_rows_with_a_negative_diagonal_are_solved_by_an_active_set():
+    """Single bounded rows (contacts, unilateral planes) whose W is not positive on its diagonal: the active-set
+    solve meets every law. First on an SPD W (6 contacts and a bounded row), where it must agree with
+    BlockPivoting (an independent exact solver) to 1e-10. Then W_00 = -0.5 with rows 0 and 1 coupled (0.4),
+    dfree = (0.5, -1, 1): starting from no force, only row 1 is violated; holding it (f_1 = 1) leaves row 0 open
+    by 0.9 and row 2 by 1, so f = (0, 1, 0) meets every law (by hand). A violated row whose own W_ii is negative
+    cannot be met at all (pushing closes it further): the solve says it did not converge."""
+    from softsim.mechanics.indefinite_projection import solve_box_active_set
+
+    rng = np.random.default_rng(11)
+    B = rng.standard_normal((7, 7))
+    W = B @ B.T + 0.5 * np.eye(7)
+    dfree = rng.standard_normal(7)
+    lo = np.array([0.0] * 6 + [-1.0])
+    hi = np.array([np.inf] * 6 + [0.3])
+    blocks = Blocks(np.arange(7), np.ones(7, dtype=np.int64), np.full(7, 1), np.zeros(7), lo, hi, np.zeros(7))
+    ours = solve_box_active_set(W, dfree, blocks)
+    reference = make_constraint_solver("BlockPivoting").solve(W, dfree, blocks)
+    assert ours.converged and reference.converged
+    np.testing.assert_allclose(ours.force, reference.force, atol=1e-10)
+
+    W = np.array([[-0.5, 0.4, 0.0], [0.4, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    contacts = Blocks(np.arange(3), np.ones(3, dtype=np.int64), np.full(3, 1), np.zeros(3), np.zeros(3),
+                      np.full(3, np.inf), np.zeros(3))
+    report = solve_box_active_set(W, np.array([0.5, -1.0, 1.0]), contacts)
+    assert report.converged
+    np.testing.assert_allclose(report.force, [0.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(report.violation, [0.9, 0.0, 1.0], atol=1e-12)
+    assert not solve_box_active_set(W, np.array([-0.5, 1.0, 1.0]), contacts).converged
