@@ -62,11 +62,12 @@ def _use_process_default() -> bool:
     return os.environ.get("SOFTSIM_SIMULATION_PROCESS", "1").strip() not in ("0", "false", "no")
 
 
-def scene_from_spec(spec):
-    """``Scene(spec)``: how the simulation process rebuilds a scene after a crash (importable, so it pickles)."""
+def scene_from_spec(spec, allow_scripts: bool = False):
+    """``Scene(spec)``: how the simulation process rebuilds a scene after a crash (importable, so it pickles);
+    its script controllers run again when they ran before."""
     from softsim.mechanics.scene_runtime import Scene
 
-    return Scene(spec)
+    return Scene(spec, allow_scripts=allow_scripts)
 
 
 def _load_scene(path, allow_scripts: bool = False):
@@ -597,7 +598,8 @@ class Session:
         self._restoring = True
         process = self._process = acquire(self._posted)
         self.runner = process
-        build = functools.partial(scene_from_spec, copy.deepcopy(self.spec))
+        build = functools.partial(scene_from_spec, copy.deepcopy(self.spec),
+                                  bool(getattr(self, "scripts_allowed", False)))
 
         def restored(info, error) -> None:
             self._restoring = False

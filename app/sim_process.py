@@ -397,6 +397,9 @@ def serve(commands, output, prefix: str, niceness: int) -> None:
     """The simulation process's main loop (the target of the spawned process): receive commands until
     ``quit`` or until the GUI's end of the pipe closes."""
     logging.basicConfig(level=logging.WARNING)
+    from softsim.mechanics.linear_solvers import configure_threads
+
+    configure_threads()  # the native solvers' thread settings (MKL's spin time, one OpenBLAS thread), before any solve
     if niceness > 0 and hasattr(os, "nice"):
         try:
             os.nice(niceness)

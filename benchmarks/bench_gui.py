@@ -69,6 +69,7 @@ class Probe:
 
         self.gaps: list[float] = []
         self._last: float | None = None
+        self._until = None
         self.timer = QTimer()
         self.timer.setInterval(PROBE_INTERVAL_MS)
         self.timer.timeout.connect(self._tick)
@@ -78,15 +79,24 @@ class Probe:
         if self._last is not None:
             self.gaps.append(1e3 * (now - self._last))
         self._last = now
+        until, loop = self._until or (None, None)
+        if until is not None and until():
+            loop.quit()
 
-    def run(self, app, seconds: float) -> np.ndarray:
+    def run(self, app, seconds: float, until=None) -> np.ndarray:
+        """Run Qt's event loop for ``seconds`` (or until ``until()`` holds, checked every probe tick) and return
+        the gaps (ms). The loop sleeps in Qt's own wait between events, as the application does: a polling loop
+        would take a core from the simulation process."""
+        from PyQt6.QtCore import QEventLoop, QTimer
+
         self.gaps, self._last = [], None
+        loop = QEventLoop()
+        QTimer.singleShot(int(1e3 * seconds), loop.quit)
+        self._until = (until, loop)
         self.timer.start()
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            app.processEvents()
-            time.sleep(0.001)
+        loop.exec()
         self.timer.stop()
+        self._until = None
         return np.asarray(self.gaps)
 
 
@@ -171,10 +181,7 @@ def measure(scene: str, seconds: float) -> dict:
     probe = Probe()
     session = window.session
     session.step_once(WARM_UP_FRAMES)  # numba's cache and the first factorization, before any timing
-    deadline = time.perf_counter() + 300
-    while session.runner.frames_attempted < WARM_UP_FRAMES and time.perf_counter() < deadline:
-        app.processEvents()
-        time.sleep(0.01)
+    probe.run(app, 300.0, until=lambda: session.runner.frames_attempted >= WARM_UP_FRAMES)
     probe.run(app, 0.5)
     paused = probe.run(app, 2.0)
     draws: list[tuple[float, object]] = []
@@ -197,17 +204,16 @@ def measure(scene: str, seconds: float) -> dict:
     final_value = drive.edits[-1][1]
     last_edit = started + drive.edits[-1][0]
     output = _actuator_output(drive.path)
-    settled = None
-    end = time.perf_counter() + SETTLE_SECONDS
-    while settled is None and time.perf_counter() < end:
-        app.processEvents()
-        time.sleep(0.001)
+    def settled_draw() -> float | None:
         for t, frame in draws:
             shown = frame.outputs.get(output, float("nan"))
             if (t >= last_edit and frame.report is not None and frame.report.converged
                     and abs(shown - final_value) <= 1e-6 * max(1.0, abs(final_value))):
-                settled = t - last_edit
-                break
+                return t - last_edit
+        return None
+
+    probe.run(app, SETTLE_SECONDS, until=lambda: settled_draw() is not None)
+    settled = settled_draw()
     session.pause()
     _delete_window(window)  # while the QApplication exists, as softsim's CLI does
     app.processEvents()
@@ -271,6 +277,9 @@ def main(argv=None) -> int:
         return _rerun_under_xvfb()
     seconds = 4.0 if args.quick else args.seconds
     from PyQt6.QtWidgets import QApplication
+    from softsim.mechanics.linear_solvers import configure_threads
+
+    configure_threads()  # as softsim's command line does: the solver alone runs with the simulation process's settings
 
     app = QApplication([])  # noqa: F841 - held for the whole run
     results = [measure(scene, seconds) for scene in args.scenes]

@@ -122,7 +122,9 @@ class SensitivityPanel(QWidget):
                 (n for n in names if n.endswith(".y") and not n.startswith("node[")), names[0] if names else "")
             self.output_box.setCurrentText(preferred)
             self.output_box.blockSignals(False)
-        if self.live.isChecked() and frame.report is not None and self.isVisible():  # hidden: no cost
+        # hidden: no cost (a dock tabbed behind another is visible to Qt but shows nothing: its region is empty)
+        if self.live.isChecked() and frame.report is not None and self.isVisible() \
+                and not self.visibleRegion().isEmpty():
             self.request()
 
     def request(self) -> None:

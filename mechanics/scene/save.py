@@ -2,10 +2,14 @@
 
 A scene read from a file is saved into that file's document (tomlkit): only the values that changed are
 rewritten, keys and tables that were added or removed are added or removed, and the comments, the key order
-and the layout stay. Every value is written explicitly (defaults included), so a saved scene reads back to an
-equal ``SceneSpec`` whatever the defaults of a later version. A path that still resolves to the same file from
-the new file's directory is kept as it was written; else it is rewritten relative to that directory, or absolute
-when the relative path would climb more than MAX_CLIMB directories up (see ``_relative_path``).
+and the layout stay. "Changed" is measured against the file as it reads now: a key the file leaves out is
+written only when its value differs from the one the file gives it (its default), and a key the file has
+keeps its text when its value is the file's (``position = [-100, 7.5, 7.5]`` is not rewritten as the
+equivalent ``[[-100.0, 7.5, 7.5]]``). A scene without a file (or whose file no longer reads) is written whole,
+every value explicit. Either way the saved scene reads back to an equal ``SceneSpec``. A path that still
+resolves to the same file from the new file's directory is kept as it was written; else it is rewritten
+relative to that directory, or absolute when the relative path would climb more than MAX_CLIMB directories up
+(see ``_relative_path``).
 """
 
 from __future__ import annotations
@@ -74,28 +78,47 @@ def to_data(obj: Any, *, old_base: Path | None = None, new_base: Path | None = N
     return data
 
 
-def _document(spec: SceneSpec) -> tomlkit.TOMLDocument:
-    """The document the scene was read from, or a new one with a header."""
+def _document(spec: SceneSpec) -> tuple[tomlkit.TOMLDocument, Any]:
+    """The document the scene was read from and that file's data as it reads now (defaults filled in, paths as
+    written in it: a path the new location must rewrite differs from it, so it is written); or a new document
+    with a header and no data (_UNKNOWN)."""
+    from softsim.mechanics.scene.load import load_scene
+
     try:
-        return tomlkit.parse(Path(spec.source).read_text(encoding="utf-8"))
+        document = tomlkit.parse(Path(spec.source).read_text(encoding="utf-8"))
     except (OSError, ValueError, tomlkit.exceptions.TOMLKitError):
         document = tomlkit.document()
         document.add(tomlkit.comment(_HEADER))
-        return document
+        return document, _UNKNOWN
+    try:
+        original = to_data(load_scene(spec.source, check_files=False))
+    except (OSError, ValueError):  # the file no longer reads as a scene: every value is written
+        original = _UNKNOWN
+    return document, original
 
 
-def _merge(table, data: dict[str, Any]) -> None:
+_UNKNOWN = object()
+
+
+def _merge(table, data: dict[str, Any], original: Any = _UNKNOWN) -> None:
     """Make the tomlkit ``table`` hold ``data``: changed values replaced in place, new keys appended, keys that
-    ``data`` lacks removed; sub-tables and arrays of tables of the same length merged item by item."""
+    ``data`` lacks removed; sub-tables and arrays of tables of the same length merged item by item.
+
+    ``original``: the data of the file as it reads now (the same shape as ``data``, defaults filled in), when
+    known: a value equal to it is the file's (left as written, or left out when the file leaves it out)."""
     for key in [k for k in table if k not in data]:
         del table[key]
     for key, value in data.items():
         old = table.get(key)
+        before = original.get(key, _UNKNOWN) if isinstance(original, dict) else _UNKNOWN
+        if before is not _UNKNOWN and before == value:
+            continue  # the user did not change it: the file's text (or its absence) stays
         if isinstance(value, dict) and isinstance(old, dict):
-            _merge(old, value)
+            _merge(old, value, before)
         elif _is_table_list(value) and isinstance(old, list) and len(old) == len(value) and _is_table_list(old):
-            for old_item, item in zip(old, value):
-                _merge(old_item, item)
+            befores = before if isinstance(before, list) and len(before) == len(value) else [_UNKNOWN] * len(value)
+            for old_item, item, item_before in zip(old, value, befores):
+                _merge(old_item, item, item_before)
         elif isinstance(value, dict) and key in _INLINE_KEYS:
             inline = tomlkit.inline_table()
             inline.update(value)
@@ -128,8 +151,8 @@ def dump_scene(spec: SceneSpec, *, base_dir: Path | str | None = None) -> str:
     ``base_dir`` when given (the directory of the file the text will be written to), else written as they
     were read."""
     new_base = None if base_dir is None else Path(base_dir).resolve()
-    document = _document(spec)
-    _merge(document, to_data(spec, new_base=new_base))
+    document, original = _document(spec)
+    _merge(document, to_data(spec, new_base=new_base), original)
     return tomlkit.dumps(document)
 
 
