@@ -171,7 +171,7 @@ class FrameCsv:
 
 
 def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict[str, float]) -> dict:
-    """One CSV row from a successful frame's :class:`~mechanics.frame_step.FrameReport`.
+    """One CSV row from a successful frame's :class:`~mechanics.frame_report.FrameReport`.
 
     ``converged`` and ``status`` are the frame's own (:attr:`FrameReport.status`: ok, limited, not_converged);
     ``increments``, ``equilibrium_steps`` and ``factorizations`` are those of the constrained equilibrium of a

@@ -11,7 +11,8 @@ True
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
-from softsim.mechanics.frame_step import FrameReport, solve_frame
+from softsim.mechanics.frame_report import FrameReport
+from softsim.mechanics.frame_step import solve_frame
 from softsim.mechanics.newton import NewtonReport, StaticNewtonSolver
 from softsim.mechanics.scene import SceneError, SceneSpec, load_scene
 from softsim.mechanics.scene_runtime import Scene

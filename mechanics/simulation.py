@@ -18,7 +18,8 @@ from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
-from softsim.mechanics.frame_step import CORRECTIONS, FrameReport, solve_frame
+from softsim.mechanics.frame_report import FrameReport
+from softsim.mechanics.frame_step import CORRECTIONS, solve_frame
 from softsim.mechanics.inverse.frame import InverseSettings, solve_inverse_frame
 
 logger = logging.getLogger(__name__)

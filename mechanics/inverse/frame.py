@@ -36,18 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
+from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space, store_forces
 from softsim.mechanics.equilibrium import ROUND_OFF_FACTOR, body_size, force_stiffness
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.frame_step import (
-    FrameReport,
-    build_constraint_system,
-    check_state,
-    compliance_in_constraint_space,
-    free_configuration,
-    solve_frame,
-    store_forces,
-    unchanged_report,
-)
+from softsim.mechanics.frame_report import FrameReport, unchanged_report
+from softsim.mechanics.frame_step import check_state, free_configuration, solve_frame
 from softsim.mechanics.inverse.problem import (
     InverseParameters,
     energy_weight,

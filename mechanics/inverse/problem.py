@@ -89,7 +89,7 @@ class RowRoles:
 
 
 def row_roles(system, params: InverseParameters) -> RowRoles:
-    """Classify the rows of a :class:`~mechanics.frame_step.ConstraintSystem` (ParameterError for a row law the
+    """Classify the rows of a :class:`~mechanics.constraint_system.ConstraintSystem` (ParameterError for a row law the
     inverse problem does not handle)."""
     roles = RowRoles()
     effectors, equalities, targets = [], [], []

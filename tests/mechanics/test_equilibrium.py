@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from softsim.mechanics import Scene
 from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.constraint_system import ConstraintSystem
 from softsim.mechanics.equilibrium import Homotopy, _State
-from softsim.mechanics.frame_step import ConstraintSystem
 from softsim.mechanics.indefinite_projection import equality_like_rows, solve_indefinite
 from softsim.mechanics.resolutions import Blocks
 

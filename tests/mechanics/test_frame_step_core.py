@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from softsim.mechanics.constraint_solvers import make_constraint_solver
+from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space
 from softsim.mechanics.constraints import BilateralAttachment, CableConstraint
 from softsim.mechanics.fem import TetElasticity
-from softsim.mechanics.frame_step import build_constraint_system, compliance_in_constraint_space, solve_frame
+from softsim.mechanics.frame_step import solve_frame
 from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.loads import Gravity, lumped_masses
 from softsim.mechanics.newton import StaticNewtonSolver
@@ -109,7 +110,7 @@ def test_cable_rows_are_built_at_x_free_and_the_violation_is_exact_there():
 
 
 def test_dropping_fixed_columns_equals_column_slicing():
-    from softsim.mechanics.frame_step import _drop_fixed_columns
+    from softsim.mechanics.constraint_system import _drop_fixed_columns
 
     J = sp.random(7, 30, density=0.3, random_state=2, format="csr")
     free = np.array([0, 2, 3, 7, 8, 9, 15, 21, 29])

@@ -164,7 +164,7 @@ def test_bad_names_and_stale_frames_are_refused():
 
 
 def _system(kinds, sizes, targets, lo, hi, mu, dfree):
-    from softsim.mechanics.frame_step import ConstraintSystem
+    from softsim.mechanics.constraint_system import ConstraintSystem
     from softsim.mechanics.resolutions import Blocks
 
     class Named:

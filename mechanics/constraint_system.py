@@ -1,0 +1,183 @@
+"""The constraint rows of a static frame in constraint space: stacking the rows (:class:`ConstraintSystem`,
+:func:`build_constraint_system`), the compliance W = J K^-1 J^T (+ C), the projection (Steps II-III's
+complementarity solve), the forces stored on each constraint, and the signature that tells an unchanged frame."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from softsim.mechanics.constrained_tangent import ResponseCache
+from softsim.mechanics.resolutions import Blocks
+
+
+@dataclass
+class ConstraintSystem:
+    """The stacked constraint rows of one frame, restricted to the free DOFs.
+
+    J_free : csr (m, n_free); dfree : (m,); blocks : resolutions; compliance : (m,);
+    row_ranges : one ``slice`` of rows per constraint, in the order of ``constraints``.
+    """
+
+    constraints: list
+    J_free: sp.csr_matrix
+    dfree: np.ndarray
+    blocks: Blocks
+    compliance: np.ndarray
+    row_ranges: list[slice]
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.dfree.shape[0])
+
+    def initial_force(self, last_forces) -> np.ndarray | None:
+        """The multipliers ``(m,)`` to start the complementarity solve from: each constraint's rows from
+        ``last_forces`` (pairs ``(constraint, force)`` of the last frame) when its row count is unchanged,
+        else zeros; None when no constraint has last forces."""
+        if not last_forces:
+            return None
+        start, found = np.zeros(self.n_rows), False
+        for constraint, rows in zip(self.constraints, self.row_ranges):
+            force = next((f for c, f in last_forces if c is constraint), None)
+            if force is not None and force.shape == (rows.stop - rows.start,):
+                start[rows] = force
+                found = True
+        return start if found else None
+
+    def rows_of(self, constraint) -> slice | None:
+        for candidate, rows in zip(self.constraints, self.row_ranges):
+            if candidate is constraint:
+                return rows
+        return None
+
+
+def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free_dofs: np.ndarray, *,
+                            linearize_at: np.ndarray | None = None) -> ConstraintSystem:
+    """Stack the rows of the given constraints at x_free (J, violations, resolutions).
+
+    ``x`` is the last frame's state: rate bounds are taken from it and constraints that ``measures_motion``
+    (frictional contacts) measure their tangential rows from it; the others give their violation at x_free,
+    linearised from ``linearize_at`` (default x_free itself, i.e. exact), where J is evaluated.
+    """
+    at = x_free if linearize_at is None else linearize_at
+    J_parts, dfree_parts, block_parts, compliance_parts, row_ranges, active = [], [], [], [], [], []
+    row = 0
+    for constraint in constraints:
+        J = constraint.jacobian(at)
+        rows = J.shape[0]
+        if rows == 0:
+            continue
+        J_parts.append(J)
+        reference = x if getattr(constraint, "measures_motion", False) else at
+        dfree_parts.append(np.asarray(constraint.violation(reference, x_free, J), dtype=np.float64))
+        block_parts.append(constraint.blocks(x))
+        compliance = constraint.compliance()
+        compliance_parts.append(np.zeros(rows) if compliance is None else np.asarray(compliance, float))
+        row_ranges.append(slice(row, row + rows))
+        active.append(constraint)
+        row += rows
+    if not J_parts:
+        empty = sp.csr_matrix((0, free_dofs.size))
+        return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
+    J_free = _drop_fixed_columns(sp.vstack(J_parts, format="csr"), free_dofs)
+    return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
+                            np.concatenate(compliance_parts), row_ranges)
+
+
+def _drop_fixed_columns(J: sp.csr_matrix, free_dofs: np.ndarray) -> sp.csr_matrix:
+    """The columns of the free DOFs of a CSR matrix, renumbered (cheaper than CSC column slicing)."""
+    dof_to_free = np.full(J.shape[1], -1, dtype=np.int64)
+    dof_to_free[free_dofs] = np.arange(free_dofs.size)
+    columns = dof_to_free[J.indices]
+    keep = columns >= 0
+    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
+    indptr = np.zeros(J.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=J.shape[0]), out=indptr[1:])
+    return sp.csr_matrix((J.data[keep], columns[keep], indptr), shape=(J.shape[0], free_dofs.size))
+
+
+def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: ResponseCache | None = None,
+                                   KinvJt: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """W = J K^-1 J^T (m, m) and K^-1 J^T (n_free, m) from the current factorization, in one multi-RHS solve
+    (only the changed rows' with a ``cache`` that saw the same factorization; none when ``KinvJt`` is given)."""
+    if J_free.shape[0] == 0:
+        return np.zeros((0, 0)), np.zeros((J_free.shape[1], 0))
+    if KinvJt is None:
+        Jt = J_free.T.toarray()
+        if cache is None:
+            KinvJt = np.asarray(linear_solver.solve(Jt)).reshape(J_free.shape[1], J_free.shape[0])
+        else:
+            KinvJt = cache.solve(linear_solver, Jt)
+    W = np.asarray(J_free @ KinvJt)
+    if linear_solver.symmetric:  # round-off only; an unsymmetric tangent's W is unsymmetric
+        W = 0.5 * (W + W.T)
+    return W, KinvJt
+
+
+def project_rows(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None,
+             cache: ResponseCache | None = None, KinvJt: np.ndarray | None = None, solve=None):
+    """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report, W with
+    the compliance on its diagonal (m, m)).
+
+    ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve". ``solve(W, system,
+    initial_force) -> report`` replaces the constraint solver's own solve (the equilibrium steps' projection,
+    :func:`mechanics.equilibrium.project`).
+    """
+    times = {} if times is None else times
+    started = time.perf_counter()
+    W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free, cache, KinvJt)
+    W[np.diag_indices_from(W)] += system.compliance
+    times["W"] = times.get("W", 0.0) + time.perf_counter() - started
+    if initial_force is not None and initial_force.size != system.n_rows:
+        initial_force = None
+    started = time.perf_counter()
+    if solve is None:
+        report = constraint_solver.solve(W, system.dfree, system.blocks, initial_force=initial_force)
+    else:
+        report = solve(W, system, initial_force)
+    times["constraint_solve"] = times.get("constraint_solve", 0.0) + time.perf_counter() - started
+    return KinvJt @ report.force, report, W
+
+
+def store_forces(constraints, system: ConstraintSystem | None, force: np.ndarray, x: np.ndarray) -> list:
+    """Let every constraint store its multipliers from ``force`` (m,) (the rows of ``system``; zeros for one
+    without rows) at the positions ``x`` (n, 3); returns ``(constraint, multipliers)`` of those with rows (the
+    next frame's warm starts)."""
+    forces = []
+    for constraint in constraints:
+        rows = None if system is None else system.rows_of(constraint)
+        constraint.store(np.zeros(constraint.n_rows) if rows is None else force[rows], x)
+        if rows is not None:
+            forces.append((constraint, force[rows].copy()))
+    return forces
+
+
+def system_signature(system: ConstraintSystem) -> tuple:
+    """Copies of what a complementarity problem about x_free is made of (rows, J, violations, laws)."""
+    J, blocks = system.J_free, system.blocks
+    return (tuple(id(c) for c in system.constraints), J.indptr.copy(), J.indices.copy(), J.data.copy(),
+            system.dfree.copy(), system.compliance.copy(), blocks.kind.copy(), blocks.size.copy(),
+            blocks.target.copy(), blocks.lo.copy(), blocks.hi.copy(), blocks.mu.copy())
+
+
+def same_signature(a: tuple, b: tuple) -> bool:
+    """True when two signatures describe the same problem: same constraints and structure, values equal to
+    1e-13 of their magnitude (a round-off change of the state must not force a full frame)."""
+    if a[0] != b[0]:
+        return False
+    for left, right in zip(a[1:], b[1:]):
+        if left.shape != right.shape:
+            return False
+        if left.dtype.kind in "iu":
+            if not np.array_equal(left, right):
+                return False
+            continue
+        finite = np.isfinite(left)
+        if not np.array_equal(finite, np.isfinite(right)) or not np.array_equal(left[~finite], right[~finite]):
+            return False
+        scale = np.max(np.abs(left[finite]), initial=0.0)
+        if np.any(np.abs(left[finite] - right[finite]) > 1e-13 * scale):
+            return False
+    return True
