@@ -51,8 +51,8 @@ def _constraint(report, units: str | None) -> Problem | None:
     if constraint is None or constraint.converged:
         return None
     solver = constraint.solver or "the constraint solver"
-    return Problem("not_converged", f"{solver} did not converge: error {constraint.currentError:.3g}"
-                              f"{_unit('length', units)} after {constraint.currentIterations} iteration(s)")
+    return Problem("not_converged", f"{solver} did not converge: error {constraint.error:.3g}"
+                              f"{_unit('length', units)} after {constraint.iterations} iteration(s)")
 
 
 def _slack(kind: str, item, outputs: dict[str, float]) -> bool:

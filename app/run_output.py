@@ -198,8 +198,8 @@ def frame_row(index: int, wall_seconds: float, report, simulation, outputs: dict
         "newton_converged": bool(equilibrium.converged) if equilibrium is not None else (
             solve is not None and bool(solve.converged)),
         "newton_residual": float(norms[-1]) if norms.size else float("nan"),
-        "constraint_iterations": 0 if constraint is None else int(constraint.currentIterations),
-        "constraint_error": 0.0 if constraint is None else float(constraint.currentError),
+        "constraint_iterations": 0 if constraint is None else int(constraint.iterations),
+        "constraint_error": 0.0 if constraint is None else float(constraint.error),
         "constraint_converged": True if constraint is None else bool(constraint.converged),
         "max_displacement": float(np.max(np.linalg.norm(simulation.x - simulation.X, axis=1), initial=0.0)),
     }

@@ -123,10 +123,10 @@ def main(argv=None) -> int:
                 "exact (Lemke)",
                 m,
                 active,
-                reference.currentIterations,
+                reference.iterations,
                 exact_time,
                 reference.converged,
-                reference.currentError,
+                reference.error,
                 0.0,
             )
         )
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
                     name,
                     m,
                     active,
-                    report.currentIterations,
+                    report.iterations,
                     elapsed,
                     report.converged,
                     complementarity_residual(W, dfree, report.force, blocks),

@@ -312,7 +312,7 @@ class DynamicSolver:
                 f"Newton did not converge in {self.newton_iterations} iterations (last correction {norms[-1]:.3g})"
             )
         if constraint_report is not None and not constraint_report.converged:
-            warnings.append(f"constraint solver did not converge (error {constraint_report.currentError:.3g})")
+            warnings.append(f"constraint solver did not converge (error {constraint_report.error:.3g})")
         new_state = DynamicState(x_out, v_out, state.time + h, state.step + 1)
         return DynamicReport(
             state.step + 1,

@@ -228,7 +228,7 @@ def solve_failed(report, accuracy: float, body_size: float) -> bool:
 
 
 def solve_failure(report, accuracy: float) -> str:
-    return (f"the constraint solver diverged (error {report.currentError:.3g} after {report.currentIterations} "
+    return (f"the constraint solver diverged (error {report.error:.3g} after {report.iterations} "
             f"iterations; its answer misses the constraint laws by {accuracy:.3g} in length)")
 
 

@@ -139,7 +139,7 @@ def make_report(frame, newton_report, constraint_report, n_rows, times, equilibr
     elif not newton_report.converged:
         warnings.append(f"Newton did not converge ({newton_report.reason})")
     if constraint_report is not None and not constraint_report.converged:
-        warnings.append(f"constraint solver did not converge (error {constraint_report.currentError:.3g} "
-                        f"after {constraint_report.currentIterations} iterations)")
+        warnings.append(f"constraint solver did not converge (error {constraint_report.error:.3g} "
+                        f"after {constraint_report.iterations} iterations)")
     return FrameReport(frame, True, "; ".join(warnings), newton=newton_report, constraint=constraint_report,
                        n_constraint_rows=n_rows, times=times, equilibrium=equilibrium)

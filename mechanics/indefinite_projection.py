@@ -121,11 +121,11 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
     d = dfree + W @ force
     error = float(np.max(np.abs(d[rows_a] - target[rows_a])[[r not in fixed for r in rows_a]], initial=0.0))
     converged = (not changed or cycled) and (reduced_report is None or reduced_report.converged)
-    iterations = 0 if reduced_report is None else reduced_report.currentIterations
+    iterations = 0 if reduced_report is None else reduced_report.iterations
     if reduced_report is not None:
-        error = max(error, reduced_report.currentError)
+        error = max(error, reduced_report.error)
     return ConstraintReport(force, d, iterations, error, converged, np.array([error]), time.perf_counter() - started,
-                            currentNumConstraints=m, solver="active-set on the actuator rows")
+                            num_constraints=m, solver="active-set on the actuator rows")
 
 
 def _single_bounded_rows(blocks: Blocks) -> bool:
@@ -181,4 +181,4 @@ def solve_box_active_set(W: np.ndarray, dfree: np.ndarray, blocks: Blocks,
                                                               np.maximum(d - target, 0.0)))
     error = float(law.max(initial=0.0))
     return ConstraintReport(force, d, passes, error, converged, np.array([error]), time.perf_counter() - started,
-                            currentNumConstraints=m, solver="active set on the bounded rows")
+                            num_constraints=m, solver="active set on the bounded rows")

@@ -215,8 +215,8 @@ class Simulation:
         if result.ok and not result.converged:
             warnings.append(f"implicit step did not converge ({result.message or 'iterations done'})")
         if result.ok and result.constraint is not None and not result.constraint.converged:
-            warnings.append(f"constraint solver did not converge (error {result.constraint.currentError:.3g} "
-                            f"after {result.constraint.currentIterations} iterations)")
+            warnings.append(f"constraint solver did not converge (error {result.constraint.error:.3g} "
+                            f"after {result.constraint.iterations} iterations)")
         report = FrameReport(self.frame + 1, result.ok, "; ".join(warnings) if result.ok else result.message,
                              constraint=result.constraint, n_constraint_rows=result.n_constraint_rows,
                              times=dict(result.times), dynamic=result)

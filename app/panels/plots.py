@@ -309,7 +309,7 @@ class PlotsPanel(QWidget):
             self.newton_plot.set_data(np.arange(norms.size), {"residual_norm": norms})
         constraint = report.constraint
         if constraint is not None:
-            errors = np.asarray(constraint.graphErrors, dtype=np.float64)
+            errors = np.asarray(constraint.error_history, dtype=np.float64)
             self.constraint_plot.set_data(np.arange(1, errors.size + 1), {"error": errors})
         else:
             self.constraint_plot.clear()
@@ -368,7 +368,7 @@ def _summary(frame, *, short: bool = False) -> str:
     constraint = report.constraint
     if constraint is not None:
         state = "converged" if constraint.converged else "not converged"
-        parts.append(f"constraints {constraint.currentIterations} it, error {constraint.currentError:.3g}, {state}")
+        parts.append(f"constraints {constraint.iterations} it, error {constraint.error:.3g}, {state}")
     inverse = report.inverse
     if inverse is not None:
         state = "converged" if inverse.converged else "not converged"

@@ -22,26 +22,29 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ConstraintReport:
-    """Result of one constraint solve (SOFA's outputs).
+    """Result of one constraint solve: SOFA's outputs, under snake_case names (SOFA's data fields
+    currentIterations, currentError, graphErrors, currentNumConstraints, currentNumConstraintGroups and
+    constraintForces are ``iterations``, ``error``, ``error_history``, ``num_constraints``,
+    ``num_constraint_groups`` and ``constraint_forces``).
 
     force: (m,) multipliers lambda. violation: (m,) ``d = dfree + W f`` with the W given to ``solve`` (without
-    regularization). currentIterations: sweeps/iterations done (exact count, see each solver for SOFA's
-    convention). currentError: the solver's own error measure at the end (displacement units).
-    graphErrors: (currentIterations,) error after each iteration (SOFA's computeGraphs; always filled here,
+    regularization). iterations: sweeps/iterations done (exact count, see each solver for SOFA's
+    convention). error: the solver's own error measure at the end (displacement units).
+    error_history: (iterations,) error after each iteration (SOFA's computeGraphs; always filled here,
     it costs one float per iteration). time: wall time of the solve in seconds.
-    constraintForces: copy of force when computeConstraintForces is true, else None.
+    constraint_forces: copy of force when computeConstraintForces is true, else None.
     """
 
     force: np.ndarray
     violation: np.ndarray
-    currentIterations: int
-    currentError: float
+    iterations: int
+    error: float
     converged: bool
-    graphErrors: np.ndarray
+    error_history: np.ndarray
     time: float
-    currentNumConstraints: int = 0
-    currentNumConstraintGroups: int = 0
-    constraintForces: np.ndarray | None = None
+    num_constraints: int = 0
+    num_constraint_groups: int = 0
+    constraint_forces: np.ndarray | None = None
     solver: str = ""
 
 
@@ -156,14 +159,14 @@ class ConstraintSolver:
         return ConstraintReport(
             force=force,
             violation=violation,
-            currentIterations=int(iterations),
-            currentError=float(error),
+            iterations=int(iterations),
+            error=float(error),
             converged=bool(converged),
-            graphErrors=np.asarray(graph, dtype=np.float64),
+            error_history=np.asarray(graph, dtype=np.float64),
             time=time.perf_counter() - started,
-            currentNumConstraints=blocks.n_rows,
-            currentNumConstraintGroups=blocks.n_blocks,
-            constraintForces=force.copy() if self._values["computeConstraintForces"] else None,
+            num_constraints=blocks.n_rows,
+            num_constraint_groups=blocks.n_blocks,
+            constraint_forces=force.copy() if self._values["computeConstraintForces"] else None,
             solver=self.type_name,
         )
 

@@ -179,8 +179,8 @@ class ExactSolver(ConstraintSolver):
     """Reference solver: Lemke pivoting on the mixed LCP (module docstring); friction via a tight block GS.
 
     Common parameters: regularizationTerm and computeConstraintForces apply; maxIterations, tolerance, sor,
-    scaleTolerance and allVerified do not (the pivot budget is 50 x the LCP size). currentIterations is the
-    number of pivots (or GS sweeps with friction); currentError the complementarity residual of the result.
+    scaleTolerance and allVerified do not (the pivot budget is 50 x the LCP size). iterations is the
+    number of pivots (or GS sweeps with friction); error the complementarity residual of the result.
     """
 
     type_name = "exact"

@@ -137,7 +137,7 @@ class BlockGaussSeidel(ConstraintSolver):
     (tol = tolerance * m unless allVerified), allVerified false (then stop when every block error <= tol),
     computeConstraintForces false. The error is SOFA's (sum of block errors, ``|W_jj df|``), a change of
     displacement, not a complementarity residual; like SOFA the loop may stop after the first sweep.
-    ``currentIterations`` is the exact number of sweeps: SOFA's BlockGS reports one more (off-by-one in
+    ``iterations`` is the exact number of sweeps: SOFA's BlockGS reports one more (off-by-one in
     ``result_output``), which is not copied. Per-resolution tolerances of SOFA are not supported.
     A warm start (``initial_force``) is used as in SOFA's Bilateral ``init``.
     """
@@ -170,7 +170,7 @@ class NNCG(ConstraintSolver):
     (restart with p = 0 when beta > 1; the step is not re-projected, as in SOFA). Stops with convergence when
     the sweep error (or every block with allVerified) is below tol, and without convergence when
     ``|df_new| < tol`` (SOFA compares this force-unit norm with the displacement tol; kept as is). ``sor`` is
-    not used (SOFA's NNCG does not apply it). currentIterations counts every sweep, the first one included.
+    not used (SOFA's NNCG does not apply it). iterations counts every sweep, the first one included.
     """
 
     type_name = "NNCG"

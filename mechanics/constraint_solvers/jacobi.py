@@ -66,7 +66,7 @@ class ImprovedJacobi(ConstraintSolver):
     displacement-driven cable; with zero targets both agree); a warm start (initial_force) is included in d
     from the first iteration (SOFA omits it on iteration 0); the iteration stops, reported as diverged, once
     its error exceeds DIVERGENCE_FACTOR times the first one. ``sor`` is not used (SOFA does not apply it
-    here). currentIterations = iterations done.
+    here). iterations = iterations done.
     """
 
     type_name = "ImprovedJacobi"

@@ -16,7 +16,7 @@ for the positive definite W of a constraint problem). A solve from the last fram
 or two linear solves; from zero, a few (4 on 500 random contacts, where Block Gauss-Seidel needs about 900
 sweeps).
 
-The answer is exact to round-off, not to a tolerance: ``currentError`` is the largest law residual of a row
+The answer is exact to round-off, not to a tolerance: ``error`` is the largest law residual of a row
 (:func:`mechanics.resolutions.row_residuals`, displacement units), and ``converged`` means every state is
 feasible. Problems with FRICTION blocks (the Coulomb disk is not a polyhedron) are solved by Block Gauss-Seidel
 with the equality rows eliminated (:mod:`.elimination`), with this solver's maxIterations and tolerance.

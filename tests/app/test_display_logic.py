@@ -63,7 +63,7 @@ def test_frame_problems_name_the_solver_and_the_actuator_and_by_how_much():
     scene.set("body.trunk.cable.cableL0.value", 3.0)
     report = scene.step()
     texts = [p.text for p in frame_problems(scene.simulation.snapshot(report), scene.spec)]
-    error = report.constraint.currentError
+    error = report.constraint.error
     assert f"BlockGaussSeidel did not converge: error {error:.3g} mm after 1 iteration(s)" in texts
     assert frame_problems(scene.simulation.snapshot(None), load_scene(default_scene())) == []
 

@@ -210,7 +210,7 @@ def test_a_frame_that_does_not_converge_shows_a_warning(main_window, qtbot):
     assert frame.report.ran and not frame.report.ok and "did not converge" in frame.report.message
     assert main_window.banner.isVisible() and "BlockGaussSeidel did not converge" in main_window.banner.text()
     assert main_window.health_label.text() == "NOT CONVERGED"
-    error = frame.report.constraint.currentError
+    error = frame.report.constraint.error
     assert f"error {error:.3g} mm after 1 iteration(s)" in main_window.banner.text()
 
 

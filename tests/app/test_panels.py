@@ -303,7 +303,7 @@ def test_plots_receive_data_and_export_csv(docks, session, qtbot, tmp_path):
 
     header, rows = _read_csv(plots.export_csv("constraint", tmp_path / "constraint.csv"))
     assert header == ["iteration", "error"]
-    errors = np.asarray(frame.report.constraint.graphErrors)
+    errors = np.asarray(frame.report.constraint.error_history)
     assert len(rows) == errors.size > 0
     np.testing.assert_allclose([float(r[1]) for r in rows], errors, rtol=1e-12)
 

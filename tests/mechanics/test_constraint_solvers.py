@@ -104,7 +104,7 @@ def test_random_lcp_planted_solution(name, seed):
 def test_default_tolerance_residual_below_tolerance():
     W, dfree, f_star, _ = planted_lcp(30, 4)
     report = BlockGaussSeidel().solve(W, dfree, Blocks.unilateral(30))
-    assert report.converged and report.currentError < 1e-3 * 30
+    assert report.converged and report.error < 1e-3 * 30
     # the sweep error bounds the natural-map residual of the last sweep
     assert complementarity_residual(W, dfree, report.force, Blocks.unilateral(30)) < 1e-3 * 30
 
@@ -133,7 +133,7 @@ def test_iterative_solvers_agree_with_exact_on_boxes_and_force(seed):
         ]
     )
     exact = ExactSolver().solve(W, dfree, blocks)
-    assert exact.converged and exact.currentError < 1e-12
+    assert exact.converged and exact.error < 1e-12
     for name in ITERATIVE:
         report = tight_solver(name).solve(W, dfree, blocks)
         assert report.converged or name == "NNCG", name
@@ -162,23 +162,23 @@ D22 = np.array([-1.0, -1.0])
 def test_block_gauss_seidel_error_and_scaled_tolerance_by_hand():
     blocks = Blocks.equality(2)
     scaled = BlockGaussSeidel(tolerance=0.2).solve(W22, D22, blocks)  # tol = 0.2 * 2 = 0.4
-    assert scaled.currentIterations == 2
-    np.testing.assert_allclose(scaled.graphErrors, [1.5, 0.375])
+    assert scaled.iterations == 2
+    np.testing.assert_allclose(scaled.error_history, [1.5, 0.375])
     np.testing.assert_allclose(scaled.force, [0.375, 0.3125])
     unscaled = BlockGaussSeidel(tolerance=0.2, scaleTolerance=False).solve(W22, D22, blocks)
-    assert unscaled.currentIterations == 3 and unscaled.currentError == pytest.approx(0.09375)
+    assert unscaled.iterations == 3 and unscaled.error == pytest.approx(0.09375)
     np.testing.assert_allclose(unscaled.force, [0.34375, 0.328125])
     # allVerified: every block error <= tolerance (not scaled); sweep 2 has 0.25 > 0.2
     verified = BlockGaussSeidel(tolerance=0.2, allVerified=True).solve(W22, D22, blocks)
-    assert verified.currentIterations == 3
+    assert verified.iterations == 3
     verified = BlockGaussSeidel(tolerance=0.3, allVerified=True).solve(W22, D22, blocks)
-    assert verified.currentIterations == 2
+    assert verified.iterations == 2
 
 
 def test_block_gauss_seidel_sor_after_sweep_and_iteration_cap():
     report = BlockGaussSeidel(sor=0.5, maxIterations=1).solve(W22, D22, Blocks.equality(2))
     np.testing.assert_allclose(report.force, [0.25, 0.125])  # 0.5 * (0.5, 0.25) + 0.5 * 0
-    assert not report.converged and report.currentIterations == 1
+    assert not report.converged and report.iterations == 1
 
 
 def test_three_row_block_error_measure():
@@ -187,7 +187,7 @@ def test_three_row_block_error_measure():
     report = BlockGaussSeidel(maxIterations=1).solve(W, dfree, Blocks.equality(3, block_size=3))
     df = report.force  # from 0, exact in one step
     expected = sum(np.sqrt(np.sum((W[l, :] * df) ** 2)) for l in range(3))
-    assert report.graphErrors[0] == pytest.approx(expected, rel=1e-14)
+    assert report.error_history[0] == pytest.approx(expected, rel=1e-14)
     np.testing.assert_allclose(report.violation, 0.0, atol=1e-14)
 
 
@@ -200,7 +200,7 @@ def test_nncg_and_warm_start():
     np.testing.assert_allclose(nn.force, f_star, atol=1e-9)
     np.testing.assert_allclose(gs.force, f_star, atol=1e-9)
     warm = BlockGaussSeidel(**TIGHT).solve(W, dfree, blocks, initial_force=f_star)
-    assert warm.currentIterations == 1 and warm.currentError < 1e-11
+    assert warm.iterations == 1 and warm.error < 1e-11
 
 
 def test_regularization_adds_to_diagonal():
@@ -219,8 +219,8 @@ def test_parameters_validated_and_take_effect_next_solve():
     first = solver.solve(W22, D22, Blocks.equality(2))
     solver.set_parameters(maxIterations=50, tolerance=1e-9)
     second = solver.solve(W22, D22, Blocks.equality(2))
-    assert first.currentIterations == 1 and not first.converged
-    assert second.converged and second.currentIterations > 1
+    assert first.iterations == 1 and not first.converged
+    assert second.converged and second.iterations > 1
     np.testing.assert_allclose(second.force, [1 / 3, 1 / 3], atol=1e-8)
     with pytest.raises(ParameterError, match=r"sor: 2.5 is outside \(0, 2\)"):
         solver.set_parameters(sor=2.5)
@@ -264,7 +264,7 @@ def test_input_errors_and_empty_problem():
     with pytest.raises(ParameterError, match="shape"):
         solver.solve(np.eye(3), D22, Blocks.unilateral(2))
     empty = solver.solve(np.zeros((0, 0)), np.zeros(0), Blocks.empty())
-    assert empty.converged and empty.currentIterations == 0 and empty.force.shape == (0,)
+    assert empty.converged and empty.iterations == 0 and empty.force.shape == (0,)
     report = solver.solve(W22, D22, Blocks.unilateral(2))
-    np.testing.assert_array_equal(report.constraintForces, report.force)
-    assert report.currentNumConstraints == 2 and report.currentNumConstraintGroups == 2
+    np.testing.assert_array_equal(report.constraint_forces, report.force)
+    assert report.num_constraints == 2 and report.num_constraint_groups == 2

@@ -56,7 +56,7 @@ def test_friction_with_a_glue_agrees_with_the_full_iterations(name):
     assert eliminated.converged
     assert complementarity_residual(W, dfree, eliminated.force, blocks) < 1e-8
     np.testing.assert_allclose(eliminated.force, full.force, atol=1e-6 * np.abs(full.force).max())
-    assert eliminated.currentIterations < full.currentIterations
+    assert eliminated.iterations < full.iterations
 
 
 def test_only_equalities_is_one_cholesky_solve_and_matches_numpy():
@@ -64,7 +64,7 @@ def test_only_equalities_is_one_cholesky_solve_and_matches_numpy():
     blocks = Blocks.equality(12, target=0.3)
     dfree = rng.standard_normal(12)
     report = make_constraint_solver("BlockGaussSeidel", eliminateEqualities=True).solve(W, dfree, blocks)
-    assert report.converged and report.currentIterations == 1
+    assert report.converged and report.iterations == 1
     np.testing.assert_allclose(report.force, np.linalg.solve(W, 0.3 - dfree), atol=1e-12)
 
 

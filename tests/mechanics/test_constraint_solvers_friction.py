@@ -56,7 +56,7 @@ def test_multi_contact_solvers_agree_with_reference(seed):
     dfree[0::3] = rng.uniform(-1.0, 0.3, 8)  # normal rows: most contacts closing
     blocks = Blocks.concatenate([Blocks.friction(7, mu=rng.uniform(0.1, 0.8, 7)), Blocks.unilateral(3)])
     reference = make_constraint_solver("exact").solve(W, dfree, blocks)
-    assert reference.converged and reference.currentError < 1e-12
+    assert reference.converged and reference.error < 1e-12
     f = reference.force
     n = blocks.start[:7]
     tangential = np.hypot(f[n + 1], f[n + 2])

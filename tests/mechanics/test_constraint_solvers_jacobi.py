@@ -33,7 +33,7 @@ def test_spectral_correction_converges_where_plain_jacobi_diverges(blocks):
     W, dfree = diverging_problem()
     params = {"maxIterations": 5000, "tolerance": 1e-6}
     plain = ImprovedJacobi(**params).solve(W, dfree, blocks)
-    assert not plain.converged and plain.currentError > 1e6 * plain.graphErrors[0]
+    assert not plain.converged and plain.error > 1e6 * plain.error_history[0]
     corrected = ImprovedJacobi(useSpectralCorrection=True, **params).solve(W, dfree, blocks)
     assert corrected.converged
     assert complementarity_residual(W, dfree, corrected.force, blocks) < 1e-5
@@ -45,7 +45,7 @@ def test_default_spectral_correction_is_unit_independent_sofa_formula_is_not():
     params = {"maxIterations": 3000, "tolerance": 1e-6, "useSpectralCorrection": True}
     # W in other force units: W -> s W, forces -> f / s, violations unchanged.
     default = {s: ImprovedJacobi(**params).solve(s * W, dfree, blocks) for s in (1e-3, 1.0, 1e3)}
-    counts = {s: r.currentIterations for s, r in default.items()}
+    counts = {s: r.iterations for s, r in default.items()}
     assert all(r.converged for r in default.values())
     assert len(set(counts.values())) == 1
     for s, r in default.items():
@@ -68,14 +68,14 @@ def test_conjugate_residue_cuts_iterations_on_ill_conditioned_problem():
     W = Q @ np.diag(np.logspace(0, -3, 30)) @ Q.T  # condition number 1e3
     dfree = rng.standard_normal(30)
     base = {"maxIterations": 20000, "tolerance": 1e-6, "useSpectralCorrection": True}
-    counts = {"off": ImprovedJacobi(**base).solve(W, dfree, Blocks.equality(30)).currentIterations}
+    counts = {"off": ImprovedJacobi(**base).solve(W, dfree, Blocks.equality(30)).iterations}
     for factor in (10.0, 1.0, 0.5, 0.25):
         report = ImprovedJacobi(useConjugateResidue=True, conjugateResidueSpeedFactor=factor, **base).solve(
             W, dfree, Blocks.equality(30)
         )
         assert report.converged
         np.testing.assert_allclose(W @ report.force, -dfree, atol=1e-4)
-        counts[factor] = report.currentIterations
+        counts[factor] = report.iterations
     assert counts[10.0] <= counts["off"]  # beta ~ (i/maxIt)^10 stays ~0: almost no effect
     assert counts[0.25] < 0.7 * counts["off"]
 
@@ -84,7 +84,7 @@ def test_jacobi_never_stops_at_first_iteration_and_parameters_apply_next_solve()
     # W22 from f = 0: Jacobi step 1 gives (0.5, 0.5); the error test is skipped at i = 0 even with a huge tol
     solver = ImprovedJacobi(tolerance=1e3)
     report = solver.solve(W22, D22, Blocks.equality(2))
-    assert report.currentIterations == 2
+    assert report.iterations == 2
     # i = 0: f = 0.5, 0.5 ; i = 1: d = (0.5, 0.5), f = 0.5 - 0.25 = 0.25 each
     np.testing.assert_allclose(report.force, [0.25, 0.25])
     solver.set_parameters(
@@ -92,7 +92,7 @@ def test_jacobi_never_stops_at_first_iteration_and_parameters_apply_next_solve()
     )
     # spr(D^-1 W22) = 1.5: rho = 1; D^-1 W22 has eigenvalues 1.5 and 0.5 -> converges to W^-1 (1, 1) = 1/3
     report = solver.solve(W22, D22, Blocks.equality(2))
-    assert report.converged and report.currentIterations > 2
+    assert report.converged and report.iterations > 2
     np.testing.assert_allclose(report.force, [1 / 3, 1 / 3], atol=1e-10)
     solver.set_parameters(spectralCorrectionFactor=0.5)
     assert solver.spectral_rho(W22) == 0.5
@@ -100,8 +100,8 @@ def test_jacobi_never_stops_at_first_iteration_and_parameters_apply_next_solve()
     # |1 - 1.5 rho| per iteration, 0.5 with rho = 1 and 0.25 with rho = 0.5: half the iterations.
     faster = solver.solve(W22, D22, Blocks.equality(2))
     assert faster.converged
-    assert faster.currentIterations == pytest.approx(report.currentIterations / 2, abs=1)
-    ratios = faster.graphErrors[2:6] / faster.graphErrors[1:5]
+    assert faster.iterations == pytest.approx(report.iterations / 2, abs=1)
+    ratios = faster.error_history[2:6] / faster.error_history[1:5]
     np.testing.assert_allclose(ratios, 0.25, rtol=1e-9)
 
 
@@ -112,4 +112,4 @@ def test_jacobi_warm_start_and_allverified():
     assert report.converged
     np.testing.assert_allclose(report.force, f_star, atol=1e-7)
     warm = solver.solve(W, dfree, Blocks.unilateral(20), initial_force=f_star)
-    assert warm.converged and warm.currentIterations == 1  # already verified after the first step
+    assert warm.converged and warm.iterations == 1  # already verified after the first step

@@ -16,7 +16,7 @@ def test_planted_lcp_is_solved_to_round_off(seed):
     assert report.converged
     np.testing.assert_allclose(report.force, f_star, atol=1e-12)
     np.testing.assert_allclose(report.violation, d_star, atol=1e-12)
-    assert report.currentError < 1e-12
+    assert report.error < 1e-12
 
 
 @pytest.mark.parametrize("seed", [3, 7])
@@ -48,14 +48,14 @@ def test_a_warm_start_at_the_answer_takes_one_linear_solve():
     solver = make_constraint_solver("BlockPivoting")
     cold = solver.solve(W, dfree, Blocks.unilateral(60))
     warm = solver.solve(W, dfree, Blocks.unilateral(60), initial_force=cold.force)
-    assert cold.currentIterations >= 2 and warm.currentIterations == 1
+    assert cold.iterations >= 2 and warm.iterations == 1
     np.testing.assert_allclose(warm.force, f_star, atol=1e-12)
 
 
 def test_iteration_cap_reports_not_converged():
     W, dfree, _, _ = planted_lcp(60, 10)
     report = make_constraint_solver("BlockPivoting", maxIterations=1).solve(W, dfree, Blocks.unilateral(60))
-    assert not report.converged and report.currentIterations == 1 and report.currentError > 0
+    assert not report.converged and report.iterations == 1 and report.error > 0
 
 
 def test_friction_is_solved_by_gauss_seidel_with_the_equalities_eliminated():

@@ -254,7 +254,7 @@ def test_projection_starts_from_the_last_frame_multipliers_and_reaches_the_same_
 
         def logged(W, dfree, blocks, initial_force=None, solve=solver.solve):
             report = solve(W, dfree, blocks, initial_force=initial_force)
-            log.append(report.currentIterations)
+            log.append(report.iterations)
             return report
 
         solver.solve = logged
