@@ -179,10 +179,14 @@ class Session:
         from softsim.app.sofa_import import ImportFailure, import_to_temporary
 
         allow = getattr(self, "allow_scripts", False) if allow_scripts is None else allow_scripts
+        if not allow and Path(path).suffix.lower() in (".py", ".pyscn") and getattr(self, "ask_scripts", None):
+            allow = bool(self.ask_scripts(Path(path), [Path(path)]))  # its createScene and controllers are code
         try:
             toml, report = import_to_temporary(path, allow_scripts=bool(allow))
         except (ImportFailure, OSError) as error:
             return self._fail(f"Cannot open {Path(path).name}:\n{error}")
+        if hasattr(self, "script_answers"):  # the controller script the import wrote: the same answer, not asked again
+            self.script_answers[Path(toml).resolve()] = bool(allow)
         if not self.open_scene(toml):
             return False
         self.message.emit("warning", report)
