@@ -107,8 +107,12 @@ def main(argv, *, stdout: TextIO | None = None, stderr: TextIO | None = None) ->
     except GradientError as error:
         print(f"error: {error}", file=stderr)
         return EXIT_INVALID
-    print(f"{Path(args.scene).name}, frame {report.frame} (converged): {result.held_rows} constraint rows held, "
-          f"{result.forced_rows} at a fixed force", file=stdout)
+    if report.inverse is not None:
+        print(f"{Path(args.scene).name}, inverse frame {report.frame} (converged): {result.held_rows} unknown rows "
+              f"free, {result.forced_rows} at a force bound (sensitivity 0)", file=stdout)
+    else:
+        print(f"{Path(args.scene).name}, frame {report.frame} (converged): {result.held_rows} constraint rows held, "
+              f"{result.forced_rows} at a fixed force", file=stdout)
     print(table(result), file=stdout)
     if args.json:
         data = {"scene": str(args.scene), "frame": report.frame, "outputs": result.outputs,

@@ -113,7 +113,8 @@ def equilibrium_state(scene) -> EquilibriumState:
         raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
                             "gradients")
     if report.inverse is not None:
-        raise GradientError("the inverse model's sensitivities are not available yet (docs/gradients.md)")
+        raise GradientError("an inverse frame's sensitivities are taken with respect to its goals: "
+                            "gradient_report (mechanics.sensitivity.inverse, docs/gradients.md)")
     system, force = None, np.zeros(0)
     if report.n_constraint_rows:
         if report.equilibrium is None:
@@ -235,6 +236,11 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
     """
     started = time.perf_counter()
     outputs, wrt = _names(outputs, "outputs"), _names(wrt, "wrt")
+    last = scene.simulation.last_report
+    if last is not None and last.inverse is not None:  # the inverse model: sensitivities to the goals
+        from softsim.mechanics.sensitivity.inverse import inverse_gradient_report
+
+        return inverse_gradient_report(scene, outputs, wrt)
     state = equilibrium_state(scene)
     grads = [output_gradient(state, name) for name in outputs]
     params = [parameter(scene, key) for key in wrt]
@@ -300,8 +306,14 @@ def check_names(scene, outputs, wrt) -> None:
                                 f"{', '.join(sorted(names)) or 'none'}, and node[i].x/y/z/displacement")
         if node is not None and int(node.group(1)) >= n_nodes:
             raise GradientError(f"output {name!r}: node ids are 0..{n_nodes - 1}")
+    from softsim.mechanics.sensitivity.inverse import goal_parameter
+
+    inverse = scene.simulation.inverse_active
     for key in _names(wrt, "wrt"):
-        parameter(scene, key)
+        if inverse:
+            goal_parameter(scene, key)
+        else:
+            parameter(scene, key)
 
 
 def column_name(output: str, key: str) -> str:

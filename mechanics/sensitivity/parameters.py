@@ -294,7 +294,12 @@ def default_parameters(spec) -> list[str]:
     """The ``wrt`` keys a sensitivity overview shows for a scene ``spec``: each body's youngModulus and
     poissonRatio (and those its material regions set), its totalMass (or massDensity), the gravity components
     that are not zero, every cable's and cavity's value, and each plane obstacle's point along the axis its
-    normal points most along."""
+    normal points most along. In inverse mode (an active ``[solver.inverse]``): every goal coordinate of every
+    effector with a goal (the inverse model's sensitivities are to its goals)."""
+    if spec.solver.inverse is not None and spec.solver.inverse.active:
+        return [f"body.{body.name}.effector.{e.name}.effectorGoal{'' if e.n_points == 1 else f'[{k}]'}.{axis}"
+                for body in spec.bodies for e in body.effectors if e.effectorGoal is not None
+                for k in range(e.n_points) for axis, used in zip("xyz", e.useDirections) if used]
     keys = []
     for body in spec.bodies:
         base = f"body.{body.name}.material"

@@ -1,0 +1,188 @@
+"""The inverse model's sensitivities (mechanics.sensitivity.inverse): d(actuation, effector position)/d(goal) at
+a converged inverse frame, against Richardson-extrapolated central differences of inverse frames re-solved from
+rest with the goal moved by +-h and +-h/2 (frames solved to tight tolerances), and the refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from softsim.mechanics.scene_runtime import Scene
+from softsim.mechanics.sensitivity import GradientError, NotDifferentiableError, gradient_report
+
+SCENES = Path(__file__).resolve().parents[2] / "resources" / "scenes"
+FINGER_GOAL = np.array([-96.4, 16.5, 6.9])  # near where 8 mm of cable puts the finger's tip
+FINGER_KEY = "body.finger.effector.tip.effectorGoal"
+TRUNK_GOAL = np.array([-20.0, 20.0, 180.0])
+TRUNK_KEY = "body.trunk.effector.tip.effectorGoal"
+
+
+def _finger(goal, frames: int = 3, **cable) -> Scene:
+    """The shipped finger, neo-Hookean (the inverse model's exact tangent), in inverse mode with tight
+    tolerances, solved ``frames`` frames toward ``goal``."""
+    scene = Scene.load(SCENES / "finger.toml")
+    scene.set("body.finger.material.model", "neohookean")
+    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
+    scene.set("solver.inverse", {"epsilon": 1e-3, "linearizationTolerance": 1e-10})
+    for key, value in cable.items():
+        scene.set(f"body.finger.cable.cable.{key}", value)
+    scene.set(FINGER_KEY, [list(goal)])
+    for _ in range(frames):
+        report = scene.step()
+    assert report.converged and report.inverse.converged and not report.inverse.stalled, report.message
+    return scene
+
+
+def _trunk(goal, frames: int = 3) -> Scene:
+    """The shipped trunk_inverse, neo-Hookean, without the per-frame rate limit (so a frame's answer does not
+    depend on the last one's), solved ``frames`` frames toward ``goal``."""
+    scene = Scene.load(SCENES / "trunk_inverse.toml")
+    scene.set("body.trunk.material.model", "neohookean")
+    for cable in scene.spec.bodies[0].cables:
+        scene.set(f"body.trunk.cable.{cable.name}.maxDispVariation", None)
+    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
+    scene.set("solver.inverse.linearizationTolerance", 1e-10)
+    scene.set(TRUNK_KEY, [list(goal)])
+    for _ in range(frames):
+        report = scene.step()
+    assert report.converged and report.inverse.converged and not report.inverse.stalled, report.message
+    return scene
+
+
+def _differences(make, goal, axis: int, h: float, outputs) -> dict:
+    """Richardson-extrapolated central differences of re-solved frames: (4 D(h/2) - D(h)) / 3."""
+    shift = np.zeros(3)
+    shift[axis] = h
+    values = [make(goal + f * shift).outputs() for f in (1.0, -1.0, 0.5, -0.5)]
+    return {name: (4.0 * (values[2][name] - values[3][name]) / h - (values[0][name] - values[1][name]) / (2 * h))
+            / 3.0 for name in outputs}
+
+
+FINGER_OUTPUTS = ["cable.force", "cable.displacement", "tip.x", "tip.y", "tip.z", "tip.distance"]
+
+
+@pytest.mark.parametrize("axis, key", [(0, f"{FINGER_KEY}.x"), (1, f"{FINGER_KEY}[0].y"), (2, f"{FINGER_KEY}[0][2]")])
+def test_finger_free_cable_against_resolved_frames(axis, key):
+    """One free cable (force 3054 mN, inside its bounds), a 3D goal it cannot reach exactly (0.26 mm off): every
+    derivative agrees with the re-solved frames to 1e-6 relative (measured: 1e-8 or better)."""
+    scene = _finger(FINGER_GOAL)
+    report = gradient_report(scene, FINGER_OUTPUTS, [key])
+    assert report.held_rows == 1 and report.forced_rows == 0
+    assert report.outputs["cable.force"] == pytest.approx(3054.406, rel=1e-5)
+    expected = _differences(_finger, FINGER_GOAL, axis, 1e-3, FINGER_OUTPUTS)
+    for name in FINGER_OUTPUTS:
+        assert report.values[name][key] == pytest.approx(expected[name], rel=1e-6, abs=1e-9), name
+    # the goal's y moves the cable most: d force / d goal.y = 158.877 mN/mm
+    if axis == 1:
+        assert report.values["cable.force"][key] == pytest.approx(158.877, rel=1e-5)
+
+
+def test_finger_tip_jacobian_is_symmetric():
+    """Gauss-Newton structure: d tip_i / d goal_j = d tip_j / d goal_i (measured 1e-14 relative)."""
+    keys = [f"{FINGER_KEY}.{a}" for a in "xyz"]
+    values = gradient_report(_finger(FINGER_GOAL), ["tip.x", "tip.y", "tip.z"], keys).values
+    jacobian = np.array([[values[f"tip.{a}"][k] for k in keys] for a in "xyz"])
+    assert np.allclose(jacobian, jacobian.T, rtol=1e-10, atol=1e-12)
+    assert jacobian[1, 1] == pytest.approx(0.910505, rel=1e-5)
+
+
+def test_finger_at_its_displacement_limit_has_zero_sensitivity():
+    """maxPositiveDisp = 7 mm stops the cable short of the 8.04 mm the goal asks for: its displacement is held
+    at the limit, so the shape, the tip and the force do not move with the goal (re-solved frames agree: their
+    differences are below 1e-7)."""
+    scene = _finger(FINGER_GOAL, maxPositiveDisp=7.0)
+    assert scene.outputs()["cable.displacement"] == pytest.approx(7.0, abs=1e-9)
+    key = f"{FINGER_KEY}.y"
+    report = gradient_report(scene, FINGER_OUTPUTS, [key])
+    expected = _differences(lambda g: _finger(g, maxPositiveDisp=7.0), FINGER_GOAL, 1, 1e-3, FINGER_OUTPUTS)
+    for name in ("cable.force", "cable.displacement", "tip.x", "tip.y", "tip.z"):
+        assert report.values[name][key] == pytest.approx(0.0, abs=1e-9)
+        assert expected[name] == pytest.approx(0.0, abs=1e-6), name
+    # the distance still depends on the goal itself: d |p - g| / d g_y = -(p_y - g_y) / |p - g|
+    assert report.values["tip.distance"][key] == pytest.approx(expected["tip.distance"], rel=1e-6)
+
+
+def test_finger_on_its_force_bound_with_zero_multiplier_is_refused():
+    """maxForce exactly at the force the free cable finds (3054.406... mN): the bound holds with a zero
+    multiplier, the edge between free and bounded."""
+    force = _finger(FINGER_GOAL).outputs()["cable.force"]
+    scene = _finger(FINGER_GOAL, maxForce=force)
+    assert scene.outputs()["cable.force"] == pytest.approx(force, rel=1e-9)
+    with pytest.raises(NotDifferentiableError, match="cable: on its force bound with a zero multiplier"):
+        gradient_report(scene, ["cable.force"], [f"{FINGER_KEY}.y"])
+
+
+TRUNK_OUTPUTS = ["cableL0.force", "cableL0.displacement", "cableL1.force", "cableS2.force", "cableL2.force",
+                 "tip.x", "tip.y", "tip.z"]
+
+
+@pytest.mark.parametrize("axis", [0, 2])
+def test_trunk_three_free_cables_five_at_their_lower_force_bound(axis):
+    """The trunk pulled toward a goal 20 mm aside: three cables pull (L0 3382 mN, L1 1140, S2 2712), five sit on
+    minForce = 0. Those five have exactly zero force sensitivity; the rest agree with re-solved frames to 1e-6
+    of each column's largest entry."""
+    scene = _trunk(TRUNK_GOAL)
+    key = f"{TRUNK_KEY}.{'xyz'[axis]}"
+    report = gradient_report(scene, TRUNK_OUTPUTS, [key])
+    assert report.held_rows == 3 and report.forced_rows == 5
+    assert report.values["cableL2.force"][key] == 0.0
+    expected = _differences(_trunk, TRUNK_GOAL, axis, 1e-2, TRUNK_OUTPUTS)
+    assert abs(expected["cableL2.force"]) < 1e-6
+    forces = max(abs(expected[n]) for n in TRUNK_OUTPUTS if n.endswith("force"))
+    positions = max(abs(expected[n]) for n in TRUNK_OUTPUTS if not n.endswith("force"))
+    for name in TRUNK_OUTPUTS:
+        scale = forces if name.endswith("force") else positions
+        assert abs(report.values[name][key] - expected[name]) <= 1e-6 * scale, (name, report.values[name][key],
+                                                                               expected[name])
+
+
+def test_refusals():
+    """The corotational trunk (SOFA's approximate tangent in inverse mode) and a key that is not a goal."""
+    scene = Scene.load(SCENES / "trunk_inverse.toml")
+    scene.step()
+    with pytest.raises(GradientError, match="use a hyperelastic material"):
+        gradient_report(scene, ["cableL0.force"], [f"{TRUNK_KEY}.x"])
+    finger = _finger(FINGER_GOAL, frames=2)
+    with pytest.raises(GradientError, match=r"effectorGoal\[k\]\.x"):
+        gradient_report(finger, ["cable.force"], ["body.finger.material.youngModulus"])
+    with pytest.raises(GradientError, match="no effector 'nope'"):
+        gradient_report(finger, ["cable.force"], ["body.finger.effector.nope.effectorGoal.x"])
+
+
+def test_softsim_grad_takes_an_inverse_scene(tmp_path):
+    """``softsim grad`` on the finger switched to inverse mode from the command line prints the goal
+    sensitivities (the 158.877 mN/mm of the cable's force to the goal's y checked above against re-solved
+    frames) and refuses a corotational inverse scene with exit status 2."""
+    import io
+    import json
+
+    from softsim.app.grad_command import EXIT_INVALID, EXIT_OK, main
+
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "g.json"
+    code = main([str(SCENES / "finger.toml"), "--output", "cable.force", "--output", "tip.y",
+                 "--wrt", f"{FINGER_KEY}.y", "--set", "body.finger.material.model=neohookean",
+                 "--set", "solver.inverse.active=true", "--set", "solver.inverse.linearizationTolerance=1e-10",
+                 "--set", "solver.newton.residual_tolerance_threshold=1e-11",
+                 "--set", f"{FINGER_KEY}=[-96.4,16.5,6.9]", "--frames", "3", "--json", str(target)],
+                stdout=out, stderr=err)
+    assert code == EXIT_OK, err.getvalue()
+    assert "inverse frame 3 (converged): 1 unknown rows free, 0 at a force bound" in out.getvalue()
+    data = json.loads(target.read_text())
+    assert data["gradients"]["cable.force"][f"{FINGER_KEY}.y"] == pytest.approx(158.877, rel=1e-5)
+    assert data["gradients"]["tip.y"][f"{FINGER_KEY}.y"] == pytest.approx(0.910505, rel=1e-5)
+    code = main([str(SCENES / "trunk_inverse.toml"), "--output", "cableL0.force", "--wrt", f"{TRUNK_KEY}.x"],
+                stdout=io.StringIO(), stderr=(err := io.StringIO()))
+    assert code == EXIT_INVALID and "hyperelastic" in err.getvalue()
+
+
+def test_default_parameters_of_an_inverse_scene_are_its_goal_coordinates():
+    """The Sensitivity panel's parameters in inverse mode: the goal's three coordinates, each accepted by
+    gradient_report (d tip.y / d goal.y = 0.910505, as above)."""
+    from softsim.mechanics.sensitivity import default_parameters
+
+    scene = _finger(FINGER_GOAL)
+    keys = default_parameters(scene.spec)
+    assert keys == [f"{FINGER_KEY}.x", f"{FINGER_KEY}.y", f"{FINGER_KEY}.z"]
+    assert gradient_report(scene, ["tip.y"], keys).values["tip.y"][keys[1]] == pytest.approx(0.910505, rel=1e-5)
