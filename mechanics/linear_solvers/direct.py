@@ -185,12 +185,23 @@ class DirectSolver:
         self._backend.factorize(A, self.stats, self.symmetric)
         self.matrix = A
 
-    def solve(self, b) -> np.ndarray:
+    def _right_hand_side(self, b, what: str) -> np.ndarray:
+        """``b`` checked for a solve of the factorized matrix: its shape, and finite entries (a runaway state's
+        non-finite values never reach the native solve)."""
         if self.matrix is None:
-            raise LinearSolverError(f"{self.name}.solve called before a successful factorize()")
+            raise LinearSolverError(f"{self.name}.{what} called before a successful factorize()")
         b = _check_rhs(b, self.matrix.shape[0], self.name)
         if not np.all(np.isfinite(b)):
             raise LinearSolverError(f"{self.name}: the right-hand side has non-finite entries (the state ran away)")
+        return b
+
+    def _count(self, b: np.ndarray, start: float) -> None:
+        self.stats["solve_time"] += time.perf_counter() - start
+        self.stats["solves"] += 1
+        self.stats["right_hand_sides"] += 1 if b.ndim == 1 else b.shape[1]
+
+    def solve(self, b) -> np.ndarray:
+        b = self._right_hand_side(b, "solve")
         start = time.perf_counter()
         many = b.ndim == 2
         memo = self._memo_rhs
@@ -201,24 +212,16 @@ class DirectSolver:
             x = self._backend.solve(b)
             if many:
                 self._memo_rhs, self._memo_solution = b.copy(), x.copy()
-        self.stats["solve_time"] += time.perf_counter() - start
-        self.stats["solves"] += 1
-        self.stats["right_hand_sides"] += 1 if b.ndim == 1 else b.shape[1]
+        self._count(b, start)
         return x
 
     def solve_transposed(self, b) -> np.ndarray:
         """Solve ``A^T x = b`` with the factorization of the last ``A`` (the adjoint solves of
         :mod:`mechanics.sensitivity`); ``b`` of shape ``(n,)`` or ``(n, k)``. Not memoised."""
-        if self.matrix is None:
-            raise LinearSolverError(f"{self.name}.solve_transposed called before a successful factorize()")
-        b = _check_rhs(b, self.matrix.shape[0], self.name)
-        if not np.all(np.isfinite(b)):
-            raise LinearSolverError(f"{self.name}: the right-hand side has non-finite entries")
+        b = self._right_hand_side(b, "solve_transposed")
         start = time.perf_counter()
         x = self._backend.solve_transposed(np.ascontiguousarray(b))
-        self.stats["solve_time"] += time.perf_counter() - start
-        self.stats["solves"] += 1
-        self.stats["right_hand_sides"] += 1 if b.ndim == 1 else b.shape[1]
+        self._count(b, start)
         return x
 
     def close(self) -> None:
