@@ -186,3 +186,19 @@ def test_default_parameters_of_an_inverse_scene_are_its_goal_coordinates():
     keys = default_parameters(scene.spec)
     assert keys == [f"{FINGER_KEY}.x", f"{FINGER_KEY}.y", f"{FINGER_KEY}.z"]
     assert gradient_report(scene, ["tip.y"], keys).values["tip.y"][keys[1]] == pytest.approx(0.910505, rel=1e-5)
+
+
+def test_a_stalled_inverse_frame_has_no_gradient():
+    """The finger's first frame from rest with linearizationTolerance = 1e-10: its line search stalls 3e-8 mm
+    short of the QP's fixed point (the next frame gets there), so it has no gradient."""
+    from softsim.mechanics.sensitivity import NotConvergedError
+
+    scene = Scene.load(SCENES / "finger.toml")
+    scene.set("body.finger.material.model", "neohookean")
+    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
+    scene.set("solver.inverse", {"epsilon": 1e-3, "linearizationTolerance": 1e-10})
+    scene.set(FINGER_KEY, [list(FINGER_GOAL)])
+    report = scene.step()
+    assert report.converged and report.inverse.stalled and report.inverse.change > 1e-8
+    with pytest.raises(NotConvergedError, match="its line search stalled"):
+        gradient_report(scene, ["cable.force"], [f"{FINGER_KEY}.y"])
