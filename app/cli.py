@@ -98,6 +98,7 @@ def run_gui(argv: list[str]) -> int:
         return 2
     import pyvista as pv
     from PyQt6.QtWidgets import QApplication
+
     from softsim.app.main_window import MainWindow
     from softsim.app.resources import default_scene
 

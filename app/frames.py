@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.mechanics.simulation import Frame
 from softsim.mechanics.units import unit_label, with_unit
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from PyQt6.QtCore import QObject
+
 from softsim.app.panels.actuators import Throttle, inverse_active
 
 __all__ = ["GoalHandles", "effector_goals", "inverse_active"]

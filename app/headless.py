@@ -256,10 +256,9 @@ def summary(scene) -> str:
 
 
 def _invalid_input_errors() -> tuple[type[BaseException], ...]:
+    from softsim import meshes
     from softsim.mechanics.errors import ParameterError
     from softsim.mechanics.scene import SceneError
-
-    from softsim import meshes
 
     return (UsageError, SceneError, meshes.MeshError, ParameterError)
 

@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
     QToolBar,
     QWidget,
 )
+
 from softsim.app.frames import FIELDS
 from softsim.app.goals import GoalHandles
 from softsim.app.health import frame_problems

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 import numpy as np
+
 from softsim.meshes.files import atomic_path, reason, temporary_target, write_text_atomically
 
 logger = logging.getLogger(__name__)

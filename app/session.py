@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
 from softsim.app.frames import complete_frame, make_display_frame, probe_node
 from softsim.app.model import Event, ViewerModel
 from softsim.app.run_output import write_frame_vtu

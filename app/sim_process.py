@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from softsim.app.runner import Command, Message, Reply, SetField, WorkerOutput
 
 logger = logging.getLogger(__name__)

@@ -16,11 +16,12 @@ import pyvista as pv
 import vtk
 from PyQt6.QtCore import pyqtSignal
 from pyvistaqt import QtInteractor
+from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
+
 from softsim.app.colour_range import auto_color_range, noise_floor
 from softsim.app.frames import FIELDS, field_title, has_field
 from softsim.app.model import ViewerModel
 from softsim.app.picking import PickingMixin
-from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
 logger = logging.getLogger(__name__)
 

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import cpu_model, markdown_table, peak_rss_mb, run_in_process, stats_ms, write_json  # noqa: E402
 from bench_newton import SIZES, box_mesh  # noqa: E402
+
 from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver  # noqa: E402
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
 from softsim.mechanics.constraints import CableConstraint  # noqa: E402

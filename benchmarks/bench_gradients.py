@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT  # noqa: E402
+
 from softsim.mechanics import Scene  # noqa: E402
 from softsim.mechanics.sensitivity import gradient_report  # noqa: E402
 

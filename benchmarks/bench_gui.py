@@ -112,6 +112,7 @@ class SliderDrive:
 
     def __init__(self, window) -> None:
         from PyQt6.QtCore import QTimer
+
         from softsim.app.panels.actuators import SLIDER_STEPS, ActuatorsPanel
 
         panel = next(dock.widget() for dock in window.docks if isinstance(dock.widget(), ActuatorsPanel))
@@ -167,6 +168,7 @@ def measure(scene: str, seconds: float) -> dict:
     ``seconds`` and keep probing until the final value is shown converged."""
     import pyvista as pv
     from PyQt6.QtWidgets import QApplication
+
     from softsim.app.cli import _delete_window
     from softsim.app.main_window import MainWindow
     from softsim.app.settings import Settings
@@ -277,6 +279,7 @@ def main(argv=None) -> int:
         return _rerun_under_xvfb()
     seconds = 4.0 if args.quick else args.seconds
     from PyQt6.QtWidgets import QApplication
+
     from softsim.mechanics.linear_solvers import configure_threads
 
     configure_threads()  # as softsim's command line does: the solver alone runs with the simulation process's settings

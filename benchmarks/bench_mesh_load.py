@@ -14,10 +14,10 @@ from pathlib import Path
 
 import meshio
 import numpy as np
-from softsim.meshes.generate import hex_grid_tets
-from softsim.meshes.validate import repair
 
 from softsim import meshes
+from softsim.meshes.generate import hex_grid_tets
+from softsim.meshes.validate import repair
 
 
 def _best(function, repeat: int) -> tuple[float, object]:

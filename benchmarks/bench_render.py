@@ -24,6 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import markdown_table, stats_ms, write_json  # noqa: E402
+
+from softsim import meshes  # noqa: E402
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
 from softsim.mechanics.fem import TetElasticity  # noqa: E402
 from softsim.mechanics.linear_solvers import DirectSolver  # noqa: E402
@@ -31,8 +33,6 @@ from softsim.mechanics.loads import Gravity, lumped_masses  # noqa: E402
 from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
 from softsim.mechanics.simulation import Simulation  # noqa: E402
 from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
-
-from softsim import meshes  # noqa: E402
 
 TARGET_MS = 10.0
 

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import markdown_table, peak_rss_mb, run_in_process, stats_ms, write_json  # noqa: E402
 from bench_newton import SIZES, box_mesh, run_case  # noqa: E402
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
 from softsim.mechanics.constraints import CableConstraint  # noqa: E402
 from softsim.mechanics.fem import TetElasticity  # noqa: E402

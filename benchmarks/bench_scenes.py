@@ -25,6 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, markdown_table, stats_ms, write_json  # noqa: E402
+
+from softsim import meshes  # noqa: E402
 from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
 from softsim.mechanics.constraints import ContactConstraint, PlaneObstacle, SurfacePressureConstraint  # noqa: E402
 from softsim.mechanics.fem import TetElasticity  # noqa: E402
@@ -34,8 +36,6 @@ from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
 from softsim.mechanics.scene_runtime import Scene  # noqa: E402
 from softsim.mechanics.simulation import Simulation  # noqa: E402
 from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
-
-from softsim import meshes  # noqa: E402
 
 logger = logging.getLogger("bench_scenes")
 

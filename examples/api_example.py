@@ -7,6 +7,7 @@ Run it from anywhere with the project's Python:  python examples/api_example.py
 from pathlib import Path
 
 import numpy as np
+
 from softsim.mechanics import Scene
 
 SCENE = Path(__file__).resolve().parents[1] / "resources" / "scenes" / "finger.toml"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares, minimize_scalar
+
 from softsim.app.sweep import sweep
 from softsim.mechanics.scene_runtime import Scene
 

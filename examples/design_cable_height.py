@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
+
 from softsim.mechanics.scene_runtime import Scene
 
 SCENE = Path(__file__).resolve().parents[1] / "resources" / "scenes" / "finger.toml"

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
 from softsim.mechanics.scene_runtime import Scene
 
 FINGER = Path(__file__).resolve().parents[1] / "resources" / "scenes" / "finger.toml"

@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers.base import (
     Capabilities,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.linear_solvers import Capabilities, DirectSolver
 
 

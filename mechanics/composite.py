@@ -12,6 +12,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)

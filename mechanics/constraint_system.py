@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constrained_tangent import ResponseCache
 from softsim.mechanics.resolutions import Blocks
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.block_solver import BlockDiagonalSolver
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import EQUALITY, Blocks

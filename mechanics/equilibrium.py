@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.indefinite_projection import equality_like_rows, needs_indefinite_projection, solve_indefinite
 from softsim.mechanics.linear_solvers import LinearSolverError

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics import _kernels
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.kinematics import edge_frames, polar_frames, rest_shape

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.mechanics.equilibrium import EquilibriumReport
 from softsim.mechanics.inversion import count_new_inversions
 

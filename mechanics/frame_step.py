@@ -42,6 +42,7 @@ import logging
 import time
 
 import numpy as np
+
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.constraint_system import (
     build_constraint_system,

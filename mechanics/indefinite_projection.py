@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import scipy.linalg as sla
+
 from softsim.mechanics.constraint_solvers.base import ConstraintReport
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, Blocks
 

@@ -6,6 +6,7 @@ gradient of current nodes x is F = sum_a x_a (outer) dN_a = Ds Dm^-1 (one Gauss 
 """
 
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 
 

@@ -19,6 +19,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
+
 from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)

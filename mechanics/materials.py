@@ -22,6 +22,7 @@ deformation gradient, C = F^T F, J = det F, mu/lam the Lame parameters from E an
 """
 
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 
 #: Material model names accepted by :class:`mechanics.fem.TetElasticity`.

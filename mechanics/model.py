@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.composite import CompositeElasticity, OffsetConstraint, OffsetLoad
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.mass import TetMass

@@ -80,6 +80,7 @@ import logging
 import time
 
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.scene.schema import NewtonSpec, check_parameters, declarations, defaults

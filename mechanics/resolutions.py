@@ -46,6 +46,7 @@ from functools import cached_property
 
 import numba
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)

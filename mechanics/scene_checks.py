@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.contact import penetrations
 from softsim.mechanics.scene import SceneError
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
+
+from softsim import meshes
 from softsim.mechanics.constraint_solvers import make_constraint_solver, solver_keys
 from softsim.mechanics.constraints import (
     OBSTACLE_CLASSES,
@@ -74,8 +76,6 @@ from softsim.mechanics.scene.schema import (
 )
 from softsim.mechanics.scene_checks import check_scene
 from softsim.mechanics.simulation import Simulation
-
-from softsim import meshes
 
 logger = logging.getLogger(__name__)
 

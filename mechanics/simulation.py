@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.dynamics import DynamicState
 from softsim.mechanics.errors import ParameterError

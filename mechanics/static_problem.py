@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.inversion import count_new_inversions
 

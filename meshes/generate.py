@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
 from softsim.meshes.errors import MeshError
 from softsim.meshes.tetmesh import TetMesh, tet_signed_volumes
 
@@ -465,6 +466,7 @@ def balloon(size: float = 30.0, n: int = 8, wall_cells: int = 2) -> TetMesh:
 
 def _write_surface_stl(path: Path, points: np.ndarray, triangles: np.ndarray) -> None:
     import meshio
+
     from softsim.meshes.files import atomic_path
 
     used, inverse = np.unique(triangles, return_inverse=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, read_input_bytes
 

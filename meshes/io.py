@@ -30,6 +30,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
+
 from softsim.meshes import gmsh1
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, atomic_path, check_input_file

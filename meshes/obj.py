@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import MAX_MESH_FILE_BYTES, InputFileError, read_input_bytes
 

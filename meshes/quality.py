@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from softsim.meshes.surface import TET_FACES_OUTWARD
 
 __all__ = ["min_dihedral_angles", "quality_summary", "radius_ratios"]

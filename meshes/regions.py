@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+
 from softsim.meshes.errors import MeshError
 from softsim.meshes.tetmesh import TetMesh
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.meshes.surface import boundary_triangles, enclosed_volume, is_closed, triangle_areas
 
 __all__ = ["TetMesh", "TriangleSurface", "tet_signed_volumes"]

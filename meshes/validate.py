@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+
 from softsim.meshes.errors import MeshError
 from softsim.meshes.surface import edge_census, face_census, sorted_tet_columns
 from softsim.meshes.tetmesh import TetMesh, tet_signed_volumes

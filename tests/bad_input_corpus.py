@@ -37,7 +37,6 @@ from softsim.mechanics.scene.kinds import (
     Vector,
     VectorList,
 )
-
 from tests.mechanics.test_declarations import RICH, put, walk, wrong_value
 
 ROOT = Path(__file__).resolve().parents[1]

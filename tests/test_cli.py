@@ -18,10 +18,10 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
-from softsim.app import headless, run_output
-from softsim.app.cli import main as cli_main
 
 from softsim import meshes
+from softsim.app import headless, run_output
+from softsim.app.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENES = ROOT / "resources" / "scenes"

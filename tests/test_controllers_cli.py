@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from softsim.app.headless import main as headless_main
 from softsim.mechanics.scene import load_scene, parse_data, save_scene, to_data
 

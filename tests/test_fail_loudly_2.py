@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from softsim.app.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,6 @@ def test_a_sample_that_kills_its_worker_is_an_error_row_and_the_sweep_completes(
     """Sample 1's worker aborts (as a crash in native code would): its row says status error and why, and the
     other samples are there with their results (on the surviving worker and the one that replaced the dead)."""
     from softsim.app.sweep import sweep
-
     from tests.sweep_crash_plugin import AbortOnSample
 
     clients = []

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from softsim.app.cli import main as cli_main
 from softsim.app.grad_command import EXIT_INVALID, EXIT_NOT_CONVERGED, EXIT_OK, main
 

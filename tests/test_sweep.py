@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
 from softsim.app.resources import resource_path
 from softsim.app.sweep import SweepError, parse_spec, sweep
 from softsim.app.sweep.command import main as sweep_main

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from softsim.app.sweep import SweepError, sweep
 from softsim.app.sweep.command import main as sweep_main
 from softsim.mechanics import Scene

@@ -9,6 +9,7 @@ from __future__ import annotations
 from PyQt6.QtCore import Qt
 from PyQt6.QtGui import QUndoStack
 from PyQt6.QtWidgets import QDockWidget, QMainWindow, QUndoView, QWidget
+
 from softsim.app.panels.actuators import ActuatorsPanel
 from softsim.app.panels.parameters import ParametersPanel
 from softsim.app.panels.plots import PlotsPanel

@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from softsim.app.colour_range import readout_floor, without_round_off
 from softsim.app.panels.schema_info import format_real
 from softsim.mechanics.scene import get_value

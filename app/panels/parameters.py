@@ -21,6 +21,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from softsim.app.panels.schema_info import (
     EXPANDED_SECTIONS,
     ParameterInfo,

@@ -26,6 +26,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from softsim.app.pacing import LatestPacer
 from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
 from softsim.mechanics.units import with_unit

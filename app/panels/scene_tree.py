@@ -23,6 +23,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from softsim.app.panels.schema_info import describe_parameters, format_real
 
 __all__ = ["Component", "SceneTreePanel", "scene_components"]

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PyQt6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
 from softsim.app.runner import Gradients
 from softsim.mechanics.sensitivity import default_parameters
 

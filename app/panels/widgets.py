@@ -24,6 +24,7 @@ from PyQt6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
 from softsim.app.panels.schema_info import ParameterInfo, format_real, tooltip_for
 from softsim.mechanics.scene.kinds import Choice, Flag, Integer, Real, Vector
 from softsim.mechanics.scene.schema import Table

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from softsim.app.sofa_import.graph import Component, Node
 from softsim.app.sofa_import.standin import KEYS, stand_in
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
+
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.values import (

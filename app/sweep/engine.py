@@ -232,6 +232,7 @@ def sweep(scene, vary: Mapping[str, Any] | None = None, frames: int = 1, client=
     Raises SweepError for invalid input (before any work is sent); a failing sample is a row with its status.
     """
     from dask.distributed import as_completed
+
     from softsim.app.sweep.bundle import bundle_scene
     from softsim.app.sweep.task import run_samples
 

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 from numba import njit
+
 from softsim.mechanics._kernels.algebra import _det3
 from softsim.mechanics._kernels.laws import (
     COROTATIONAL,

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 from numba import njit
+
 from softsim.mechanics._kernels.algebra import _cofactor, _det3, _levi
 from softsim.mechanics._kernels.rotations import (
     ROT_LARGE,

@@ -4,6 +4,7 @@ TetrahedronFEMForceField's (large, polar, svd), and the derivative of SOFA's rot
 import math
 
 from numba import njit
+
 from softsim.mechanics._kernels.algebra import _det3, _levi, _sym_eig3
 
 # rotation methods: softsim's frame-invariant rotations of F, and SOFA TetrahedronFEMForceField's three

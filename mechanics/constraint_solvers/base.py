@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
 from softsim.mechanics.constraint_solvers.elimination import eliminate_equalities, solve_equalities
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import EQUALITY, Blocks

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+
 from softsim.mechanics.resolutions import EQUALITY, Blocks
 
 

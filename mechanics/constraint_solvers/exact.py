@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+
 from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.constraint_solvers.gauss_seidel import block_arrays, block_gauss_seidel
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, complementarity_residual

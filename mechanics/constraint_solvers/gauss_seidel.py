@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
 from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.resolutions import resolve_block
 

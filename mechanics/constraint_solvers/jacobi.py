@@ -21,6 +21,7 @@ import logging
 
 import numpy as np
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.resolutions import project_all
 

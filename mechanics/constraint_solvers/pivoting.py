@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+
 from softsim.mechanics.constraint_solvers.base import ConstraintSolver
 from softsim.mechanics.constraint_solvers.gauss_seidel import BlockGaussSeidel
 from softsim.mechanics.resolutions import BOUNDED, FORCE, FRICTION, Blocks, row_residuals

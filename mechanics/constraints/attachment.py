@@ -24,6 +24,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.base import Constraint
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks

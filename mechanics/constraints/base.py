@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.mapping import BarycentricMapping
 from softsim.mechanics.resolutions import Blocks

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from scipy.spatial import cKDTree
+
 from softsim.mechanics.constraints.base import check_positions
 from softsim.mechanics.constraints.contact import ContactRows
 from softsim.mechanics.errors import ParameterError

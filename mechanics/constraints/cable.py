@@ -24,6 +24,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
+
 from softsim.mechanics.constraints.base import PointSet, check_positions
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError

@@ -33,6 +33,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.base import PointSet, check_positions
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError

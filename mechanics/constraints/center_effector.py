@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FRICTION, Blocks

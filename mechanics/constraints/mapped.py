@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 
 __all__ = ["MappedConstraint"]

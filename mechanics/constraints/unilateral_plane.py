@@ -20,6 +20,7 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.constraints.base import Constraint, PointSet, check_positions
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, Blocks

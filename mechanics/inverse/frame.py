@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space, store_forces
 from softsim.mechanics.equilibrium import ROUND_OFF_FACTOR, body_size, force_stiffness

@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.inverse.qp import QPProblem, solve_qp
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FRICTION

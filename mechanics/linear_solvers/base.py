@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 
 

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers.base import (
     Capabilities,

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.linear_solvers.base import LinearSolverError, _same_pattern
 
 logger = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
+
 from softsim.mechanics.scene.kinds import FilePath
 from softsim.mechanics.scene.schema import SceneSpec, Table, TableList, schema_fields
 from softsim.meshes.files import write_text_atomically

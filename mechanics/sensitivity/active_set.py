@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, FRICTION
 
 #: a multiplier within this fraction of the force scale of a bound is on that bound

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
 from softsim.mechanics.equilibrium import body_size
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import FORCE

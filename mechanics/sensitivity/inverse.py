@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.constraint_system import build_constraint_system
 from softsim.mechanics.equilibrium import body_size
 from softsim.mechanics.inverse.problem import REGULARIZATION, row_roles

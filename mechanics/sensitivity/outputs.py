@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+
 from softsim.mechanics.sensitivity.errors import GradientError
 
 _NODE = re.compile(r"^node\[(?P<node>\d+)\]\.(?P<quantity>x|y|z|displacement)$")

@@ -27,13 +27,13 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from softsim import meshes
 from softsim.mechanics.constraints import CableConstraint, PlaneObstacle
 from softsim.mechanics.scene import get_value
 from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.schema import CableSpec, CavitySpec, MaterialRegionSpec, MaterialSpec, SceneSettings
 from softsim.mechanics.sensitivity.errors import GradientError
-
-from softsim import meshes
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 _COMPONENT = re.compile(r"^(?P<base>.+?)(?:\[(?P<index>\d+)\])?(?:\.(?P<axis>[xyz])|\[(?P<axis_index>[0-2])\])?$")

@@ -17,6 +17,7 @@ def private_config_dir(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def main_window(qtbot):
     import pyvista as pv
+
     from softsim.app.main_window import MainWindow
 
     pv.OFF_SCREEN = False

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 from PyQt6.QtGui import QImage
+
 from softsim.app.resources import default_scene
 
 pytestmark = pytest.mark.gui

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import QPoint, Qt
 from PyQt6.QtWidgets import QApplication, QMessageBox
+
 from softsim.app.resources import default_scene, resource_path
 from softsim.app.viewport import HIGHLIGHT_RGB
-
 from tests.app import remote
 from tests.app.conftest import run_frames
 

@@ -3,9 +3,9 @@ recording clock."""
 
 import pytest
 from PyQt6.QtGui import QFontMetrics
+
 from softsim.app.resources import default_scene, resource_path
 from softsim.app.status_labels import ElidedLabel, elide_words
-
 from tests.app.conftest import run_frames
 
 pytestmark = pytest.mark.gui
@@ -103,6 +103,7 @@ def test_timings_show_in_the_view_when_asked(main_window, qtbot):
 
 def test_a_camera_view_is_saved_by_name_and_restored(main_window, qtbot, private_config_dir):
     import numpy as np
+
     from softsim.app.settings import Settings
 
     assert main_window.open_path(default_scene())

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+
 from softsim.app.colour_range import NOISE_FLOOR, auto_color_range, nice_ceiling, noise_floor
 from softsim.app.health import frame_problems
 from softsim.app.rates import FrameRates

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+
 from softsim.app.frames import FIELDS, complete_frame, has_field, make_display_frame
 from softsim.app.resources import default_scene
 from softsim.mechanics.scene_runtime import Scene
-
 from tests.call_counts import count_calls
 
 

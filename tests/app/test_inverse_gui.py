@@ -4,8 +4,8 @@ an unreachable goal."""
 import numpy as np
 import pytest
 from PyQt6.QtCore import QPoint, Qt
-from softsim.app.resources import default_scene
 
+from softsim.app.resources import default_scene
 from tests.app.conftest import run_frames
 
 

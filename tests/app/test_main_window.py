@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import QPoint, Qt, QTimer
 from PyQt6.QtWidgets import QMessageBox, QPushButton
+
 from softsim.app.frames import has_field
 from softsim.app.recording import count_video_frames
 from softsim.app.resources import default_scene, resource_path
 from softsim.mechanics.scene import load_scene
-
 from tests.app import remote
 from tests.app.conftest import grab_viewport_pixels, run_frames, share_of_non_background
 

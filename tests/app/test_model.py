@@ -5,6 +5,7 @@ import sys
 import time
 
 import pytest
+
 from softsim.app.model import ViewerModel
 from softsim.app.resources import default_scene
 

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
+
 from softsim.app.panels import DOCK_NAMES, create_docks
 from softsim.app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
 from softsim.app.panels.schema_info import describe_parameters, tooltip_for
 from softsim.app.panels.widgets import RealEditor, VectorEditor, format_real
 from softsim.app.resources import resource_path
 from softsim.mechanics.scene import list_parameters, load_scene
-
 from tests.app import remote
 
 pytestmark = pytest.mark.gui

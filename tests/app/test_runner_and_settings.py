@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+
 from softsim.app.runner import SimulationRunner
 from softsim.app.settings import MAX_RECENT_FILES, Settings, config_dir
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QMessageBox
+
 from softsim.mechanics.scene import load_scene, parse_data, save_scene, to_data
 
 pytestmark = pytest.mark.gui

@@ -4,6 +4,7 @@ gradients come from where the scene lives, and a frame without a gradient says w
 from __future__ import annotations
 
 import pytest
+
 from softsim.app.panels import create_docks
 from softsim.app.panels.sensitivity import differentiable_outputs, normalised, short_label
 from softsim.app.resources import resource_path

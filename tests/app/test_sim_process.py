@@ -8,11 +8,11 @@ import threading
 
 import numpy as np
 import pytest
+
 from softsim.app.resources import default_scene
 from softsim.app.runner import SetPace, SetParameter, SimulationRunner
 from softsim.app.sim_process import FrameReader, FrameWriter, exit_cause
 from softsim.mechanics.scene import get_value
-
 from tests.app import remote
 from tests.app.conftest import run_frames
 

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+
 from softsim.app.resources import default_scene
 
 pytestmark = pytest.mark.gui

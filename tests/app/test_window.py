@@ -5,8 +5,8 @@ import weakref
 
 import pytest
 from PyQt6.QtWidgets import QMessageBox
-from softsim.app.resources import resource_path
 
+from softsim.app.resources import resource_path
 from tests.app.conftest import grab_viewport_pixels, share_of_non_background
 
 pytestmark = pytest.mark.gui

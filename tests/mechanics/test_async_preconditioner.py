@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver, preconditioned_cg
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraints import CableConstraint

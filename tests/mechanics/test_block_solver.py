@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from softsim.mechanics.block_solver import BlockDiagonalSolver
 from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.scene_runtime import Scene

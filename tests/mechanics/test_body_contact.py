@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints.body_contact import (
     BodyContactConstraint,
     ContactSurface,

@@ -10,11 +10,11 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
+
+from softsim import meshes
 from softsim.mechanics.constraints import MappedConstraint
 from softsim.mechanics.scene import SceneError, load_scene, parse_data, to_data
 from softsim.mechanics.scene_runtime import Scene
-
-from softsim import meshes
 
 ROOT = Path(__file__).resolve().parents[2]
 FINGER = ROOT / "resources" / "scenes" / "finger.toml"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import (
     CableConstraint,
     SurfacePressureConstraint,
@@ -13,7 +14,6 @@ from softsim.mechanics.constraints import (
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FORCE
-
 from tests.mechanics.test_mapping import box_mesh
 
 # SoftRobots examples/component/constraint/CableConstraint/Finger.py, in the file's order (reference 4.5).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import (
     BilateralAttachment,
     BoxObstacle,
@@ -17,7 +18,6 @@ from softsim.mechanics.constraints import (
 )
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FRICTION
-
 from tests.mechanics.test_mapping import box_mesh
 
 SQRT2 = np.sqrt(2.0)

@@ -6,6 +6,7 @@ test_constraint_solvers_* files.
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import (
     NNCG,
     BlockGaussSeidel,

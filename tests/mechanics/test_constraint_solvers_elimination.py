@@ -4,10 +4,10 @@ stiff attachment-like problem where the sweeps over equality rows converge slowl
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_solvers.elimination import eliminate_equalities
 from softsim.mechanics.resolutions import EQUALITY, Blocks, complementarity_residual
-
 from tests.mechanics.test_constraint_solvers import ITERATIVE, compliance, planted_mixed, tight_solver
 
 

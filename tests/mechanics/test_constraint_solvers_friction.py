@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.resolutions import Blocks, complementarity_residual
-
 from tests.mechanics.test_constraint_solvers import ITERATIVE, compliance, tight_solver
 
 ALL = ("exact",) + ITERATIVE

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import ImprovedJacobi, scaled_spectral_radius, sofa_spectral_radius
 from softsim.mechanics.resolutions import Blocks, complementarity_residual
-
 from tests.mechanics.test_constraint_solvers import D22, W22, compliance, planted_lcp
 
 

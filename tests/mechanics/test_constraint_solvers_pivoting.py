@@ -3,9 +3,9 @@ Lemke's method (the exact solver), with warm starts, Murty's fallback rule and t
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.resolutions import Blocks, complementarity_residual
-
 from tests.mechanics.test_constraint_solvers import compliance, planted_lcp, planted_mixed
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.controllers import ControllerError, interpolate
 from softsim.mechanics.scene import SceneError, load_scene, parse_data, to_data
 from softsim.mechanics.scene_runtime import Scene

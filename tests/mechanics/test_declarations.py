@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import SOLVER_TYPES, make_constraint_solver, solver_keys
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.linalg as sl
+
 from softsim.mechanics.dynamics import DynamicSolver, DynamicState
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity

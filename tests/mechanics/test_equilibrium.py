@@ -4,6 +4,7 @@ shipped finger, as shipped (SOFA's ``large`` rotation), reaching every slider va
 
 import numpy as np
 import pytest
+
 from softsim.mechanics import Scene
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import ConstraintSystem

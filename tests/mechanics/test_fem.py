@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.kinematics import deformation_gradients, rest_shape

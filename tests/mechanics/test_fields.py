@@ -1,4 +1,5 @@
 import numpy as np
+
 from softsim.mechanics.fields import displacement_magnitude, nodal_average_operator
 
 

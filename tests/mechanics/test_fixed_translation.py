@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.scene import load_scene, parse_data, to_data
 from softsim.mechanics.scene_runtime import Scene
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.scene_runtime import Scene
 
 from ..call_counts import count_calls

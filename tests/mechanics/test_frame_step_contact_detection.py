@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from softsim.mechanics.constraints import ContactConstraint, DragConstraint, PlaneObstacle
 from softsim.mechanics.scene import parse_data
 from softsim.mechanics.scene_runtime import Scene

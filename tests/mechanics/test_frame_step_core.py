@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space
 from softsim.mechanics.constraints import BilateralAttachment, CableConstraint

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import BilateralAttachment
 from softsim.mechanics.scene import parse_data
 from softsim.mechanics.scene_runtime import Scene

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.optimize
+
 from softsim.mechanics.constraints.base import InverseLimits, inverse_range
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.inverse.problem import InverseParameters, RowRoles, solve_inverse_qp

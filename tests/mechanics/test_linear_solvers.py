@@ -9,6 +9,7 @@ import importlib.util
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers import (
     CGSolver,
@@ -123,7 +124,6 @@ def test_a_newton_solve_analyses_the_pattern_once_with_pardiso():
     """The Newton iterations hand Pardiso tangents of one sparsity pattern: one symbolic analysis for the whole
     solve, one numerical factorization per iteration."""
     from softsim.mechanics.newton import StaticNewtonSolver
-
     from tests.mechanics.test_newton_fem import beam_problem
 
     X, _, _tip, _, problem = beam_problem((20, 2, 2), 10.0, 1.0, "neohookean", 1000.0, 0.3, (0.0, 0.0, -0.3))

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.loads import Gravity, NodalForce, PressureLoad, lumped_masses
 

@@ -7,6 +7,7 @@ import logging
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.mapping import BarycentricMapping, closest_point_on_triangles
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.mass import TetMass, rayleigh_damping
 from softsim.meshes.generate import beam

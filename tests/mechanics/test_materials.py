@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.materials import (
     check_model,

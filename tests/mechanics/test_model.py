@@ -3,6 +3,7 @@ attachment model in dynamic mode (both KKT paths)."""
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import BilateralAttachment, ContactConstraint, PlaneObstacle
 from softsim.mechanics.dynamics import DynamicSolver, DynamicState
 from softsim.mechanics.errors import ParameterError

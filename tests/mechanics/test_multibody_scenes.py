@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.app.cli import main as cli_main
 from softsim.mechanics.scene import SceneError, parse_data
 from softsim.mechanics.scene_runtime import Scene

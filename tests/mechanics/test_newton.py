@@ -5,6 +5,7 @@ import logging
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers import CGSolver, DirectSolver, ReusedFactorizationSolver
 from softsim.mechanics.loads import NodalForce

@@ -4,6 +4,7 @@ and a large-deformation neo-Hookean beam against an independent scikit-fem compu
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.loads import Gravity, NodalForce, lumped_masses

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers.gauss_seidel import block_arrays, gauss_seidel_sweep
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import (

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import CableConstraint, SurfacePressureConstraint
 from softsim.mechanics.constraints.scalar_actuator import clip_target
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FORCE
-
 from tests.mechanics.test_constraint_models import inner_cube_cavity
 from tests.mechanics.test_mapping import box_mesh
 

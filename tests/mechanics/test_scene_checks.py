@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.scene import SceneError, parse_data
 from softsim.mechanics.scene_runtime import Scene
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from softsim.mechanics.scene import SceneError, load_scene, parse_scene
 
 # The scene-format example (a finger with every table), one comment shortened to the line length.

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.materials import lame
 from softsim.mechanics.scene import SceneError, load_scene, parse_scene, set_value

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import ContactConstraint
 from softsim.mechanics.scene_runtime import Scene
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from softsim.mechanics import Scene
 from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.materials import lame

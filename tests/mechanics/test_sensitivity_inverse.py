@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.scene_runtime import Scene
 from softsim.mechanics.sensitivity import GradientError, NotDifferentiableError, gradient_report
 

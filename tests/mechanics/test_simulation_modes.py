@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError

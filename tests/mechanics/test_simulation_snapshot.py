@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
@@ -12,7 +13,6 @@ from softsim.mechanics.newton import StaticNewtonSolver
 from softsim.mechanics.simulation import SNAPSHOT_FIELDS, Simulation
 from softsim.mechanics.static_problem import StaticProblem
 from softsim.meshes.generate import beam
-
 from tests.call_counts import count_calls
 
 

@@ -11,8 +11,8 @@ import itertools
 
 import numpy as np
 import pytest
-from softsim.mechanics.fem import TetElasticity
 
+from softsim.mechanics.fem import TetElasticity
 from tests.mechanics.sofa_tetrahedron_fem_reference import SofaTetrahedron
 from tests.mechanics.test_fem import random_rotation
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.scene import SceneError, load_scene, parse_data, to_data
 from softsim.mechanics.scene_runtime import Scene, element_materials, stacked_elements

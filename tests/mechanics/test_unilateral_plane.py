@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.mechanics.constraints import ContactConstraint, PlaneObstacle, UnilateralPlaneConstraint
 from softsim.mechanics.constraints.unilateral_plane import plane_gap_and_gradient
 from softsim.mechanics.scene import SceneError, load_scene, parse_data, to_data

@@ -12,11 +12,11 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
+
+from softsim import meshes
 from softsim.app.cli import main as cli_main
 from softsim.mechanics.scene_runtime import Scene
 from softsim.meshes.surface import closure_defects, edge_census
-
-from softsim import meshes
 
 ROOT = Path(__file__).resolve().parents[2]
 MESHES = ROOT / "resources" / "meshes"

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from softsim import meshes
 from softsim.meshes.errors import MeshError
 from softsim.meshes.files import (
     MAX_MESH_FILE_BYTES,
@@ -21,8 +23,6 @@ from softsim.meshes.files import (
     temporary_target,
     write_text_atomically,
 )
-
-from softsim import meshes
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file types and modes")
 

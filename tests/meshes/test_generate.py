@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from softsim.meshes import generate
-from softsim.meshes.quality import quality_summary
 
 from softsim import meshes
+from softsim.meshes import generate
+from softsim.meshes.quality import quality_summary
 from tests.meshes.helpers import points_in_mesh
 
 SOFTROBOTS_FINGER_BASE_BOX = [-15.0, 0.0, 0.0, 5.0, 10.0, 15.0]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from softsim import meshes
 from softsim.meshes import MeshError, boundary_triangles, enclosed_volume, is_closed
 from softsim.meshes.generate import cube
 from softsim.meshes.quality import min_dihedral_angles, radius_ratios
 from softsim.meshes.surface import triangle_normals
-
-from softsim import meshes
 
 REGULAR = np.array([[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]])
 KUHN = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])

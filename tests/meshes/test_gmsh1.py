@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from softsim.meshes import MeshError, gmsh1
-from softsim.meshes.info import main as info_main
 
 from softsim import meshes
+from softsim.meshes import MeshError, gmsh1
+from softsim.meshes.info import main as info_main
 from tests.meshes.helpers import TWO_TETS, TWO_TETS_POINTS
 
 DATA = Path(__file__).parent / "data"

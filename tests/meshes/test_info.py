@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from softsim.meshes import MeshError
 from softsim.meshes.info import format_info, main, mesh_info
-
 from tests.meshes.test_generate import RESOURCES
 
 

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import meshio
 import numpy as np
 import pytest
-from softsim.meshes import TET_EXTENSIONS, MeshError
 
 from softsim import meshes
+from softsim.meshes import TET_EXTENSIONS, MeshError
 from tests.meshes.helpers import TWO_TETS, TWO_TETS_POINTS
 
 # extension -> meshio writer format name

@@ -5,11 +5,11 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
+
+from softsim import meshes
 from softsim.meshes import MeshError
 from softsim.meshes.gidmsh import read_gidmsh
 from softsim.meshes.obj import read_obj
-
-from softsim import meshes
 
 SOFA = Path(__file__).resolve().parents[1] / "data" / "softrobots" / "sofa"
 BUNNY_CAVITY_OBJ = SOFA / "scenes" / "mesh" / "Hollow_Bunny_Body_Cavity.obj"

@@ -7,10 +7,10 @@ import logging
 import meshio
 import numpy as np
 import pytest
+
 from softsim.meshes import MeshError, TetMesh, boundary_triangles, load
 from softsim.meshes.generate import cube
 from softsim.meshes.validate import unfixed_parts
-
 from tests.meshes.helpers import TWO_TETS, TWO_TETS_POINTS
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from softsim import meshes
 from softsim.app.sofa_import import ImportFailure, import_scene, write_import
 from softsim.app.sofa_import.live import ControllerError, SofaControllers
 from softsim.mechanics.scene import load_scene
 from softsim.mechanics.scene_runtime import Scene
-
-from softsim import meshes
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "softrobots"
 SOFA = DATA / "sofa"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from softsim.app.sofa_import.graph import Node, resolve_link
 from softsim.app.sofa_import.numerics import Quat, Vec3, getOrientedBoxFromTransform
 from softsim.app.sofa_import.standin import stand_in
