@@ -263,11 +263,14 @@ def _compare(header: list, rows: list, results: list[dict], before: list[dict]) 
     new_rows = []
     for row, r in zip(rows, results):
         o = old.get((r["case"], r["mode"]))
-        if o is None or "error" in o or "error" in r:
-            new_rows.append(row[:2] + ["-"] * (len(new_header) - 2))
+        if "error" in r:
+            new_rows.append(row[:2] + ["-"] * (len(new_header) - 3) + [row[-1]])
             continue
+        if o is None or "error" in o:  # the older solver cannot run this case (e.g. a key it does not know)
+            o = {"converged": "-", "reached": "-", "steps": [], "ms_median": None}
+        ms_before = "-" if o["ms_median"] is None else f"{o['ms_median']:.0f}"
         new_rows.append([row[0], row[1], o["converged"], row[2], o["reached"], row[3], _spread(o["steps"])[0],
-                         row[4], row[6], row[8], f"{o['ms_median']:.0f}", row[9], row[10], row[11]])
+                         row[4], row[6], row[8], ms_before, row[9], row[10], row[11]])
     return new_header, new_rows
 
 
