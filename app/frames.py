@@ -12,6 +12,7 @@ field shown: the worker knows it (the runner's ``SetField`` command) and makes i
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,6 +84,19 @@ def _energy_density_nodal(simulation, x: np.ndarray) -> np.ndarray:
     except Exception as error:  # a display extra must never stop the simulation
         logger.warning("strain energy density not available: %s", error)
         return np.zeros(x.shape[0])
+
+
+def effector_points(outputs: dict, name: str) -> np.ndarray:
+    """An effector's points (k, 3) from a frame's outputs: ``name.x``, ``name.y``, ``name.z`` for one point,
+    ``name.x0``, ... ``name.x1``, ... for several (mechanics.constraints.PositionEffector); (0, 3) for none."""
+
+    def point(suffix: str) -> list[float] | None:
+        keys = [f"{name}.{axis}{suffix}" for axis in "xyz"]
+        return [outputs[key] for key in keys] if all(key in outputs for key in keys) else None
+
+    points = [point("")] if point("") is not None else list(
+        itertools.takewhile(lambda p: p is not None, (point(str(i)) for i in itertools.count())))
+    return np.array(points, dtype=np.float64).reshape(-1, 3)
 
 
 def cable_path(cable, x: np.ndarray) -> np.ndarray:

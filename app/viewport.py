@@ -7,7 +7,6 @@ surface node with the left button while the drag mode is on or Ctrl is held; oth
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 
@@ -19,7 +18,7 @@ from pyvistaqt import QtInteractor
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
 from softsim.app.colour_range import auto_color_range, noise_floor
-from softsim.app.frames import FIELDS, field_title, has_field
+from softsim.app.frames import FIELDS, effector_points, field_title, has_field
 from softsim.app.model import ViewerModel
 from softsim.app.picking import PickingMixin
 
@@ -516,17 +515,8 @@ class Viewport(PickingMixin, QtInteractor):
         self.render()
 
     def _effector_points(self, name: str) -> np.ndarray:
-        """The effector's points (k, 3) from the frame's outputs: ``name.x``, ``name.y``, ``name.z`` for one
-        point, ``name.x0``, ... ``name.x1``, ... for several (mechanics.constraints.PositionEffector)."""
-        outputs = self._frame.outputs if self._frame is not None else {}
-
-        def point(suffix: str) -> list[float] | None:
-            keys = [f"{name}.{axis}{suffix}" for axis in "xyz"]
-            return [outputs[key] for key in keys] if all(key in outputs for key in keys) else None
-
-        points = [point("")] if point("") is not None else list(
-            itertools.takewhile(lambda p: p is not None, (point(str(i)) for i in itertools.count())))
-        return np.array(points, dtype=np.float64).reshape(-1, 3)
+        """The effector's points (k, 3) in the frame shown (:func:`app.frames.effector_points`)."""
+        return effector_points(self._frame.outputs if self._frame is not None else {}, name)
 
     def _floor(self, field: str) -> float:
         return noise_floor(FIELDS[field][1], self.body_size, self.young_modulus)

@@ -307,19 +307,16 @@ def test_while_playing_the_status_shows_solved_and_drawn_frame_rates(main_window
 
 def test_an_effector_of_several_points_is_marked_at_each(main_window):
     """PositionEffector names one point's outputs x, y, z and several points' x0, y0, z0, x1, ...: the marker
-    has one point per effector point either way."""
-    import dataclasses
+    has one point per effector point either way (the shipped finger's one-point effector 'tip' from a frame the
+    window shows)."""
+    from softsim.app.frames import effector_points
 
+    pair = {"pair.x0": 1.0, "pair.y0": 2.0, "pair.z0": 3.0, "pair.x1": 4.0, "pair.y1": 5.0, "pair.z1": 6.0}
+    np.testing.assert_array_equal(effector_points(pair, "pair"), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert effector_points(pair, "nothing").shape == (0, 3)
     assert main_window.open_path(default_scene())
-    viewport = main_window.viewport
-    frame = viewport._frame
-    viewport._frame = dataclasses.replace(frame, outputs={"pair.x0": 1.0, "pair.y0": 2.0, "pair.z0": 3.0,
-                                                          "pair.x1": 4.0, "pair.y1": 5.0, "pair.z1": 6.0})
-    np.testing.assert_array_equal(viewport._effector_points("pair"), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    viewport._frame = frame
-    np.testing.assert_array_equal(viewport._effector_points("tip"),
-                                  [[frame.outputs[f"tip.{axis}"] for axis in "xyz"]])
-    assert viewport._effector_points("nothing").shape == (0, 3)
+    outputs = main_window.session.latest_frame.outputs
+    np.testing.assert_array_equal(effector_points(outputs, "tip"), [[outputs[f"tip.{axis}"] for axis in "xyz"]])
 
 
 def test_the_asynchronous_preconditioner_is_switched_on_live_and_reported(main_window, qtbot):
