@@ -86,6 +86,12 @@ class CompositeElasticity:
         """True when every body's tangent is the exact Hessian of its energy."""
         return all(getattr(body, "exact_tangent", False) for body in self.bodies)
 
+    @property
+    def inversion_admissible(self) -> bool:
+        """True when every body's model defines forces on an inverted element (see
+        :attr:`mechanics.fem.TetElasticity.inversion_admissible`)."""
+        return all(getattr(body, "inversion_admissible", False) for body in self.bodies)
+
     def forces(self, x) -> np.ndarray:
         return np.concatenate([body.forces(xb) for body, xb in zip(self.bodies, self.split(x))])
 

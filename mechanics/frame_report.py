@@ -127,9 +127,8 @@ def inverted_elements_note(problem, x: np.ndarray) -> str:
     inverted = count_new_inversions(elasticity.rest_positions, x, elasticity.tets)
     if not inverted:
         return ""
-    return (f"{inverted} element(s) inverted at the equilibrium (det F <= 0; the {elasticity.model} model with the "
-            f"'{elasticity.rotation_method}' rotation computes their forces as SOFA does): refine the mesh there "
-            f"for a trustworthy stress")
+    return (f"{inverted} element(s) inverted at the equilibrium (det F <= 0; the material model defines their forces, "
+            f"as SOFA's does): refine the mesh there for a trustworthy stress")
 
 
 def make_report(frame, newton_report, constraint_report, n_rows, times, equilibrium=None) -> FrameReport:

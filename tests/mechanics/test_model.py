@@ -110,3 +110,21 @@ def test_bad_inputs():
         make_body("x", cube(size=0.1, n=1), fixed=[99])
     with pytest.raises(ParameterError, match="positions must have shape"):
         model.forces_and_tangent(np.zeros((3, 3)))
+
+
+def test_several_bodies_admit_inverted_elements_only_when_every_model_does():
+    """The frame accepts an equilibrium with inverted elements where the model defines their forces; with several
+    bodies, only when every body's does (two linear beams: yes; a neo-Hookean second beam: no): a state with
+    inverted elements (two nodes of one element swapped) passes check_state for the first pair only."""
+    from softsim.mechanics.frame_step import check_state
+
+    model, _, _ = two_beams()
+    assert model.elasticity.inversion_admissible
+    problem = model.static_problem()
+    x = model.rest_positions.copy()
+    tet = model.elasticity.tets[0]
+    x[tet[0]], x[tet[1]] = x[tet[1]].copy(), x[tet[0]].copy()  # swapping two nodes inverts that element
+    assert check_state(problem, x) == ""
+    model.bodies[1].elasticity.set_material(model="neohookean")
+    assert not model.elasticity.inversion_admissible
+    assert "element(s) inverted" in check_state(model.static_problem(), x)
