@@ -50,6 +50,7 @@ from softsim.mechanics.mass import TetMass
 from softsim.mechanics.materials import lame
 from softsim.mechanics.model import Body, Model
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
+from softsim.mechanics.rigid_frames import apply_motion, best_rigid_motion, held_positions
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
 from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.schema import (
@@ -625,33 +626,52 @@ class Scene:
         return np.unique(np.concatenate(selections)) if selections else np.zeros(0, dtype=np.int64)
 
     def _hold_fixed(self) -> None:
-        """Put the fixed nodes at their rest positions moved by their region's ``translation`` (in file order: a
-        node in two regions follows the later one), in the state and in the warm start of the next frame.
+        """Put the fixed nodes where their region holds them, ``center + R(axis, angle) (rest - center) +
+        translation`` (``mechanics.rigid_frames``; in file order: a node in two regions follows the later one), in
+        the state and in the warm start of the next frame.
 
-        In static mode, when every fixed region of a body moved by the same change since it was last held, the
-        body's free nodes move by that change too: the rigid motion is the equilibrium's best start (a clamp
-        moved alone would stretch the elements beside it by the whole move). Dynamic mode leaves the free nodes
-        where they are: the clamp drags the body through its elasticity and inertia."""
+        In static mode, when every fixed region of a body moved by the same rigid change since it was last held
+        (a translation, or a rotation of all of them about one axis), the body's free nodes move by that change
+        too: the rigid motion is the equilibrium's best start (a clamp moved alone would stretch the elements
+        beside it by the whole move). Dynamic mode leaves the free nodes where they are: the clamp drags the body
+        through its elasticity and inertia."""
         simulation, rest = self.simulation, self.model.rest_positions
         static = simulation.mode == "static"
         for body in range(len(self.meshes)):
             held = [(region, nodes + int(self.node_offsets[body])) for region, nodes, b in self._held if b == body]
+            held = [(region, nodes) for region, nodes in held if nodes.size]
             if not held:
                 continue
-            current = np.array([simulation.x[nodes[0]] - rest[nodes[0]] if nodes.size else np.zeros(3)
-                                for _, nodes in held])
-            target = np.array([region.translation for region, _ in held], dtype=np.float64)
-            change = target - current
-            if static and np.any(change) and np.allclose(change, change[0], rtol=0.0, atol=1e-12):
-                start, stop = self.node_offsets[body], self.node_offsets[body + 1]
-                simulation.x[start:stop] += change[0]
-                if simulation.x_free is not None:
-                    simulation.x_free[start:stop] += change[0]
-            for region, nodes in held:
-                position = rest[nodes] + np.asarray(region.translation, dtype=np.float64)
+            targets = [held_positions(rest[nodes], region.translation, region.angle, region.axis, region.center)
+                       for region, nodes in held]
+            if static:
+                self._move_body_rigidly(body, np.concatenate([nodes for _, nodes in held]), np.concatenate(targets))
+            for (_, nodes), position in zip(held, targets):
                 simulation.x[nodes] = position
                 if simulation.x_free is not None:
                     simulation.x_free[nodes] = position
+
+    def _move_body_rigidly(self, body: int, nodes: np.ndarray, targets: np.ndarray) -> None:
+        """Move every node of ``body`` by the rigid change that takes its fixed ``nodes`` (global ids, (k,)) from
+        where they are to ``targets`` (k, 3), when one rigid change does (to 1e-9 of the body's size) and it is not
+        the identity."""
+        simulation = self.simulation
+        start, stop = int(self.node_offsets[body]), int(self.node_offsets[body + 1])
+        current = simulation.x[nodes]
+        size = max(1.0, float(np.ptp(self.model.rest_positions[start:stop], axis=0).max()))
+        tolerance = 1e-9 * size
+        if np.abs(targets - current).max() <= tolerance:
+            return
+        shift = targets - current
+        if np.abs(shift - shift[0]).max() <= 1e-12 * size:  # a translation (exact, whatever the regions' shape)
+            motion = (np.eye(3), shift[0])
+        else:
+            motion = best_rigid_motion(current, targets)
+            if np.abs(apply_motion(motion, current) - targets).max() > tolerance:
+                return
+        simulation.x[start:stop] = apply_motion(motion, simulation.x[start:stop])
+        if simulation.x_free is not None:
+            simulation.x_free[start:stop] = apply_motion(motion, simulation.x_free[start:stop])
 
     def _masses(self, body, mesh) -> np.ndarray:
         material = body.material
@@ -788,7 +808,7 @@ class Scene:
             pass  # name, units: labels only; drag.compliance is read when a drag starts
         elif isinstance(table, ControllerSpec):
             self.allow_scripts(self.scripts_allowed)
-        elif isinstance(table, FixedSpec) and key == "translation":
+        elif isinstance(table, FixedSpec) and key in ("translation", "angle", "axis", "center"):
             self._hold_fixed()
         elif isinstance(table, MaterialSpec | MaterialRegionSpec | StackedMaterialSpec) and key not in (
                 "totalMass", "massDensity"):

@@ -308,12 +308,23 @@ class RegionSpec:
 
 @dataclass(kw_only=True)
 class FixedSpec(RegionSpec):
-    """``[[body.fixed]]``: a region of fixed nodes (one selector), held at their rest positions moved by
-    ``translation`` (SOFA's RestShapeSpringsForceField on moved rest positions: the gripper's arrow keys)."""
+    """``[[body.fixed]]``: a region of fixed nodes (one selector), held at their rest positions ``X`` moved
+    rigidly: ``x = center + R(axis, angle) (X - center) + translation`` (SOFA's RestShapeSpringsForceField on
+    moved rest positions: the gripper's arrow keys; a rigid frame driving the nodes through a RigidMapping:
+    Tripod's servo arms). With the defaults the nodes stay at rest."""
 
     translation: tuple[float, float, float] = _key(
         _VEC3, (0.0, 0.0, 0.0), unit="length",
-        help="The region's nodes are held at rest + translation (edited live: the nodes move there).")
+        help="The region's nodes are held at rest + translation, after the rotation by angle (edited live: the "
+             "nodes move there).")
+    angle: float = _key(Real(), 0.0, unit="angle",
+                        help="Rotation of the region's nodes about axis through center, right-handed, in degrees "
+                             "(a servo's angle; edited live like translation).")
+    axis: tuple[float, float, float] = _key(Vector(3, nonzero=True), (1.0, 0.0, 0.0),
+                                            help="Direction of the rotation axis (any length but zero).")
+    center: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="length",
+                                              help="A point on the rotation axis (the frame's origin; placed "
+                                                   "coordinates, like the nodes).")
 
 
 @dataclass(kw_only=True)
