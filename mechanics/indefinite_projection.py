@@ -52,17 +52,19 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
     target = np.repeat(blocks.target, blocks.size)
     lo, hi = np.repeat(blocks.lo, blocks.size), np.repeat(blocks.hi, blocks.size)
     kind = np.repeat(blocks.kind, blocks.size)
+    rows_a = np.asarray(rows_a, dtype=np.int64)
     is_a = np.zeros(m, dtype=bool)
     is_a[rows_a] = True
     rows_r = np.flatnonzero(~is_a)
-    fixed = {}  # row -> the force bound it is held at
+    rows_b = rows_a[kind[rows_a] == BOUNDED]  # the rows that may be held at a force bound
+    state = np.zeros(m, dtype=np.int8)  # per row: -1 held at lo, 0 free, 1 held at hi
     force = np.zeros(m) if initial_force is None or initial_force.size != m else initial_force.copy()
     reduced_report = None
     seen, cycled = set(), False
     for _ in range(MAX_ACTIVE_SET_CHANGES + 1):
-        rows_e = np.array([r for r in rows_a if r not in fixed], dtype=np.int64)
-        rows_f = np.array(sorted(fixed), dtype=np.int64)
-        f_fixed = np.array([fixed[r] for r in rows_f])
+        rows_e = rows_a[state[rows_a] == 0]
+        rows_f = np.sort(rows_a[state[rows_a] != 0])
+        f_fixed = np.where(state[rows_f] < 0, lo[rows_f], hi[rows_f])
         # rows E: W_EE f_E + W_ER f_R + W_EF f_F + dfree_E = target_E
         q = dfree.copy()
         if rows_f.size:
@@ -97,36 +99,48 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
         if rows_e.size:
             force[rows_e] = y - X @ f_r
         d = dfree + W @ force
-        changed = False
-        for r in rows_e:  # a force out of its bounds: hold the row at the bound
-            if kind[r] == BOUNDED and (force[r] < lo[r] or force[r] > hi[r]):
-                fixed[int(r)] = lo[r] if force[r] < lo[r] else hi[r]
-                changed = True
-        for r in rows_f:  # a held row whose law would pull it back inside its bounds: release it
-            if (fixed[r] == lo[r] and d[r] < target[r]) or (fixed[r] == hi[r] and d[r] > target[r]):
-                del fixed[int(r)]
-                changed = True
-        key = tuple(sorted(fixed.items()))
+        free_b = rows_b[state[rows_b] == 0]
+        new = state.copy()
+        new[rows_b] = next_active_set(state[rows_b], force[rows_b], d[rows_b], target[rows_b], lo[rows_b],
+                                      hi[rows_b])
+        changed = not np.array_equal(new, state)
+        state = new
+        key = state[rows_a].tobytes()
         if changed and key in seen:
             # a cycle: with a negative W_ii the linearised row has no consistent state (held at its bound it
             # asks to be released, released it needs a force beyond the bound). The last set, with every such
             # row held at its bound, is the step's answer; the laws are checked again at the new state.
             cycled = True
-            for r in rows_e:
-                if kind[r] == BOUNDED:
-                    force[r] = min(max(force[r], lo[r]), hi[r])
+            force[free_b] = np.minimum(np.maximum(force[free_b], lo[free_b]), hi[free_b])
             break
         seen.add(key)
         if not changed:
             break
     d = dfree + W @ force
-    error = float(np.max(np.abs(d[rows_a] - target[rows_a])[[r not in fixed for r in rows_a]], initial=0.0))
+    error = float(np.max(np.abs(d[rows_a] - target[rows_a])[state[rows_a] == 0], initial=0.0))
     converged = (not changed or cycled) and (reduced_report is None or reduced_report.converged)
     iterations = 0 if reduced_report is None else reduced_report.iterations
     if reduced_report is not None:
         error = max(error, reduced_report.error)
     return ConstraintReport(force, d, iterations, error, converged, np.array([error]), time.perf_counter() - started,
                             num_constraints=m, solver="active-set on the actuator rows")
+
+
+def next_active_set(state: np.ndarray, force: np.ndarray, d: np.ndarray, target: np.ndarray, lo: np.ndarray,
+                    hi: np.ndarray) -> np.ndarray:
+    """One pass of the hold-and-release rules of bounded rows (both active-set solves here use them).
+
+    ``state`` (k,) int: -1 held at its lower force bound, 0 free, 1 held at its upper one; ``force``, ``d`` (the
+    rows' violation after the pass), ``target``, ``lo``, ``hi``: (k,). A free row whose force left [lo, hi] is
+    held at the bound it crossed; a held row whose law pulls it back inside (d < target at lo, d > target at hi)
+    is freed. Returns the new state (k,), a new array.
+    """
+    new = state.copy()
+    new[(state == 0) & (force < lo)] = -1
+    new[(state == 0) & (force > hi)] = 1
+    new[(state == -1) & (d < target)] = 0
+    new[(state == 1) & (d > target)] = 0
+    return new
 
 
 def _single_bounded_rows(blocks: Blocks) -> bool:
@@ -164,11 +178,7 @@ def solve_box_active_set(W: np.ndarray, dfree: np.ndarray, blocks: Blocks,
             except (np.linalg.LinAlgError, ValueError) as error:
                 raise ValueError(f"the contact rows' block of W is singular ({error})") from error
         d = dfree + W @ force
-        new = state.copy()
-        new[(state == 0) & (force < lo)] = -1
-        new[(state == 0) & (force > hi)] = 1
-        new[(state == -1) & (d < target)] = 0
-        new[(state == 1) & (d > target)] = 0
+        new = next_active_set(state, force, d, target, lo, hi)
         if np.array_equal(new, state):
             converged = True
             break
