@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from softsim.mechanics.constraints.base import Constraint, check_positions
+from softsim.mechanics.constraints.effector import goal_violation
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.scene.schema import CenterEffectorSpec
@@ -91,13 +92,7 @@ class CenterEffector(Constraint):
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """``dfree = J (x_free - x) + weight (c(x) - goal)`` on the used axes."""
-        x = check_positions(self.name, x, self.n_nodes)
-        x_free = check_positions(self.name, x_free, self.n_nodes)
-        if not self.active:
-            return np.zeros(0)
-        axes = self.directions
-        offset = self.weight * (self.center(x) - self.goal()[0])[axes]
-        return J @ (x_free - x).reshape(-1) + offset
+        return goal_violation(self, x, x_free, J, lambda x: self.center(x)[None, :], self.weight)
 
     def begin_frame(self, x: np.ndarray) -> None:
         """The inverse frame calls this at the start of a frame (the goal is not limited: nothing to keep)."""

@@ -29,6 +29,19 @@ __all__ = ["PositionEffector"]
 _AXES = ("x", "y", "z")
 
 
+def goal_violation(effector, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix, points, weight) -> np.ndarray:
+    """An effector's ``dfree = J (x_free - x) + weight_j (points_i(x) - goal_i)_j`` on its used axes, point-major
+    ``(p * u,)``: ``x``, ``x_free`` ``(n, 3)``; ``points`` maps ``x`` to the measured points ``(p, 3)``;
+    ``weight`` a number or ``(3,)`` per axis. Empty for an inactive effector."""
+    x = check_positions(effector.name, x, effector.n_nodes)
+    x_free = check_positions(effector.name, x_free, effector.n_nodes)
+    if not effector.active:
+        return np.zeros(0)
+    axes = effector.directions
+    delta = (points(x) - effector.goal())[:, axes] * np.broadcast_to(weight, 3)[axes]
+    return J @ (x_free - x).reshape(-1) + delta.reshape(-1)
+
+
 class PositionEffector(Constraint):
     """Position effector with SoftRobots parameters.
 
@@ -126,13 +139,7 @@ class PositionEffector(Constraint):
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """``dfree = J.(x_free - x) + weight_j (x_i - goal_i)_j``, point-major."""
-        x = check_positions(self.name, x, self.n_nodes)
-        x_free = check_positions(self.name, x_free, self.n_nodes)
-        if not self.active:
-            return np.zeros(0)
-        axes = self.directions
-        delta = (self.point_set.positions(x) - self.goal())[:, axes] * self.weight[axes]
-        return J @ (x_free - x).reshape(-1) + delta.reshape(-1)
+        return goal_violation(self, x, x_free, J, self.point_set.positions, self.weight)
 
     def begin_frame(self, x: np.ndarray) -> None:
         """Remember the points' positions at the start of a frame (``x`` (n, 3)): the goal shift is limited
