@@ -4,6 +4,12 @@ Edits go through ``session.set_parameter`` (validated at once, applied by the wo
 The panel follows the session: rebuilt when a scene opens, refreshed from ``session.spec`` whenever a value
 changes (from this panel, the actuator sliders or anywhere else), rebuilt when the set of keys changes (a
 fixed region switched from ``box`` to ``sphere`` has other keys).
+
+An edit costs the GUI thread little (a slider sends up to 25 a second): the description of the keys is kept from
+the last rebuild, and an edit of one plain value (a key shown by an editor that is neither a name, which is part
+of the key paths, nor one of a group of which only one may be set) updates only that key's table and the editors
+whose use depends on it (the cg settings on ``solver.linear.type``). Any other edit (a whole table, an item by
+index, a key of an exclusive group) reads the whole schema again, once.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from softsim.app.panels.schema_info import (
     ParameterInfo,
     describe_parameters,
     is_relevant,
+    relevance_key,
     section_order,
 )
 from softsim.app.panels.widgets import ParameterEditor, _same, make_editor
+from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.kinds import Name
 
 logger = logging.getLogger(__name__)
@@ -93,6 +101,10 @@ class ParametersPanel(QWidget):
         self.sections: dict[str, CollapsibleSection] = {}
         self._labels: dict[str, QLabel] = {}
         self._paths: list[str] = []
+        self._infos: dict[str, ParameterInfo] = {}  # the description the editors were built from, by key path
+        self._tables: dict[str, list[str]] = {}  # table path -> the key paths in it
+        self._dependents: dict[str, list[str]] = {}  # key path -> the key paths whose use depends on its value
+        self._enabled: dict[str, bool] = {}  # the enabled state shown, by key path
         self.filter = QLineEdit(self)
         self.filter.setObjectName("parameter_filter")
         self.filter.setPlaceholderText("Filter keys (e.g. tolerance)")
@@ -124,6 +136,7 @@ class ParametersPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(4)
         self.editors, self.sections, self._labels = {}, {}, {}
+        self._infos, self._tables, self._dependents, self._enabled = {}, {}, {}, {}
         spec = self.session.spec
         if spec is None:
             layout.addWidget(QLabel("No scene is open.", content))
@@ -131,6 +144,12 @@ class ParametersPanel(QWidget):
         else:
             infos = describe_parameters(spec)
             self._paths = [info.path for info in infos]
+            for info in infos:
+                self._infos[info.path] = info
+                self._tables.setdefault(_table_of(info.path), []).append(info.path)
+                key = relevance_key(info)
+                if key is not None:
+                    self._dependents.setdefault(key, []).append(info.path)
             grouped: dict[str, list[ParameterInfo]] = {}
             for info in infos:
                 grouped.setdefault(info.section, []).append(info)
@@ -162,8 +181,10 @@ class ParametersPanel(QWidget):
         if isinstance(info.kind, Name):
             return
         relevant = is_relevant(info, spec)
-        self.editors[info.path].setEnabled(relevant)
-        self._labels[info.path].setEnabled(relevant)
+        if self._enabled.get(info.path) is not relevant:
+            self._enabled[info.path] = relevant
+            self.editors[info.path].setEnabled(relevant)
+            self._labels[info.path].setEnabled(relevant)
 
     # -- following the session -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -175,23 +196,45 @@ class ParametersPanel(QWidget):
         if [info.path for info in infos] != self._paths:
             self.rebuild()
             return
+        self._show(infos, spec)
+
+    def _show(self, infos: list[ParameterInfo], spec) -> None:
+        """The values and enabled states of ``infos`` (described from ``spec``) in their editors."""
         for info in infos:
             editor = self.editors[info.path]
             if not _same(editor.value, info.value):
                 editor.set_value(info.value)
             self._set_enabled(info, spec)
 
-    def _on_parameter_changed(self, _path: str, _value) -> None:
+    def _on_parameter_changed(self, path: str, _value) -> None:
         spec = self.session.spec
         if spec is None:
             return
-        if [info.path for info in describe_parameters(spec)] != self._paths:
+        info = self._infos.get(path)
+        if info is not None and not info.exclusive and not isinstance(info.kind, Name):
+            self._show_key(path, spec)
+            return
+        infos = describe_parameters(spec)
+        if [info.path for info in infos] != self._paths:
             # The edit may come from an editor of this panel, still on the call stack: rebuild afterwards.
             if not self._rebuild_pending:
                 self._rebuild_pending = True
                 QTimer.singleShot(0, self.rebuild)
             return
-        self.refresh()
+        self._show(infos, spec)
+
+    def _show_key(self, path: str, spec) -> None:
+        """After an edit of the plain value at ``path``: the values of its table (a value the loader derives
+        from it sits there) and the enabled state of the keys whose use depends on it; the set of keys is the
+        same (a plain value is never a table, a name, nor one of an exclusive group)."""
+        table = resolve(spec, path).table
+        for other in self._tables[_table_of(path)]:
+            value = getattr(table, self._infos[other].declaration.attribute)
+            editor = self.editors[other]
+            if not _same(editor.value, value):
+                editor.set_value(value)
+        for dependent in self._dependents.get(path, ()):
+            self._set_enabled(self._infos[dependent], spec)
 
     def _on_message(self, level: str, text: str) -> None:
         """Show a refusal by the worker (``set PATH: why``, e.g. a value the scene file allows but the solver
@@ -223,6 +266,11 @@ class ParametersPanel(QWidget):
             section.setVisible(shown > 0)
             if needle and shown:
                 section.set_expanded(True)
+
+
+def _table_of(path: str) -> str:
+    """The path of the table holding the key at ``path`` (``body.finger.cable.cable`` for its ``value``)."""
+    return path.rsplit(".", 1)[0] if "." in path else ""
 
 
 def _label_text(info: ParameterInfo, section_title: str) -> str:

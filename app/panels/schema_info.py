@@ -14,7 +14,7 @@ from typing import Any
 from softsim.mechanics.scene.edit import get_value
 from softsim.mechanics.scene.kinds import Kind, Name
 from softsim.mechanics.scene.reference import default_text
-from softsim.mechanics.scene.schema import Declaration, SceneSpec, Table, TableList, declarations
+from softsim.mechanics.scene.schema import EXCLUSIVE_KEYS, Declaration, SceneSpec, Table, TableList, declarations
 from softsim.mechanics.units import unit_label
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "section_order",
     "tooltip_for",
     "is_relevant",
+    "relevance_key",
     "format_real",
     "EXPANDED_SECTIONS",
 ]
@@ -36,7 +37,8 @@ class ParameterInfo:
     generic: the same with item names and indices removed (``body.material.youngModulus``); key: the last TOML
     key; kind: the value's Kind; value: the current value (None = unset); section: the panel group it belongs
     to; optional: whether the key may be unset; declaration: the key's declaration; unit: its unit label in the
-    scene's units ("" when dimensionless).
+    scene's units ("" when dimensionless); exclusive: whether the key is one of a group of which only one may be
+    set (``schema.EXCLUSIVE_KEYS``: setting it unsets the others, possibly whole tables).
     """
 
     path: str
@@ -48,6 +50,7 @@ class ParameterInfo:
     optional: bool
     declaration: Declaration
     unit: str
+    exclusive: bool = False
 
 _FIXED_SECTIONS = {
     "scene": "Scene",
@@ -111,7 +114,8 @@ def _walk(obj: Any, units: str, prefix: str, generic: list[str], names: list[str
             out.append(ParameterInfo(
                 path=path, generic=".".join(parts), key=key, kind=kind, value=value, section=_section(parts, names),
                 optional=not declaration.required and declaration.default is None, declaration=declaration,
-                unit=unit_label(declaration.unit_of(obj), units)))
+                unit=unit_label(declaration.unit_of(obj), units),
+                exclusive=any(key in group for group in EXCLUSIVE_KEYS.get(type(obj), ()))))
 
 
 def tooltip_for(info: ParameterInfo) -> str:
@@ -133,11 +137,17 @@ def is_relevant(info: ParameterInfo, spec: SceneSpec) -> bool:
     the panel (they are paths)."""
     if isinstance(info.kind, Name):
         return False
+    path = relevance_key(info)
+    return path is None or get_value(spec, path) in info.declaration.when.values
+
+
+def relevance_key(info: ParameterInfo) -> str | None:
+    """The key path whose value decides whether the key is used (``solver.linear.type`` for the cg settings,
+    ``scene.mode`` for the dynamics), or None for a key always used."""
     when = info.declaration.when
     if when is None:
-        return True
-    path = when.key if "." in when.key else f"{info.path.rsplit('.', 1)[0]}.{when.key}"
-    return get_value(spec, path) in when.values
+        return None
+    return when.key if "." in when.key else f"{info.path.rsplit('.', 1)[0]}.{when.key}"
 
 
 def format_real(value: float) -> str:
