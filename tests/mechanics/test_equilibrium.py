@@ -8,7 +8,7 @@ import pytest
 from softsim.mechanics import Scene
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import ConstraintSystem
-from softsim.mechanics.equilibrium import Homotopy, _State
+from softsim.mechanics.equilibrium import QUADRATIC_MAX_BEND, Homotopy, Secant, _quadratic_prediction, _State
 from softsim.mechanics.indefinite_projection import equality_like_rows, solve_indefinite
 from softsim.mechanics.resolutions import Blocks
 
@@ -284,3 +284,76 @@ def test_box_rows_with_a_negative_diagonal_are_solved_by_an_active_set():
     np.testing.assert_allclose(report.force, [0.0, 1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(report.violation, [0.9, 0.0, 1.0], atol=1e-12)
     assert not solve_box_active_set(W, np.array([-0.5, 1.0, 1.0]), contacts).converged
+
+
+# ------------------------------------------------------------------ the slider predictor
+def _parabola_secants(h1: float, h2: float, curvature: float, n: int = 5, rows: int = 2):
+    """Three states on x(s) = a + b s + c s^2 (n, 3) and multipliers on f(s) = p + q s + r s^2 (rows,), at
+    s = -h1 - h2, -h1 and 0, as the two last frames' Secants (their changes along the unit vector e_0); c is
+    ``curvature`` times a random array of the size of a and b."""
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.normal(size=(n, 3)) for _ in range(3))
+    c = curvature * c
+    p, q, r = (rng.normal(size=rows) for _ in range(3))
+
+    def x(s):
+        return a + b * s + c * s * s
+
+    def f(s):
+        return p + q * s + r * s * s
+
+    def change(h):
+        vector = np.zeros(4)
+        vector[0] = h
+        return vector
+
+    key = (1, 2)
+    before = Secant(x(-h1 - h2), f(-h1 - h2), x(-h1), f(-h1), change(h2), key)
+    last = Secant(x(-h1), f(-h1), x(0.0), f(0.0), change(h1), key, before)
+    return last, x, f
+
+
+def test_the_quadratic_predictor_is_the_parabola_through_the_last_three_equilibria():
+    """Unequal frame changes (h1 = 0.5, h2 = 0.8, this frame 0.7): the prediction is the parabola at s = 0.7
+    to round-off, the multipliers too; a frame more than twice the last one gets no parabola."""
+    last, x, f = _parabola_secants(0.5, 0.8, 0.05)
+    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    change = np.array([0.7, 0.0, 0.0, 0.0])
+    linear = x(0.0) + 0.7 / 0.5 * (x(0.0) - x(-0.5))
+    predicted = _quadratic_prediction(last, change, start, linear)
+    assert predicted is not None
+    assert np.max(np.abs(predicted[0] - x(0.7))) < 1e-12 * np.max(np.abs(x(0.7)))
+    assert np.max(np.abs(predicted[1] - f(0.7))) < 1e-12 * np.max(np.abs(f(0.7)))
+    assert _quadratic_prediction(last, np.array([1.2, 0.0, 0.0, 0.0]), start, linear) is None
+
+
+def test_the_quadratic_predictor_leaves_a_sharply_bending_path_to_the_line():
+    """A parabola that bends away from the line by more than QUADRATIC_MAX_BEND of the line's move is not
+    used (three states too far apart to resolve the path's curve)."""
+    last, x, f = _parabola_secants(0.5, 0.5, 1.0)
+    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    change = np.array([0.5, 0.0, 0.0, 0.0])
+    linear = x(0.0) + (x(0.0) - x(-0.5))
+    bend = np.max(np.abs(x(0.5) - linear)) / np.max(np.abs(linear - x(0.0)))
+    assert bend > QUADRATIC_MAX_BEND  # this parabola bends sharply
+    assert _quadratic_prediction(last, change, start, linear) is None
+    gentle, x, f = _parabola_secants(0.5, 0.5, 0.05)
+    linear = x(0.0) + (x(0.0) - x(-0.5))
+    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    assert np.max(np.abs(x(0.5) - linear)) / np.max(np.abs(linear - x(0.0))) < QUADRATIC_MAX_BEND
+    assert _quadratic_prediction(gentle, change, start, linear) is not None
+
+
+def test_a_steady_slider_drag_takes_one_factorization_per_frame():
+    """The shipped finger's cable dragged 0.5 mm per frame: once three equilibria give the parabola, every frame
+    converges to the value set with one factorization and at most two Newton steps (measured: one step,
+    where the line's prediction took three steps and two factorizations)."""
+    scene = Scene.load(FINGER)
+    for index in range(1, 13):
+        scene.set(CABLE, 0.5 * index)
+        report = scene.step()
+        assert report.converged, report.message
+        assert scene.outputs()["cable.displacement"] == pytest.approx(0.5 * index, abs=1e-6)
+        if index >= 4:
+            assert report.equilibrium.iterations <= 1, (index, report.equilibrium.iterations)
+            assert report.equilibrium.steps <= 2, (index, report.equilibrium.steps)
