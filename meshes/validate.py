@@ -104,25 +104,20 @@ def _as_tets(tets, label: str) -> np.ndarray:
 
 
 def _check_sets(point_sets, cell_sets, triangle_sets, n_points: int, n_tets: int, label: str):
-    checked_points, checked_cells, checked_triangles = {}, {}, {}
-    for name, ids in (point_sets or {}).items():
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        bad = np.flatnonzero((ids < 0) | (ids >= n_points))
-        if bad.size:
-            raise MeshError(
-                f"{label}: point set {name!r}: {bad.size} node ids outside [0, {n_points - 1}], "
-                f"first {_first(ids[bad])}"
-            )
-        checked_points[str(name)] = ids
-    for name, ids in (cell_sets or {}).items():
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        bad = np.flatnonzero((ids < 0) | (ids >= n_tets))
-        if bad.size:
-            raise MeshError(
-                f"{label}: cell set {name!r}: {bad.size} tetrahedron ids outside [0, {n_tets - 1}], "
-                f"first {_first(ids[bad])}"
-            )
-        checked_cells[str(name)] = ids
+    def ids_within(sets, n: int, what: str, items: str) -> dict[str, np.ndarray]:
+        checked = {}
+        for name, ids in (sets or {}).items():
+            ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+            bad = np.flatnonzero((ids < 0) | (ids >= n))
+            if bad.size:
+                raise MeshError(f"{label}: {what} {name!r}: {bad.size} {items} outside [0, {n - 1}], "
+                                f"first {_first(ids[bad])}")
+            checked[str(name)] = ids
+        return checked
+
+    checked_points = ids_within(point_sets, n_points, "point set", "node ids")
+    checked_cells = ids_within(cell_sets, n_tets, "cell set", "tetrahedron ids")
+    checked_triangles = {}
     for name, tris in (triangle_sets or {}).items():
         tris = np.asarray(tris, dtype=np.int64)
         if tris.size and (tris.ndim != 2 or tris.shape[1] != 3):
