@@ -96,9 +96,3 @@ class Settings:
             raise ValueError("a camera view needs a name")
         self._data["camera_views"] = {**self.camera_views, name: view}
         self._write()
-
-    def delete_camera_view(self, name: str) -> None:
-        views = self.camera_views
-        views.pop(name, None)
-        self._data["camera_views"] = views
-        self._write()

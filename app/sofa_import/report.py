@@ -35,10 +35,6 @@ class ImportReport:
     def skip(self, path: str, type_name: str, reason: str, *, mechanics: bool) -> None:
         self.skipped.append(Skipped(path, type_name, reason, mechanics))
 
-    @property
-    def mechanics_skipped(self) -> list[Skipped]:
-        return [s for s in self.skipped if s.mechanics]
-
     def text(self) -> str:
         """The whole report as one message."""
         lines = [f"Imported {self.source} (SOFA scene)."]
