@@ -49,6 +49,9 @@ class DisplayFrame(Frame):
     cable_paths : cable name -> (k, 3) polyline (pull point first, if any, then the mapped cable points).
     cavity_points : cavity name -> (p, 3) current positions of the cavity surface points.
     drag_node, drag_target : the dragged node id and its target (3,), or -1 / None without a drag.
+    velocities : (n, 3) a dynamic scene's nodal velocities [length / time]; (0, 3) for a static scene.
+    time : a dynamic scene's simulated time [s] (0 for a static scene).
+    Velocities and time are the rest of the state a dynamic scene continues from (a restart after a crash).
     """
 
     energy_density_nodal: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -56,6 +59,8 @@ class DisplayFrame(Frame):
     cavity_points: dict = field(default_factory=dict)
     drag_node: int = -1
     drag_target: np.ndarray | None = None
+    velocities: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    time: float = 0.0
 
 
 def _checked_fields(names: Iterable[str]) -> set[str]:
@@ -144,10 +149,13 @@ def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -
     active = drag is not None and getattr(drag, "active", True)
     values = {f.name: getattr(frame, f.name) for f in dataclasses.fields(Frame)}
     values["report"] = portable_report(values["report"])
+    dynamic = getattr(simulation, "mode", "static") == "dynamic"
     return DisplayFrame(**values, energy_density_nodal=energy_nodal,
                         cable_paths=cables, cavity_points=cavities,
                         drag_node=int(drag.node) if active else -1,
-                        drag_target=np.array(drag.target, dtype=np.float64) if active else None)
+                        drag_target=np.array(drag.target, dtype=np.float64) if active else None,
+                        velocities=np.array(simulation.v, dtype=np.float64) if dynamic else np.zeros((0, 3)),
+                        time=float(simulation.time) if dynamic else 0.0)
 
 
 def complete_frame(scene, frame: DisplayFrame, fields: Iterable[str] = OPTIONAL_FIELDS) -> DisplayFrame:

@@ -570,8 +570,9 @@ class Session:
     # -- crash isolation ------------------------------------------------------------------------------------
     def _restart(self, cause: str) -> None:
         """The simulation process died: say so, answer the waiting requests with an error, and rebuild the scene
-        in a new process from the current spec at the last frame's positions."""
-        from softsim.app.sim_process import acquire
+        in a new process from the current spec at the last frame's state (positions; a dynamic scene's velocities
+        and simulated time)."""
+        from softsim.app.sim_process import RestoreState, acquire
 
         dead = self.runner
         dead.forget()
@@ -594,8 +595,8 @@ class Session:
         frame = self.model.frame
         restore = None
         if frame is not None and frame.x.shape == self.rest_positions.shape:
-            restore = (np.array(frame.x), int(frame.index))
-        where = f"frame {restore[1]}" if restore is not None else "the rest shape"
+            restore = RestoreState.of_frame(frame)  # a dynamic scene's velocities and time too
+        where = f"frame {restore.index}" if restore is not None else "the rest shape"
         self.last_error = (f"The simulation process stopped ({cause}). The window restarted it from {where} "
                            f"with the current values.")
         self.message.emit("error", self.last_error)

@@ -80,6 +80,31 @@ class SceneInfo:
         return len(self.tets)
 
 
+@dataclass(frozen=True)
+class RestoreState:
+    """The state a scene rebuilt in a new process continues from: positions ``x`` (n, 3) at frame ``index``, and a
+    dynamic scene's ``velocities`` (n, 3) and simulated ``time`` [s] (None: a static scene's rest velocities and
+    the time its frame number gives)."""
+
+    x: np.ndarray
+    index: int
+    velocities: np.ndarray | None = None
+    time: float | None = None
+
+    @classmethod
+    def of_frame(cls, frame) -> RestoreState:
+        """The state of a DisplayFrame (its velocities and time only when it carries them: a dynamic scene's)."""
+        velocities = getattr(frame, "velocities", None)
+        dynamic = velocities is not None and velocities.shape == frame.x.shape
+        return cls(np.array(frame.x, dtype=np.float64), int(frame.index),
+                   np.array(velocities, dtype=np.float64) if dynamic else None,
+                   float(frame.time) if dynamic else None)
+
+    def apply(self, scene) -> None:
+        """Put ``scene`` (a mechanics Scene) in this state."""
+        scene.restore(self.x, self.index, v=self.velocities, time=self.time)
+
+
 def describe_scene(scene, field: str) -> SceneInfo:
     """The :class:`SceneInfo` of a built Scene, its first frame carrying the colour field ``field``."""
     import copy
@@ -333,8 +358,7 @@ class _Child:
         try:
             scene = build()
             if restore is not None:
-                x, frame_index = restore
-                scene.simulation.restore(x, frame_index)
+                restore.apply(scene)
             info = describe_scene(scene, field)
         except Exception as error:
             if not isinstance(error, (ValueError, OSError)):
@@ -511,8 +535,8 @@ class ProcessRunner:
 
     def open(self, build: Callable[[], object], field: str, *, restore=None,
              timeout: float = OPEN_TIMEOUT) -> SceneInfo:
-        """Build a scene in the child with ``build()`` (pickled with cloudpickle), continuing from
-        ``restore = (x (n, 3), frame index)`` when given, and wait for it. Returns its :class:`SceneInfo`;
+        """Build a scene in the child with ``build()`` (pickled with cloudpickle), continuing from ``restore`` (a
+        :class:`RestoreState`) when given, and wait for it. Returns its :class:`SceneInfo`;
         raises the error the build raised (the child keeps the scene it had), or RuntimeError when the
         process died or did not answer within ``timeout`` seconds."""
         token = self.open_async(build, field, restore=restore, wait=True)

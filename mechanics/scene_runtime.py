@@ -725,6 +725,14 @@ class Scene:
         self._hold_fixed()
         self._move_obstacles()
 
+    def restore(self, x: np.ndarray, frame: int, *, v: np.ndarray | None = None, time: float | None = None) -> None:
+        """Continue from a state kept elsewhere (a scene rebuilt in a new process after a crash): positions ``x``
+        (n, 3) at frame number ``frame``, and a dynamic scene's velocities ``v`` (n, 3) and simulated time
+        ``time`` [s] when given; the fixed nodes and the moving obstacles are put where that state has them."""
+        self.simulation.restore(x, frame, v=v, time=time)
+        self._hold_fixed()
+        self._move_obstacles()
+
     def outputs(self) -> dict[str, float]:
         return self.simulation.outputs()
 
@@ -838,9 +846,7 @@ class Scene:
         drag = self.drag
         self._build()
         if x.shape == self.simulation.x.shape:
-            self.simulation.restore(x, frame, v=v, time=time)
-            self._hold_fixed()
-            self._move_obstacles()
+            self.restore(x, frame, v=v, time=time)
         if drag is not None:
             self.simulation.add_constraint(drag)
 

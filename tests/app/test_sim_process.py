@@ -1,6 +1,7 @@
 """The simulation in its own process: frames through shared memory, the commands across, a static scene at rest
 that does not spin, and a killed process restarted from the last frame."""
 
+import copy
 import os
 import pickle
 import signal
@@ -142,6 +143,38 @@ def test_a_killed_simulation_process_is_restarted_from_the_last_frame_with_the_e
     assert after.index == frame.index + 1 and after.report.converged
     assert after.outputs["cable.displacement"] == pytest.approx(5.0, abs=1e-6)
     np.testing.assert_allclose(after.x, frame.x, atol=1e-6)  # already at equilibrium there
+
+
+def test_a_killed_dynamic_scene_continues_with_the_last_frames_velocities_and_time(main_window, qtbot):
+    from softsim.app.session import scene_from_spec
+
+    session = main_window.session
+    assert main_window.open_path(default_scene())
+    assert session.set_parameter("scene.mode", "dynamic") is None
+    assert session.set_parameter(CABLE, 5.0) is None
+    dt = session.spec.scene.dt
+    frame = run_frames(qtbot, main_window, 3)
+    assert frame.velocities.shape == frame.x.shape and frame.time == pytest.approx(frame.index * dt)
+    # the finger is moving: a restart from rest velocities would put the next frame elsewhere by about v dt
+    assert np.abs(frame.velocities).max() * dt > 1e-3  # mm
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    os.kill(session.runner.pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: any(level == "info" and "restored" in text for level, text in messages),
+                    timeout=180000)
+    np.testing.assert_array_equal(remote.ask(qtbot, session, remote.attribute, "simulation.v"), frame.velocities)
+    assert remote.ask(qtbot, session, remote.attribute, "simulation.time") == frame.time
+    assert remote.ask(qtbot, session, remote.attribute, "simulation.frame") == frame.index
+    restored = session.latest_frame
+    np.testing.assert_array_equal(restored.velocities, frame.velocities)
+    assert restored.time == frame.time and restored.index == frame.index
+    after = run_frames(qtbot, main_window, 1)
+    # the same four frames run without a crash, in this process, from the same spec
+    alone = scene_from_spec(copy.deepcopy(session.spec))
+    alone.run(frame.index + 1)
+    assert after.index == alone.simulation.frame and after.time == pytest.approx(alone.simulation.time, abs=1e-12)
+    np.testing.assert_allclose(after.x, alone.simulation.x, atol=1e-8)
+    np.testing.assert_allclose(after.velocities, alone.simulation.v, atol=1e-6)
 
 
 def test_a_frame_rate_cap_travels_as_a_command_and_a_bad_one_is_refused():
