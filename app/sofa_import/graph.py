@@ -56,6 +56,11 @@ class Data:
     def getOwner(self):  # noqa: N802
         return self.owner
 
+    def setParent(self, parent: Any) -> None:  # noqa: N802
+        """SOFA's parent data: this field reads ``parent``'s value (a Data, or a link text) from now on."""
+        self.owner.data[self.name] = _unwrap(parent, self.owner if isinstance(self.owner, Node) else
+                                             self.owner.node)
+
     # a Data used as its value (SofaPython3's DataContainer behaves like an array)
     def __getitem__(self, index):
         return self.value[index]
@@ -104,12 +109,21 @@ def _unwrap(value: Any, node: Node | None = None) -> Any:
     if isinstance(value, str) and value.strip().startswith("@") and node is not None:
         target, field = resolve_link(node, value.strip())
         return Link(target, field, value) if target is not None else value
-    if isinstance(value, list | tuple):
-        return [_unwrap(v) for v in value]
+    if isinstance(value, list | tuple):  # link texts in a list (a multi-mapping's inputs) resolve now too
+        return [_unwrap(v, node) for v in value]
     if hasattr(value, "toList"):  # splib3's Vec3 / Quat
         return list(value.toList())
     if type(value).__module__ == "numpy":
         return value.tolist()
+    return value
+
+
+def _linked(value: Any, depth: int = 0) -> Any:
+    """A recorded value as a script reads it: a link to another data field (a parent data, ``'@loader.position'``)
+    reads that field's value."""
+    if isinstance(value, Link) and value.field is not None and isinstance(value.target, Component | Node) \
+            and depth < 20:
+        return value.target._read(value.field)
     return value
 
 
@@ -135,7 +149,11 @@ class Component:
             return binding.read(self, name)
         if name == "name":
             return self.name
-        return self.data.get(name)
+        if name not in self.data:  # a field SOFA computes at init (a mesh's positions, an ROI's indices)
+            from softsim.app.sofa_import.computed import computed_value
+
+            return computed_value(self, name)
+        return _linked(self.data[name])
 
     def _write(self, name: str, value: Any) -> None:
         binding = self.binding
@@ -207,12 +225,26 @@ class Node:
         object.__setattr__(self, "attributes", {})
 
     # -- data access -------------------------------------------------------------------------------------
+    def _bound(self, name: str):
+        """The live binding (app.sofa_import.live) when it binds this node's field ``name``, else None."""
+        binding = object.__getattribute__(self, "attributes").get("binding")
+        if binding is None or binding.scene is None or binding.key(self, name) is None:
+            return None
+        return binding
+
     def _read(self, name: str) -> Any:
         if name == "name":
             return self.name
-        return self.data.get(name, NODE_FIELDS.get(name))
+        binding = self._bound(name)
+        if binding is not None:
+            return binding.read(self, name)
+        return _linked(self.data.get(name, NODE_FIELDS.get(name)))
 
     def _write(self, name: str, value: Any) -> None:
+        binding = self._bound(name)
+        if binding is not None:
+            binding.write(self, name, value)
+            return
         if name == "name":
             object.__setattr__(self, "name", str(value))
         else:

@@ -94,7 +94,7 @@ def import_scene(path: str | Path, out: str | Path | None = None, *, with_contro
             script = adapter_name if out is not None else str(artifacts / adapter_name)
             if out is None:
                 write_text_atomically(artifacts / adapter_name, adapter)
-            data["controller"] = [{"name": "sofa_controllers", "script": script}]
+            data.setdefault("controller", []).append({"name": "sofa_controllers", "script": script})
             report.notes.append(f"Python controllers {names}: run unmodified through {adapter_name} (a script: "
                                 f"needs --allow-scripts); bound fields: "
                                 f"{', '.join(sorted(set(translation.bindings.values())))}")

@@ -5,8 +5,9 @@
 paths of the running scene: while a controller handles an event, ``cable.value.value`` reads
 ``[scene.get('body.finger.cable.cable.value')]`` and ``cable.value = [v]`` (or ``.value.value = [v]``, or
 ``findData('value').value = v``) calls ``scene.set('body.finger.cable.cable.value', v)``. Only actuator values,
-fixed-region translations and a body's ``rest_position`` (as a translation of every node, which moves its fixed
-regions: PneunetGripper's arrow keys) are bound; reading or writing any other data field inside an event
+fixed-region translations, a servo's angle (a prefab's ``angleIn`` / ``angleOut`` in radians, the fixed region's
+``angle`` in degrees: Tripod's arrow keys) and a body's ``rest_position`` (as a translation of every node, which
+moves its fixed regions: PneunetGripper's arrow keys) are bound; reading or writing any other data field inside an event
 raises :class:`ControllerError` naming the field.
 
 ``on_key(scene, key)`` calls each controller's ``onKeypressedEvent({'key': key})`` and ``on_frame(scene, time)``
@@ -17,13 +18,16 @@ interface, so a script made by :func:`adapter_source` runs the controllers unmod
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from softsim.app.sofa_import import prefabs
 from softsim.app.sofa_import.graph import Component, Node
+from softsim.app.sofa_import.rigid import RADIANS
 from softsim.app.sofa_import.standin import KEYS, stand_in
 
 __all__ = ["ControllerError", "SofaControllers", "adapter_source", "sofa_key"]
@@ -54,6 +58,8 @@ class _Binding:
         if key is None:
             raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
+        if key.startswith(RADIANS):  # a servo angle: degrees in the scene, radians in SOFA
+            return math.radians(float(self.scene.get(key.removeprefix(RADIANS))))
         value = self.scene.get(key)
         if isinstance(value, tuple):
             return list(value)
@@ -71,6 +77,12 @@ class _Binding:
             value = value.tolist()
         if key.startswith("rest_position:"):
             self._move_rest(owner, name, key, value)
+            return
+        if key.startswith(RADIANS):
+            numbers = np.asarray(value, dtype=np.float64).reshape(-1)
+            if numbers.size != 1:
+                raise ControllerError(f"{owner.getPathName()}.{name}: expected one angle, got {value!r}")
+            self.scene.set(key.removeprefix(RADIANS), math.degrees(float(numbers[0])))
             return
         if key.endswith(".value") and isinstance(value, list | tuple):
             if len(value) != 1:
@@ -130,6 +142,7 @@ class SofaControllers:
         root, _ = run_python_scene(Path(scene_file))
         self.controllers = []
         for node in root.walk():
+            node.attributes["binding"] = self.binding  # a prefab's own data (a servo's angleIn), when bound
             for obj in node.objects:
                 if isinstance(obj, Component):
                     object.__setattr__(obj, "binding", self.binding)
@@ -141,10 +154,12 @@ class SofaControllers:
     @contextlib.contextmanager
     def _live(self, scene) -> Iterator[None]:
         self.binding.scene = scene
+        prefabs.RUNNING.append(self)
         try:
             with stand_in():  # a controller may import Sofa modules while it runs (no chdir: other threads run)
                 yield
         finally:
+            prefabs.RUNNING.remove(self)
             self.binding.scene = None
 
     def on_key(self, scene, key: str) -> None:

@@ -13,7 +13,7 @@ from math import acos, asin, atan, atan2, cos, pi, sin, sqrt, tan  # noqa: F401 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-__all__ = ["Vec3", "Quat", "to_radians", "to_degrees", "getOrientedBoxFromTransform", "transformPositions",
+__all__ = ["Vec3", "Quat", "RigidDof", "to_radians", "to_degrees", "getOrientedBoxFromTransform", "transformPositions",
            "TRS_to_matrix", "vec3", "sin", "cos", "pi", "sqrt", "RigidDofZero"]
 
 RigidDofZero = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
@@ -215,3 +215,57 @@ class _Vec3Functions:
 
 
 vec3 = _Vec3Functions()
+
+
+class RigidDof:
+    """splib3.numerics.RigidDof: a Rigid3 MechanicalObject's first frame as a position ``(3,)`` and a quaternion
+    ``[qx, qy, qz, qw]``, read from and written to its ``position`` (or ``rest_position``) data."""
+
+    def __init__(self, rigidobject) -> None:
+        self.__dict__["rigidobject"] = rigidobject
+
+    def _frames(self, field: str) -> list[list[float]]:
+        numbers = np.asarray(self.rigidobject.getData(field).value, dtype=float).reshape(-1, 7)
+        return numbers.tolist()
+
+    def getPosition(self, index: int = 0, field: str = "position") -> np.ndarray:  # noqa: N802
+        return np.asarray(self._frames(field)[index][:3])
+
+    def setPosition(self, v, index: int = 0, field: str = "position") -> None:  # noqa: N802
+        frames = self._frames(field)
+        frames[index] = [float(x) for x in v] + frames[index][3:]
+        self.rigidobject.getData(field).value = frames
+
+    def getOrientation(self, field: str = "position") -> list[float]:  # noqa: N802
+        return self._frames(field)[0][3:]
+
+    def _axis(self, axis, field: str = "position") -> np.ndarray:
+        return Rotation.from_quat(self.getOrientation(field)).apply(axis)
+
+    @property
+    def forward(self) -> np.ndarray:
+        return self._axis([0.0, 0.0, 1.0])
+
+    @property
+    def left(self) -> np.ndarray:
+        return self._axis([1.0, 0.0, 0.0])
+
+    @property
+    def up(self) -> np.ndarray:
+        return self._axis([0.0, 1.0, 0.0])
+
+    def translate(self, v, field: str = "position") -> None:
+        self.setPosition(self.getPosition(field=field) + np.asarray(v, dtype=float), field=field)
+
+    def __getattr__(self, key: str):
+        if key in ("rest_position", "position"):
+            return self.getPosition(field=key)
+        if key in ("orientation", "rest_orientation"):
+            return self.getOrientation(field=key.replace("orientation", "position"))
+        return self.rigidobject.getData(key).value
+
+    def __setattr__(self, key: str, value) -> None:
+        if key in ("rest_position", "position"):
+            self.setPosition(value, field=key)
+        else:
+            self.rigidobject.getData(key).value = list(value)

@@ -19,6 +19,8 @@ __all__ = ["Controller", "Prefab", "ANIMATIONS"]
 
 #: ``splib3.animation.animate`` calls recorded during one import (cleared by the importer)
 ANIMATIONS: list[dict[str, Any]] = []
+#: the SOFA controllers running on a live scene now (app.sofa_import.live): an animation they start is refused
+RUNNING: list[Any] = []
 
 
 class Controller:
@@ -242,8 +244,14 @@ def AnimationManager(node: Node) -> AnimationManagerController:  # noqa: N802
 
 
 def animate(onUpdate, params, duration, mode: str = "once", onDone=None, terminationDelay=None) -> None:  # noqa: N803
-    """splib3.animation.animate: recorded, not run (the report names it)."""
-    ANIMATIONS.append({"function": getattr(onUpdate, "__name__", "animation"), "duration": duration, "mode": mode})
+    """splib3.animation.animate: recorded, not run here; the translation samples ``onUpdate(factor=f, **params)``
+    (:mod:`app.sofa_import.animation`) or the report names it."""
+    if RUNNING:
+        raise RuntimeError(f"splib3.animation.animate({getattr(onUpdate, '__name__', 'animation')}) called by a "
+                           f"controller while the scene runs: softsim runs the animations createScene starts (as "
+                           f"keyframes), not those started later")
+    ANIMATIONS.append({"function": getattr(onUpdate, "__name__", "animation"), "duration": duration, "mode": mode,
+                       "onUpdate": onUpdate, "params": params})
 
 
 def setData(d, **kwargs: Any) -> None:  # noqa: N802
@@ -399,3 +407,69 @@ def PneumaticCavity(surfaceMeshFileName: str | None = None, attachedAsAChildOf: 
     node.addObject("SurfacePressureConstraint", value=initialValue, valueType=valueType)
     node.addObject("BarycentricMapping", name="Mapping", mapForces=False, mapMasses=False)
     return node
+
+
+def addOrientedBoxRoi(parentNode, position, name: str = "BoxROI", translation=(0.0, 0.0, 0.0),  # noqa: N802, N803
+                      eulerRotation=(0.0, 0.0, 0.0), scale=(1.0, 1.0, 1.0), drawBoxes: bool = True) -> Component:  # noqa: N803
+    """stlib3.components.addOrientedBoxRoi: a BoxROI over ``position`` with the oriented box of a transform."""
+    from softsim.app.sofa_import.numerics import getOrientedBoxFromTransform
+
+    box = getOrientedBoxFromTransform(translation=list(translation), eulerRotation=list(eulerRotation),
+                                      scale=list(scale))
+    return parentNode.addObject("BoxROI", name=name, position=position, orientedBox=box, drawBoxes=drawBoxes)
+
+
+def Rigidify(targetObject: Node, sourceObject: Node, groupIndices, frames=None, name: str | None = None  # noqa: N802, N803
+             ) -> Node:
+    """stlib3.physics.mixedmaterial.Rigidify: the body's nodes split into DeformableParts and, per group, the
+    RigidifiedParticules of one Rigid3 frame of RigidParts (a RigidMapping with rigidIndexPerPoint), joined
+    back into the body's MechanicalObject by a SubsetMultiMapping (indexPairs: input 0 or 1, index in it).
+    Frames: 3 Euler angles in degrees or a quaternion (at the group's barycentre), or a position followed by
+    either."""
+    from softsim.app.sofa_import.numerics import Quat
+
+    if frames is None:
+        frames = [[0.0, 0.0, 0.0]] * len(groupIndices)
+    if len(groupIndices) != len(frames):
+        raise ValueError(f"Rigidify: {len(groupIndices)} groups but {len(frames)} frames")
+    name = sourceObject.name if name is None else name
+    structure = targetObject.addChild(name)
+    positions = [list(p) for p in sourceObject.container.position.value]
+    rigids, indices_map, selected = [], [], []
+    for group, frame in zip(groupIndices, frames):
+        group = [int(i) for i in group]
+        frame = [float(v) for v in frame]
+        points = [positions[i] for i in sorted(set(group))]
+        barycentre = [sum(p[k] for p in points) / len(points) for k in range(3)] if points else [0.0, 0.0, 0.0]
+        if len(frame) in (3, 6):
+            orientation = list(Quat.createFromEuler(frame[-3:], inDegree=True))
+        elif len(frame) in (4, 7):
+            orientation = frame[-4:]
+        else:
+            raise ValueError(f"Rigidify: a frame of {len(frame)} numbers (3, 4, 6 or 7 expected)")
+        centre = frame[:3] if len(frame) in (6, 7) else barycentre
+        rigids.append(list(centre) + [float(v) for v in orientation])
+        selected += group
+        indices_map += [len(rigids) - 1] * len(group)
+    chosen = set(selected)
+    others = [i for i in range(len(positions)) if i not in chosen]
+    pairs: dict[int, list[int]] = {i: [0, k] for k, i in enumerate(others)}
+    pairs.update({i: [1, k] for k, i in enumerate(selected)})
+    index_pairs = [v for i in range(len(positions)) for v in pairs[i]]
+    free = structure.addChild("DeformableParts")
+    free.addObject("MechanicalObject", template="Vec3", name="dofs", position=[positions[i] for i in others])
+    rigid_parts = structure.addChild("RigidParts")
+    rigid_parts.addObject("MechanicalObject", template="Rigid3", name="dofs", reserve=len(rigids), position=rigids)
+    particles = rigid_parts.addChild("RigidifiedParticules")
+    particles.addObject("MechanicalObject", template="Vec3", name="dofs", position=[positions[i] for i in selected])
+    particles.addObject("RigidMapping", name="mapping", globalToLocalCoords=True, rigidIndexPerPoint=indices_map)
+    for solver in ("solver", "integration", "correction"):
+        found = sourceObject.getObject(solver)
+        if found is not None:
+            sourceObject.removeObject(found)
+    sourceObject.addObject("SubsetMultiMapping", name="mapping", template="Vec3,Vec3",
+                           input=[free.dofs.getLinkPath(), particles.dofs.getLinkPath()],
+                           output=sourceObject.dofs.getLinkPath(), indexPairs=index_pairs)
+    particles.addChild(sourceObject)
+    free.addChild(sourceObject)
+    return structure

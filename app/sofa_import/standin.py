@@ -83,6 +83,8 @@ def _build_modules() -> dict[str, types.ModuleType]:
     rigid = _module("stlib3.physics.rigid", RigidObject=prefabs.RigidObject, Cube=prefabs.Cube,
                     Sphere=prefabs.Sphere, Floor=prefabs.Floor)
     collision = _module("stlib3.physics.collision", CollisionMesh=prefabs.CollisionMesh)
+    mixedmaterial = _module("stlib3.physics.mixedmaterial", Rigidify=prefabs.Rigidify)
+    components = _module("stlib3.components", addOrientedBoxRoi=prefabs.addOrientedBoxRoi)
     visuals = _module("stlib3.visuals", VisualModel=prefabs.VisualModel)
     solver = _module("stlib3.solver", DefaultSolver=prefabs.DefaultSolver)
     actuators = _module("softrobots.actuators", PullingCable=prefabs.PullingCable,
@@ -99,7 +101,9 @@ def _build_modules() -> dict[str, types.ModuleType]:
         "stlib3": _module("stlib3"), "stlib3.scene": scene, "stlib3.scene.contactheader": scene,
         "stlib3.scene.mainheader": scene, "stlib3.scene.scene": scene,
         "stlib3.physics": _module("stlib3.physics", deformable=deformable, constraints=constraints, rigid=rigid,
-                                  collision=collision),
+                                  collision=collision, mixedmaterial=mixedmaterial),
+        "stlib3.physics.mixedmaterial": mixedmaterial,
+        "stlib3.physics.mixedmaterial.rigidification": mixedmaterial, "stlib3.components": components,
         "stlib3.physics.deformable": deformable, "stlib3.physics.constraints": constraints,
         "stlib3.physics.rigid": rigid, "stlib3.physics.collision": collision, "stlib3.visuals": visuals,
         "stlib3.solver": solver,

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from softsim.app.sofa_import.animation import animation_keyframes
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
+from softsim.app.sofa_import.rigid import RADIANS, matching_rois, rigid_groups
 from softsim.app.sofa_import.values import (
     Ref,
     ValueProblem,
@@ -35,7 +37,7 @@ from softsim.app.sofa_import.values import (
 )
 from softsim.mechanics.scene.schema import BodySpec, MaterialSpec, schema_fields
 
-__all__ = ["Translation", "translate", "has_key"]
+__all__ = ["Translation", "translate", "has_key", "placement_of", "in_oriented_box"]
 
 VOLUME_LOADERS = {"MeshVTKLoader", "MeshGmshLoader", "GIDMeshLoader", "MeshXspLoader", "MeshExtendedVTKLoader"}
 SURFACE_LOADERS = {"MeshOBJLoader", "MeshObjLoader", "MeshSTLLoader", "MeshOffLoader", "MeshVTKLoader",
@@ -143,6 +145,35 @@ def _clean(value: float) -> float:
     return 0.0 if rounded == 0 else rounded
 
 
+def placement_of(component: Component | None) -> _Placement:
+    """The transform a loader or a MechanicalObject applies (translation, rotation, scale/scale3d, and the
+    MechanicalObject's dx, dy, dz, rx, ry, rz)."""
+    if component is None:
+        return _Placement()
+    what = component.getPathName()
+    data = component.data
+    translation = np.asarray(as_floats(data.get("translation", [0, 0, 0]), f"{what}.translation"), dtype=float)
+    angles = np.asarray(as_floats(data.get("rotation", [0, 0, 0]), f"{what}.rotation"), dtype=float)
+    for axis, key in enumerate("xyz"):
+        if f"d{key}" in data:
+            translation[axis] += as_float(data[f"d{key}"], f"{what}.d{key}")
+        if f"r{key}" in data:
+            angles[axis] += as_float(data[f"r{key}"], f"{what}.r{key}")
+    scales = []
+    for key in ("scale", "scale3d"):
+        if key in data:
+            values = as_floats(data[key], f"{what}.{key}")
+            scales.append(values * 3 if len(values) == 1 else values)
+    scale = 1.0
+    for values in scales:
+        if not np.allclose(values, values[0]):
+            raise ValueProblem(f"{what}: a non-uniform scale {values} (softsim's body.scale is one factor)")
+        scale *= values[0]
+    if len(translation) != 3 or len(angles) != 3:
+        raise ValueProblem(f"{what}: translation and rotation need 3 numbers each")
+    return _Placement(scale, _rotation(angles), translation)
+
+
 class _Translator:
     def __init__(self, root: Node, source: Path, base_dir: Path, artifacts: Path | None) -> None:
         self.root, self.source, self.base_dir, self.artifacts = root, source, base_dir, artifacts
@@ -202,32 +233,8 @@ class _Translator:
         return name
 
     def placement(self, component: Component | None) -> _Placement:
-        """The transform a loader or a MechanicalObject applies (translation, rotation, scale/scale3d, and the
-        MechanicalObject's dx, dy, dz, rx, ry, rz)."""
-        if component is None:
-            return _Placement()
-        what = component.getPathName()
-        data = component.data
-        translation = np.asarray(as_floats(data.get("translation", [0, 0, 0]), f"{what}.translation"), dtype=float)
-        angles = np.asarray(as_floats(data.get("rotation", [0, 0, 0]), f"{what}.rotation"), dtype=float)
-        for axis, key in enumerate("xyz"):
-            if f"d{key}" in data:
-                translation[axis] += as_float(data[f"d{key}"], f"{what}.d{key}")
-            if f"r{key}" in data:
-                angles[axis] += as_float(data[f"r{key}"], f"{what}.r{key}")
-        scales = []
-        for key in ("scale", "scale3d"):
-            if key in data:
-                values = as_floats(data[key], f"{what}.{key}")
-                scales.append(values * 3 if len(values) == 1 else values)
-        scale = 1.0
-        for values in scales:
-            if not np.allclose(values, values[0]):
-                raise ValueProblem(f"{what}: a non-uniform scale {values} (softsim's body.scale is one factor)")
-            scale *= values[0]
-        if len(translation) != 3 or len(angles) != 3:
-            raise ValueProblem(f"{what}: translation and rotation need 3 numbers each")
-        return _Placement(scale, _rotation(angles), translation)
+        """The transform a loader or a MechanicalObject applies (:func:`placement_of`)."""
+        return placement_of(component)
 
     # -- bodies ----------------------------------------------------------------------------------------
     def body_nodes(self) -> list[Node]:
@@ -313,6 +320,7 @@ class _Translator:
             fixed += self.fixed(context, body, name)
         for what, index in self.fixed_bindings.items():
             self.bindings[(what, "translation")] = f"body.{name}.fixed[{index}].translation"
+        fixed += self.rigid_frames(node, name, len(fixed))
         if fixed:  # moving the rest positions moves the fixed regions' targets (a translation of every node)
             regions = ",".join(str(i) for i in range(len(fixed)))
             self.bindings[(state.getPathName(), "rest_position")] = f"rest_position:{name}:{regions}"
@@ -331,6 +339,41 @@ class _Translator:
         self.body_mode(node)
         self.actuators(node, body, name, placement, mesh_file)
         return body
+
+    def rigid_frames(self, node: Node, name: str, first: int) -> list[dict[str, Any]]:
+        """The body's nodes carried by prescribed rigid frames (Rigidify + RigidMapping, a held frame or a servo's
+        joint), as fixed regions from index ``first`` on; a frame nothing prescribes is reported
+        (:mod:`app.sofa_import.rigid`)."""
+        groups = rigid_groups(self.root, node)
+        regions: list[dict[str, Any]] = []
+        for group in groups:
+            self.use(*group.used)
+            frame = f"{group.frame.getPathName()}[{group.index}]"
+            if group.pose is None:
+                self.report.skip(group.frame.getPathName(), group.frame.type, f"{group.why}: the {len(group.nodes)} "
+                                 f"nodes of {name} it carries rigidly stay deformable", mechanics=True)
+                continue
+            pose = group.pose
+            self.use(*pose.used)
+            region: dict[str, Any] = {"indices": sorted(group.nodes)}
+            index = first + len(regions)
+            if pose.angle is None:
+                self.report.notes.append(f"{frame}: a held rigid frame carrying {len(group.nodes)} nodes of {name}: "
+                                         f"body.{name}.fixed[{index}] ({pose.source})")
+            else:
+                region.update(angle=_clean(pose.angle), axis=[_clean(v) for v in pose.axis],
+                              center=[_clean(v) for v in pose.center])
+                key = f"{RADIANS}body.{name}.fixed[{index}].angle"
+                for path, data in [*pose.angle_fields, *pose.angle_readers]:
+                    self.bindings[(path, data)] = key
+                self.report.notes.append(f"{frame}: a servo's rigid frame carrying {len(group.nodes)} nodes of {name}, "
+                                         f"turning about {region['axis']} through {region['center']}: "
+                                         f"body.{name}.fixed[{index}].angle in degrees (the joint "
+                                         f"{pose.source}, in radians there)")
+            regions.append(region)
+        if groups:
+            self.use(*matching_rois(self.root, groups, self.source.parent))
+        return regions
 
     def material(self, node: Node) -> dict[str, Any]:
         fem = self.components(node, FEM)
@@ -447,7 +490,7 @@ class _Translator:
         selected: set[int] = set()
         for region in regions:
             if "_orientedBox" in region:
-                selected |= set(_in_oriented_box(points, region["_orientedBox"]).tolist())
+                selected |= set(in_oriented_box(points, region["_orientedBox"]).tolist())
             elif "box" in region:
                 selected |= set(meshes.in_box(points, region["box"]).tolist())
             elif "sphere" in region:
@@ -961,11 +1004,32 @@ class _Translator:
                                      mechanics=False)
                 elif obj.type in ROIS:
                     self.report.skip(what, obj.type, "a region nothing uses", mechanics=False)
+                elif self.follows_translated_frame(node):
+                    self.report.skip(what, obj.type, "a rigid frame mapped from a translated one, carrying nothing "
+                                     "simulated (drawn only)", mechanics=False)
                 elif str(obj.data.get("template", "")).startswith("Rigid") or obj.type in (
                         "RigidMapping", "ArticulatedSystemMapping", "SubsetMultiMapping"):
                     self.report.skip(what, obj.type, "rigid objects are not simulated by softsim", mechanics=True)
                 else:
                     self.report.skip(what, obj.type, "no softsim equivalent", mechanics=True)
+
+    def follows_translated_frame(self, node: Node) -> bool:
+        """A node with a Rigid3 object that a RigidMapping takes from a frame the translation used, and nothing
+        else but visual children (Tripod's ServoArm)."""
+        state = node.getMechanicalState()
+        if state is None or not str(state.data.get("template", "")).startswith("Rigid"):
+            return False
+        kinds = {o.type for o in node.objects if isinstance(o, Component)}
+        if not kinds <= {"MechanicalObject", "RigidMapping"} or not all(self.is_visual_node(c) for c in node.children):
+            return False
+        for mapping in self.components(node, {"RigidMapping"}):
+            source = follow(mapping, "input") if "input" in mapping.data else None
+            frame = source.component if isinstance(source, Ref) else None
+            if frame is None and node.parents:
+                frame = node.parents[0].getMechanicalState()
+            if frame is not None and id(frame) in self.used:
+                return True
+        return False
 
     def is_visual_node(self, node: Node) -> bool:
         kinds = {o.type for o in node.objects if isinstance(o, Component)}
@@ -985,7 +1049,10 @@ class _Translator:
         self.scene_settings(data)
         self.constraint_solver(data)
         self.collision(data)
+        self.keyframes: list[dict[str, Any]] = []
         controllers = self.controllers()
+        if self.keyframes:
+            data["controller"] = self.keyframes
         self.leftovers()
         return Translation(data, self.report, controllers, self.bindings)
 
@@ -1005,7 +1072,7 @@ class _Translator:
             fixed = []
             for region in body.get("fixed", []):
                 if "_orientedBox" in region:
-                    fixed.append({"indices": [int(i) for i in _in_oriented_box(points, region["_orientedBox"])]})
+                    fixed.append({"indices": [int(i) for i in in_oriented_box(points, region["_orientedBox"])]})
                 else:
                     fixed.append(region)
             if fixed:
@@ -1020,12 +1087,19 @@ class _Translator:
                 path = f"{node.getPathName().rstrip('/')}/{getattr(obj, 'name', type(obj).__name__)}"
                 records.append(ControllerRecord(path, type(obj).__name__, obj))
         for animation in getattr(self.root, "attributes", {}).get("animations", []):
+            keyframes, why = animation_keyframes(self.root, animation, self.bindings)
+            if keyframes:
+                self.keyframes += keyframes
+                self.report.notes.append(f"the animation {animation['function']!r} ({animation['duration']} s) "
+                                         f"became keyframes of {', '.join(c['key'] for c in keyframes)}")
+                continue
             self.report.skip("/AnimationManager", "splib3.animation.animate", f"the animation "
-                             f"{animation['function']!r} ({animation['duration']} s) is not run", mechanics=True)
+                             f"{animation['function']!r} ({animation['duration']} s) is not run: {why}",
+                             mechanics=True)
         return records
 
 
-def _in_oriented_box(points: np.ndarray, box: list[float]) -> np.ndarray:
+def in_oriented_box(points: np.ndarray, box: list[float]) -> np.ndarray:
     """Nodes in SOFA BoxROI's oriented box ``[p0, p1, p2, depth]`` (10 numbers): the rectangle p0-p1-p2
     extruded by depth/2 on both sides of its plane."""
     if len(box) != 10:

@@ -281,8 +281,8 @@ def test_tentacle_controller_on_frame(tmp_path):
 
 def test_unknown_stlib_module_is_named(tmp_path):
     path = tmp_path / "scene.py"
-    path.write_text("from stlib3.physics.mixedmaterial import Rigidify\n\ndef createScene(root):\n    pass\n")
-    with pytest.raises(ImportFailure, match="does not provide the module 'stlib3.physics.mixedmaterial'"):
+    path.write_text("from stlib3.physics.cosserat import CosseratBase\n\ndef createScene(root):\n    pass\n")
+    with pytest.raises(ImportFailure, match="does not provide the module 'stlib3.physics.cosserat'"):
         import_scene(path, tmp_path / "scene.toml")
     assert "stlib3" not in sys.modules and "Sofa" not in sys.modules
 

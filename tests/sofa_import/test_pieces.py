@@ -13,7 +13,7 @@ import pytest
 from softsim.app.sofa_import.graph import Node, resolve_link
 from softsim.app.sofa_import.numerics import Quat, Vec3, getOrientedBoxFromTransform
 from softsim.app.sofa_import.standin import stand_in
-from softsim.app.sofa_import.translate import _in_oriented_box, _Placement, _rotation
+from softsim.app.sofa_import.translate import _Placement, _rotation, in_oriented_box
 from softsim.app.sofa_import.xml_reader import read_xml_scene
 
 
@@ -43,7 +43,7 @@ def test_splib3_numerics():
     box = [*np.ravel(box[:3]), box[3]]
     grid = np.array([[x, y, z] for x in (-6, -5, 10, 25, 26) for y in (-16, -15, 0, 15, 16) for z in (-15, 0, 16)],
                     dtype=float)
-    inside = _in_oriented_box(grid, box)
+    inside = in_oriented_box(grid, box)
     expected = np.flatnonzero((np.abs(grid[:, 0] - 10) <= 15) & (np.abs(grid[:, 1]) <= 15) & (np.abs(grid[:, 2]) <= 15))
     np.testing.assert_array_equal(inside, expected)
 
