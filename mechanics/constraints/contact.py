@@ -92,6 +92,29 @@ class Obstacle(abc.ABC):
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         return self.signed_distance_and_normal(points - self.shift if np.any(self.shift) else points)
 
+    def signed_distance_hessian(self, points: np.ndarray) -> np.ndarray:
+        """The second derivative (k, 3, 3) [1/length] of the signed distance at ``points`` (k, 3): the
+        derivative of the normal, d n / d x, the shape's curvature (0 for a plane and on a box's faces)."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        return np.zeros((points.shape[0], 3, 3))
+
+    def distance_hessian(self, points: np.ndarray) -> np.ndarray:
+        """:meth:`signed_distance_hessian` of the shape moved by ``shift``."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        return self.signed_distance_hessian(points - self.shift if np.any(self.shift) else points)
+
+
+def _curvature(normal: np.ndarray, distance: np.ndarray, along: np.ndarray | None = None) -> np.ndarray:
+    """(I - n n^T [- u u^T]) / distance (k, 3, 3): the Hessian of the distance to a point (or, with the unit
+    ``along`` (k, 3) or (3,), to a line along it) at the unit normals ``normal`` (k, 3) and distances (k,); 0
+    where the distance is 0 (the exact centre or axis, where the normal is a convention)."""
+    projector = np.eye(3)[None] - normal[:, :, None] * normal[:, None, :]
+    if along is not None:
+        along = np.broadcast_to(along, normal.shape)
+        projector = projector - along[:, :, None] * along[:, None, :]
+    safe = np.where(distance > 0.0, distance, np.inf)
+    return projector / safe[:, None, None]
+
 
 def obstacle_shift(velocity, start: float, end: float | None, time: float) -> np.ndarray:
     """How far (3,) an obstacle moving at ``velocity`` (3,) from ``start`` to ``end`` (None: for ever) has moved
@@ -125,6 +148,11 @@ class SphereObstacle(Obstacle):
         offset = points - self.center
         return np.linalg.norm(offset, axis=1) - self.radius, _normalize_rows(offset, _UP)
 
+    def signed_distance_hessian(self, points: np.ndarray) -> np.ndarray:
+        """(I - n n^T) / |x - c|."""
+        offset = np.asarray(points, dtype=np.float64).reshape(-1, 3) - self.center
+        return _curvature(_normalize_rows(offset, _UP), np.linalg.norm(offset, axis=1))
+
 
 class BoxObstacle(Obstacle):
     """Solid axis-aligned box (``center``, positive ``halfExtents``); rotate the scene rather than the box.
@@ -156,6 +184,21 @@ class BoxObstacle(Obstacle):
         normal[inside_ids, axis] = sign[inside_ids, axis]
         return distance, normal
 
+    def signed_distance_hessian(self, points: np.ndarray) -> np.ndarray:
+        """Outside, (P - n n^T) / d with P the projector on the axes along which the point is beyond the box (0
+        in front of a face, the edge's line curvature beyond an edge, a corner's point curvature beyond it);
+        inside, 0 (the distance to the nearest face is affine)."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        excess = np.abs(points - self.center) - self.half_extents
+        beyond = excess > 0.0
+        distance, normal = self.signed_distance_and_normal(points)
+        outside = beyond.any(axis=1) & (distance > 0.0)
+        hessian = np.zeros((points.shape[0], 3, 3))
+        n = normal[outside]
+        projector = beyond[outside, :, None] * np.eye(3)[None] - n[:, :, None] * n[:, None, :]
+        hessian[outside] = projector / distance[outside, None, None]
+        return hessian
+
 
 class CapsuleObstacle(Obstacle):
     """Solid capsule: the points within ``radius`` of the segment ``a``-``b``."""
@@ -176,6 +219,23 @@ class CapsuleObstacle(Obstacle):
         )
         offset = points - (self.a + t[:, None] * axis)
         return np.linalg.norm(offset, axis=1) - self.radius, _normalize_rows(offset, _UP)
+
+    def signed_distance_hessian(self, points: np.ndarray) -> np.ndarray:
+        """Beside the segment, (I - n n^T - u u^T) / d (u the segment's direction, d the distance to the axis);
+        beyond an end, (I - n n^T) / d about that end."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        axis = self.b - self.a
+        length2 = float(axis @ axis)
+        raw = np.zeros(points.shape[0]) if length2 == 0.0 else (points - self.a) @ axis / length2
+        t = np.clip(raw, 0.0, 1.0)
+        offset = points - (self.a + t[:, None] * axis)
+        distance = np.linalg.norm(offset, axis=1)
+        normal = _normalize_rows(offset, _UP)
+        hessian = _curvature(normal, distance)
+        beside = (raw > 0.0) & (raw < 1.0)
+        if length2 > 0.0 and beside.any():
+            hessian[beside] = _curvature(normal[beside], distance[beside], axis / np.sqrt(length2))
+        return hessian
 
 
 def penetrations(obstacle: Obstacle, points: np.ndarray, tolerance: float = 0.0):
@@ -247,6 +307,11 @@ class ContactRows(Constraint):
     def _n_nodes(self, x: np.ndarray) -> int:
         return np.asarray(x).size // 3 if self.n_nodes is None else self.n_nodes
 
+    def normals_at(self, x: np.ndarray) -> np.ndarray:
+        """The contacts' normals (c, 3) at the positions ``x`` (n, 3): those found at detection (subclasses
+        whose normals follow the nodes override this)."""
+        return self.normals
+
     def remember(self, x: np.ndarray | None) -> None:
         """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
         self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
@@ -286,7 +351,7 @@ class ContactRows(Constraint):
         per_contact = np.zeros((self.n_contacts, 3))
         per_contact[self._row_mask()] = force
         self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces = (per_contact[:, :1] * self.normals + per_contact[:, 1:2] * self.tangents
+        self.contact_forces = (per_contact[:, :1] * self.normals_at(x_new) + per_contact[:, 1:2] * self.tangents
                                + per_contact[:, 2:3] * self.bitangents)
         self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
 
@@ -431,21 +496,78 @@ class ContactConstraint(ContactRows):
             missed |= obstacle.distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
         return int(missed.sum())
 
-    def _row_directions(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: node id ``(r,)`` and direction ``(r, 3)``; contacts in order, each as n[, t, s]."""
-        directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
+    def following(self) -> np.ndarray:
+        """(c,) bool: the frictionless contacts against a curved obstacle (sphere, box, capsule). Their normal
+        row is the gradient of the signed distance at the node's current position, not at detection, so the
+        constrained equilibrium is the stationary point of the contact problem itself (the force normal to the
+        surface where the node touches it) and its derivatives are exact; :meth:`force_stiffness` gives the
+        curvature term. A plane's normal is constant; friction contacts keep the frame found at detection (as
+        SOFA does), their tangential rows measuring motion in it."""
+        if self.n_contacts == 0:
+            return np.zeros(0, dtype=bool)
+        curved = np.array([not isinstance(obstacle, PlaneObstacle) for obstacle in self.obstacles])
+        return curved[self.contact_obstacles] & (self.mu == 0.0)
+
+    def normals_at(self, x: np.ndarray) -> np.ndarray:
+        """The contacts' normals (c, 3) at positions ``x`` (n, 3): the obstacle's outward normal at the node for
+        the :meth:`following` contacts, the detection normal for the others."""
+        following = self.following()
+        if not following.any():
+            return self.normals
+        ids = np.flatnonzero(following)
+        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[self.contact_nodes[ids]]
+        normals = self.normals.copy()
+        for j, obstacle in enumerate(self.obstacles):
+            mine = self.contact_obstacles[ids] == j
+            if mine.any():
+                normals[ids[mine]] = obstacle.distance_and_normal(points[mine])[1]
+        return normals
+
+    def _row_directions(self, x: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: node id ``(r,)`` and direction ``(r, 3)`` (normals at ``x``, see :meth:`normals_at`);
+        contacts in order, each as n[, t, s]."""
+        normals = self.normals if x is None else self.normals_at(x)
+        directions = np.stack([normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
         keep = self._row_mask()
         return np.broadcast_to(self.contact_nodes[:, None], keep.shape)[keep], directions[keep]
 
     # ------------------------------------------------------------------ protocol
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
-        """Rows ``+n`` (and ``+t``, ``+s`` with friction) on the contact nodes, ``(n_rows, 3n)``."""
+        """Rows ``+n`` (and ``+t``, ``+s`` with friction) on the contact nodes, ``(n_rows, 3n)``; a
+        :meth:`following` contact's ``n`` is the obstacle's normal at the node's position in ``x``."""
         n_nodes = self._n_nodes(x)
-        nodes, directions = self._row_directions()
+        nodes, directions = self._row_directions(x)
         n_rows = nodes.size
         cols = 3 * nodes[:, None] + np.arange(3)[None, :]
         rows = np.repeat(np.arange(n_rows), 3)
         return sp.csr_matrix((directions.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * n_nodes))
+
+    def force_stiffness(self, x: np.ndarray, force: np.ndarray):
+        """``-lambda_n d n / d x = -lambda_n H`` on each :meth:`following` contact's node, H the Hessian of the
+        obstacle's signed distance there (its curvature: ``(I - n n^T) / |x - c|`` for a sphere); None when no
+        contact follows. Triplets, see :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        following = self.following()
+        if not following.any():
+            return None
+        ids = np.flatnonzero(following)
+        per_contact = np.zeros(self._row_mask().shape)
+        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        nodes = self.contact_nodes[ids]
+        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[nodes]
+        hessian = np.zeros((ids.size, 3, 3))
+        for j, obstacle in enumerate(self.obstacles):
+            mine = self.contact_obstacles[ids] == j
+            if mine.any():
+                hessian[mine] = obstacle.distance_hessian(points[mine])
+        blocks = -per_contact[ids, 0][:, None, None] * hessian
+        pattern = getattr(self, "_stiffness_pattern", None)
+        if pattern is None or pattern[0] is not self.contact_nodes or not np.array_equal(pattern[1], ids):
+            # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern
+            dofs = 3 * nodes[:, None] + np.arange(3)[None, :]
+            rows = np.broadcast_to(dofs[:, :, None], blocks.shape).reshape(-1).copy()
+            cols = np.broadcast_to(dofs[:, None, :], blocks.shape).reshape(-1).copy()
+            pattern = self._stiffness_pattern = (self.contact_nodes, ids, rows, cols)
+        return pattern[2], pattern[3], blocks.reshape(-1)
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """Normal rows: signed distance at ``x_free`` minus contactDistance; tangential rows: ``t.(x_free -

@@ -73,12 +73,30 @@ class MappedConstraint:
         return self.constraint.compliance()
 
     def force_stiffness(self, x, force):
-        """None: the wrapped models (contacts) have no stiffness of their own force; a model with one is refused
-        (its triplets would need a fixed pattern through the mapping)."""
-        if self.constraint.force_stiffness(self.extend(x), force) is not None:
-            raise ParameterError(f"{self.constraint.name}: a mapped constraint with a force stiffness is not "
-                                 "supported")
-        return None
+        """The wrapped model's stiffness (triplets over the extended DOFs, e.g. a contact's curvature on a mapped
+        vertex) seen on the model's DOFs: ``E^T S E`` with ``E`` the mapping's expansion, so a block on a mapped
+        vertex lands on its tetrahedron's nodes with the products of their weights. The index arrays stay the
+        same objects while the wrapped model's do (the frame step keeps its matrix pattern)."""
+        terms = self.constraint.force_stiffness(self.extend(x), force)
+        if terms is None:
+            return None
+        rows, cols, values = terms
+        cached = self.__dict__.get("_mapped_pattern")
+        if cached is None or cached[0] is not rows or cached[1] is not cols:
+            E = self.expand
+            out_rows, out_cols, sources, coefficients = [], [], [], []
+            for t, (r, c) in enumerate(zip(rows, cols)):
+                r_dofs, r_weights = E.indices[E.indptr[r]:E.indptr[r + 1]], E.data[E.indptr[r]:E.indptr[r + 1]]
+                c_dofs, c_weights = E.indices[E.indptr[c]:E.indptr[c + 1]], E.data[E.indptr[c]:E.indptr[c + 1]]
+                out_rows.append(np.repeat(r_dofs, c_dofs.size))
+                out_cols.append(np.tile(c_dofs, r_dofs.size))
+                coefficients.append(np.outer(r_weights, c_weights).reshape(-1))
+                sources.append(np.full(r_dofs.size * c_dofs.size, t))
+            cached = (rows, cols, *(np.concatenate(parts).astype(kind) if parts else np.zeros(0, kind) for parts, kind
+                                    in ((out_rows, np.int64), (out_cols, np.int64), (sources, np.int64),
+                                        (coefficients, np.float64))))
+            self.__dict__["_mapped_pattern"] = cached
+        return cached[2], cached[3], cached[5] * np.asarray(values, dtype=np.float64)[cached[4]]
 
     def store(self, force, x_new) -> None:
         self.constraint.store(force, self.extend(x_new))

@@ -342,7 +342,10 @@ def _force_scale(state: EquilibriumState) -> float:
 
 
 def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
-    """Contact rows are differentiated with their normals held: exact against planes only."""
+    """Contact rows are exact when their rows are functions of the equilibrium: against planes (one normal),
+    and frictionless against spheres, boxes and capsules (the normal follows the node, its curvature is in the
+    tangent). Friction against a curved obstacle keeps the frame found at detection, and contacts between
+    bodies are not differentiated: GradientError when such a contact is active."""
     if state.system is None:
         return
     for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
@@ -350,13 +353,18 @@ def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
             continue
         obstacles = getattr(constraint, "obstacles", None)
         if obstacles is None:
-            raise GradientError(f"{constraint.name}: active contacts between bodies are not differentiated yet "
-                                "(docs/gradients.md)")
-        used = {int(i) for i in constraint.contact_obstacles[_held_contacts(constraint, active.held[rows])]}
-        curved = [type(obstacles[i]).__name__ for i in used if type(obstacles[i]).__name__ != "PlaneObstacle"]
-        if curved:
-            raise GradientError(f"{constraint.name}: active contacts against a {curved[0]}: their normals are "
-                                "taken at the frame's detection, so the gradient would not be exact; planes only "
+            raise GradientError(f"{constraint.name}: active contacts between bodies are not differentiated yet: "
+                                "their normals and contact points are taken when they are detected, so the rows "
+                                "are not functions of the equilibrium alone (docs/gradients.md)")
+        held = _held_contacts(constraint, active.held[rows])
+        follows = constraint.following()
+        frozen = [int(i) for i in held if not follows[i]
+                  and type(obstacles[constraint.contact_obstacles[i]]).__name__ != "PlaneObstacle"]
+        if frozen:
+            kind = type(obstacles[constraint.contact_obstacles[frozen[0]]]).__name__
+            raise GradientError(f"{constraint.name}: active friction contacts against a {kind}: their normal and "
+                                "tangent frame are taken at the frame's detection, so the gradient would not be "
+                                "exact; against curved obstacles only frictionless contacts are differentiated "
                                 "(docs/gradients.md)")
 
 

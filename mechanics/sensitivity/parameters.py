@@ -14,7 +14,9 @@ violation d_i(x) and of its target, and of the outputs that depend on p explicit
   it; in static mode mass acts only through gravity).
 - ``body.NAME.cable.C.value``, ``body.NAME.cavity.C.value``: the target of the actuator's row (1 when the
   value is imposed as it is, 0 when a range or rate limit clipped it).
-- ``obstacle.NAME.point.x`` (planes): the contact rows' gaps move by -n_x.
+- ``obstacle.NAME.point.x`` (planes), ``obstacle.NAME.center.x`` (spheres, boxes): the contact rows' gaps move
+  by -n_x, and a frictionless contact's normal force lambda n turns by -lambda H e_x (H the signed distance's
+  Hessian at the node, 0 for a plane).
 - ``body.NAME.cable.C.points[k].x``: the cable's row (its Jacobian, its violation with the rest length that
   follows the points, and its outputs) rebuilt with the point moved by +-h and +-h/2, combined by Richardson
   extrapolation (error O(h^4), h = 1e-4 of the body's size; the points are mapped into their tetrahedra, which
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from softsim import meshes
-from softsim.mechanics.constraints import CableConstraint, PlaneObstacle
+from softsim.mechanics.constraints import CableConstraint
 from softsim.mechanics.scene import get_value
 from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.schema import CableSpec, CavitySpec, MaterialRegionSpec, MaterialSpec, SceneSettings
@@ -120,14 +122,17 @@ def parameter(scene, key: str) -> Parameter:
             raise GradientError(f"wrt {key!r}: the cable has {len(table.points)} points (0..{len(table.points) - 1})")
         return CablePoint(key, float(table.points[index][axis]), address.index("body"), address.index("cable"),
                           index, axis)
+    if type(table).__name__ == "ObstacleSpec" and name in ("a", "b"):
+        raise GradientError(f"wrt {key!r}: a capsule's end points are not parameters yet (a plane's point and a "
+                            "sphere's or box's center are)")
     if type(table).__name__ == "ObstacleSpec" and name in ("point", "center"):
         if axis is None:
             raise GradientError(f"wrt {key!r}: the obstacle's {name} is a vector; take a component: {base}.x")
         return ObstaclePosition(key, float(value[axis]), address.index("obstacle"), axis)
     raise GradientError(f"wrt {key!r}: gradients are available with respect to youngModulus, poissonRatio "
                         "(of a body or a material region), totalMass, massDensity, scene.gravity.x/y/z, actuator "
-                        "values (body.B.cable.C.value, body.B.cavity.C.value), a plane obstacle's point.x/y/z and "
-                        "cable points (body.B.cable.C.points[k].x)")
+                        "values (body.B.cable.C.value, body.B.cavity.C.value), a plane obstacle's point.x/y/z, a "
+                        "sphere's or box's center.x/y/z and cable points (body.B.cable.C.points[k].x)")
 
 
 def _place(state, body: int, values: np.ndarray) -> np.ndarray:
@@ -228,20 +233,57 @@ class ObstaclePosition(Parameter):
         self.key, self.value, self.obstacle, self.axis = key, value, obstacle, axis
 
     def partial(self, state) -> Partial:
+        """Moving the obstacle by dc moves each of its contacts' gaps by ``-n . dc`` and, where the normal follows
+        the node (a curved obstacle), turns the normal force ``lambda n`` by ``-lambda H dc`` (H the distance's
+        Hessian): the distance depends on x - c only."""
         partial = self.zero(state)
         obstacle = state.scene.obstacles[self.obstacle]
-        if not isinstance(obstacle, PlaneObstacle):
-            raise GradientError(f"wrt {self.key!r}: the position of a {type(obstacle).__name__} is not supported "
-                                "(planes only: their contact rows are linear in the plane's point)")
+        if state.system is None:
+            return partial
+        x = state.x.reshape(-1, 3)
         for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
             if obstacle not in getattr(constraint, "obstacles", ()):
                 continue
             index = constraint.obstacles.index(obstacle)
+            mine = np.flatnonzero(constraint.contact_obstacles == index)
+            if mine.size == 0:
+                continue
+            local, to_global = _contact_view(constraint, x)
+            points = local[constraint.contact_nodes[mine]]
+            normals = constraint.normals_at(local)[mine]
             mask = constraint._row_mask()
             per_contact = np.zeros(mask.shape)
-            per_contact[:, 0] = np.where(constraint.contact_obstacles == index, -obstacle.normal[self.axis], 0.0)
+            per_contact[mine, 0] = -normals[:, self.axis]
             partial.violation[rows] = per_contact[mask]
+            force = np.zeros(mask.shape)
+            force[mask] = state.force[rows]
+            turning = -force[mine, 0][:, None] * obstacle.distance_hessian(points)[:, :, self.axis]
+            follows = constraint.following()[mine]
+            nodal = np.zeros_like(local)
+            np.add.at(nodal, constraint.contact_nodes[mine[follows]], turning[follows])
+            partial.force[:] += to_global(nodal)
         return partial
+
+
+def _contact_view(constraint, x: np.ndarray):
+    """The positions (n_c, 3) a contact model sees through its wrappers (a body's slice in a multi-body scene,
+    a collision surface's vertices mapped from the nodes) and the map of nodal forces (n_c, 3) it gives back to
+    the model's DOFs (3N,)."""
+    inner = constraint.__dict__.get("constraint")
+    if inner is None:
+        return x, lambda force: np.asarray(force).reshape(-1)
+    if "expand" in constraint.__dict__:  # MappedConstraint: [x; W x], forces through E^T
+        local, back = _contact_view(inner, constraint.extend(x))
+        return local, lambda force: constraint.expand.T @ back(force)
+    start, stop = constraint.__dict__["start"], constraint.__dict__["stop"]  # OffsetConstraint
+
+    def place(force):
+        full = np.zeros_like(x)
+        full[start:stop] = back(force).reshape(-1, 3)
+        return full.reshape(-1)
+
+    local, back = _contact_view(inner, x[start:stop])
+    return local, place
 
 
 class CablePoint(Parameter):
@@ -293,9 +335,9 @@ class CablePoint(Parameter):
 def default_parameters(spec) -> list[str]:
     """The ``wrt`` keys a sensitivity overview shows for a scene ``spec``: each body's youngModulus and
     poissonRatio (and those its material regions set), its totalMass (or massDensity), the gravity components
-    that are not zero, every cable's and cavity's value, and each plane obstacle's point along the axis its
-    normal points most along. In inverse mode (an active ``[solver.inverse]``): every goal coordinate of every
-    effector with a goal (the inverse model's sensitivities are to its goals)."""
+    that are not zero, every cable's and cavity's value, each plane obstacle's point along the axis its normal
+    points most along, and each sphere's and box's center. In inverse mode (an active ``[solver.inverse]``):
+    every goal coordinate of every effector with a goal (the inverse model's sensitivities are to its goals)."""
     if spec.solver.inverse is not None and spec.solver.inverse.active:
         return [f"body.{body.name}.effector.{e.name}.effectorGoal{'' if e.n_points == 1 else f'[{k}]'}.{axis}"
                 for body in spec.bodies for e in body.effectors if e.effectorGoal is not None
@@ -318,4 +360,6 @@ def default_parameters(spec) -> list[str]:
     for obstacle in spec.obstacles:
         if obstacle.type == "plane":
             keys.append(f"obstacle.{obstacle.name}.point.{'xyz'[int(np.argmax(np.abs(obstacle.normal)))]}")
+        elif obstacle.type in ("sphere", "box"):
+            keys += [f"obstacle.{obstacle.name}.center.{axis}" for axis in "xyz"]
     return keys
