@@ -375,6 +375,98 @@ def update_readouts(owner: QWidget, form: QFormLayout, labels: dict[str, QLabel]
         label.setText(f"{without_round_off(value, floors.get(output_quantity(key[len(prefix):]), 0.0)):.6g}")
 
 
+#: the slider range of a rigid frame's angle [degrees] (the spin box accepts any angle)
+FRAME_ANGLE_RANGE = (-180.0, 180.0)
+
+
+def rotating_regions(spec) -> list[tuple[str, int]]:
+    """``(body name, index)`` of every fixed region whose rotation is set (``angle``, ``axis`` or ``center`` not
+    at its default): a rigid frame on the body's nodes, a servo arm (docs/scene-format.md)."""
+    from softsim.mechanics.scene.schema import FixedSpec, defaults
+
+    default = defaults(FixedSpec, {"angle", "axis", "center"})
+    return [(body.name, i) for body in spec.bodies for i, region in enumerate(body.fixed)
+            if any(getattr(region, key) != value for key, value in default.items())]
+
+
+class FrameControl(QGroupBox):
+    """The angle of a fixed region's rigid frame (``body.NAME.fixed[i].angle``, degrees): a slider over
+    [-180, 180] and a spin box, sent like an actuator value."""
+
+    def __init__(self, session, body_name: str, index: int, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.path = f"body.{body_name}.fixed[{index}].angle"
+        self.name = f"{body_name}.fixed[{index}]"
+        self.setTitle(f"rigid frame {self.name}")
+        self.setObjectName(f"frame:{self.name}")
+        self.slider = QSlider(Qt.Orientation.Horizontal, self)
+        self.slider.setRange(0, SLIDER_STEPS)
+        self.slider.setMinimumWidth(90)
+        self.spin = QDoubleSpinBox(self)
+        self.spin.setKeyboardTracking(False)
+        self.spin.setRange(-1e6, 1e6)
+        self.spin.setDecimals(2)
+        self.spin.setSingleStep(1.0)
+        self.spin.setMaximumWidth(150)
+        self.error_label = QLabel(self)
+        self.error_label.setStyleSheet("color: #c11;")
+        self.error_label.setWordWrap(True)
+        self.error_label.hide()
+        values = QHBoxLayout()
+        values.addWidget(self.slider, 1)
+        values.addWidget(self.spin)
+        layout = QVBoxLayout(self)
+        layout.addLayout(values)
+        self.axis_label = QLabel(self)
+        self.axis_label.setWordWrap(True)
+        self.axis_label.setStyleSheet("color: gray;")
+        layout.addWidget(self.axis_label)
+        layout.addWidget(self.error_label)
+        tip = f"{self.path}: the region's nodes turn by this angle (degrees) about its axis through its center"
+        self.slider.setToolTip(tip)
+        self.spin.setToolTip(tip)
+        self.throttle = Throttle(self._send, parent=self)
+        self.sync_from_spec()
+        self.slider.valueChanged.connect(self._slider_moved)
+        self.slider.sliderReleased.connect(self.throttle.flush)
+        self.spin.valueChanged.connect(self._spin_changed)
+
+    def sync_from_spec(self) -> None:
+        region = get_value(self.session.spec, self.path.rsplit(".", 1)[0])
+        self.axis_label.setText(f"angle in degrees about [{', '.join(format_real(v) for v in region.axis)}] "
+                                f"through [{', '.join(format_real(v) for v in region.center)}]")
+        if self.slider.isSliderDown() or self.throttle.pending:
+            return
+        self._show(float(region.angle))
+
+    def _show(self, angle: float) -> None:
+        lo, hi = FRAME_ANGLE_RANGE
+        position = round((min(max(angle, lo), hi) - lo) / (hi - lo) * SLIDER_STEPS)
+        ActuatorControl._set_blocked(self.spin, lambda: self.spin.setValue(angle))
+        ActuatorControl._set_blocked(self.slider, lambda: self.slider.setValue(int(position)))
+
+    def slider_value(self, position: int | None = None) -> float:
+        """The angle of a slider position, to a tenth of a degree."""
+        lo, hi = FRAME_ANGLE_RANGE
+        position = self.slider.value() if position is None else position
+        return round(lo + (hi - lo) * position / SLIDER_STEPS, 1)
+
+    def _slider_moved(self, position: int) -> None:
+        angle = self.slider_value(position)
+        ActuatorControl._set_blocked(self.spin, lambda: self.spin.setValue(angle))
+        self.throttle.push(angle)
+
+    def _spin_changed(self, angle: float) -> None:
+        self._show(angle)
+        self.throttle.push(angle)
+
+    def _send(self, angle: float) -> None:
+        error = self.session.set_parameter(self.path, float(angle))
+        self.error_label.setVisible(error is not None)
+        self.error_label.setText(error or "")
+
+
 class EffectorReadout(QGroupBox):
     """An effector's position (and distance to its goal) from each frame."""
 
@@ -390,14 +482,16 @@ class EffectorReadout(QGroupBox):
 
 
 class ActuatorsPanel(QWidget):
-    """A control per cable and cavity of every body and a readout group per effector; rebuilt on
-    ``scene_opened``, values kept in step with ``parameter_changed``, readouts from ``frame_ready``."""
+    """A control per cable and cavity of every body, one per rotating fixed region (a rigid frame's angle), and a
+    readout group per effector; rebuilt on ``scene_opened``, values kept in step with ``parameter_changed``,
+    readouts from ``frame_ready``."""
 
     def __init__(self, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("actuators_panel")
         self.session = session
         self.controls: dict[str, ActuatorControl] = {}
+        self.frames: dict[str, FrameControl] = {}
         self.effectors: dict[str, EffectorReadout] = {}
         self.inverse_box = QCheckBox("Inverse mode: drag the green goals, the actuators follow", self)
         self.inverse_box.setObjectName("inverse_mode")
@@ -421,7 +515,7 @@ class ActuatorsPanel(QWidget):
     def rebuild(self, _scene=None) -> None:
         content = QWidget()
         layout = QVBoxLayout(content)
-        self.controls, self.effectors = {}, {}
+        self.controls, self.effectors, self.frames = {}, {}, {}
         spec = self.session.spec
         frame = self.session.latest_frame
         if spec is None or frame is None:
@@ -440,8 +534,13 @@ class ActuatorsPanel(QWidget):
                     readout = EffectorReadout(effector.name, content)
                     self.effectors[effector.name] = readout
                     layout.addWidget(readout)
-            if not self.controls and not self.effectors:
-                layout.addWidget(QLabel("This scene has no cable, cavity or effector.", content))
+            for body_name, index in rotating_regions(spec):
+                control = FrameControl(self.session, body_name, index, parent=content)
+                self.frames[control.name] = control
+                layout.addWidget(control)
+            if not self.controls and not self.effectors and not self.frames:
+                layout.addWidget(QLabel("This scene has no cable, cavity, rotating fixed region or effector.",
+                                        content))
         layout.addStretch(1)
         self.scroll.setWidget(content)
         self.scroll.setMinimumHeight(min(content.sizeHint().height() + 4, MAX_MIN_HEIGHT))
@@ -486,7 +585,11 @@ class ActuatorsPanel(QWidget):
         self._show_inverse()
 
     def _on_parameter_changed(self, _path: str, _value) -> None:
-        for control in self.controls.values():
+        spec = self.session.spec
+        if spec is not None and sorted(self.frames) != sorted(f"{b}.fixed[{i}]" for b, i in rotating_regions(spec)):
+            self.rebuild()  # a region started or stopped rotating
+            return
+        for control in (*self.controls.values(), *self.frames.values()):
             control.sync_from_spec()
         self._show_inverse()
 
