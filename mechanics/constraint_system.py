@@ -82,21 +82,38 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
     if not J_parts:
         empty = sp.csr_matrix((0, free_dofs.size))
         return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
-    J_free = _drop_fixed_columns(sp.vstack(J_parts, format="csr"), free_dofs)
+    J_free = _stack_free_columns(J_parts, free_dofs)
     return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
                             np.concatenate(compliance_parts), row_ranges)
 
 
-def _drop_fixed_columns(J: sp.csr_matrix, free_dofs: np.ndarray) -> sp.csr_matrix:
-    """The columns of the free DOFs of a CSR matrix, renumbered (cheaper than CSC column slicing)."""
-    dof_to_free = np.full(J.shape[1], -1, dtype=np.int64)
-    dof_to_free[free_dofs] = np.arange(free_dofs.size)
-    columns = dof_to_free[J.indices]
+#: (free_dofs, number of DOFs, DOF -> free index) of the last call: a problem's free DOFs are one array
+_free_map: list = [None, 0, None]
+
+
+def _dof_to_free(free_dofs: np.ndarray, n_dofs: int) -> np.ndarray:
+    """(n_dofs,) the free index of each DOF, -1 for a fixed one (kept for the last ``free_dofs`` array)."""
+    if _free_map[0] is not free_dofs or _free_map[1] != n_dofs:
+        dof_to_free = np.full(n_dofs, -1, dtype=np.int64)
+        dof_to_free[free_dofs] = np.arange(free_dofs.size)
+        _free_map[:] = [free_dofs, n_dofs, dof_to_free]
+    return _free_map[2]
+
+
+def _stack_free_columns(parts: list, free_dofs: np.ndarray) -> sp.csr_matrix:
+    """The rows of the sparse matrices ``parts`` (each (r_k, 3n)) stacked, with only the free DOFs' columns,
+    renumbered: (sum r_k, n_free) CSR, built once (a vstack and a column slice each built a matrix again)."""
+    parts = [J if J.format == "csr" else J.tocsr() for J in parts]
+    dof_to_free = _dof_to_free(free_dofs, parts[0].shape[1])
+    columns = dof_to_free[np.concatenate([J.indices for J in parts])]
+    data = np.concatenate([J.data for J in parts])
+    per_row = np.concatenate([np.diff(J.indptr) for J in parts])
+    n_rows = per_row.size
     keep = columns >= 0
-    rows = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
-    indptr = np.zeros(J.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows[keep], minlength=J.shape[0]), out=indptr[1:])
-    return sp.csr_matrix((J.data[keep], columns[keep], indptr), shape=(J.shape[0], free_dofs.size))
+    rows = np.repeat(np.arange(n_rows), per_row)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=n_rows), out=indptr[1:])
+    return sp.csr_matrix((data[keep], columns[keep], indptr), shape=(n_rows, free_dofs.size))
 
 
 def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: ResponseCache | None = None,

@@ -146,14 +146,33 @@ class Blocks:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
+    def _structured(cls, start, size, kind, target, lo, hi, mu) -> Blocks:
+        """Blocks whose structure (start, size, kind: arrays of the right types) is valid by construction; only
+        the values are checked. The constructors below and :meth:`concatenate` build every frame's rows (8 per
+        step on the trunk): the full structural check of ``__post_init__`` cost more than the rows' Jacobians."""
+        blocks = object.__new__(cls)
+        n = size.size
+        blocks.start, blocks.size, blocks.kind = start, size, kind
+        blocks.target = _per_block(target, n, "target")
+        blocks.lo = _per_block(lo, n, "lo")
+        blocks.hi = _per_block(hi, n, "hi")
+        blocks.mu = _per_block(mu, n, "mu")
+        if n and (np.isnan(blocks.lo).any() or np.isnan(blocks.hi).any() or (blocks.lo > blocks.hi).any()):
+            raise ParameterError("Blocks: lo must be <= hi (no NaN)")
+        if n and not np.isfinite(blocks.target).all():
+            raise ParameterError("Blocks: target must be finite")
+        if n and not (np.isfinite(blocks.mu).all() and (blocks.mu >= 0).all()):
+            raise ParameterError("Blocks: mu must be finite and >= 0")
+        return blocks
+
+    @classmethod
     def _uniform(cls, n_blocks: int, block_size: int, kind: int, target, lo, hi, mu=0.0) -> Blocks:
         if int(n_blocks) != n_blocks or n_blocks < 0:
             raise ParameterError(f"Blocks: number of blocks must be an integer >= 0, got {n_blocks}")
         n_blocks = int(n_blocks)
-        size = np.full(n_blocks, block_size, dtype=np.int64)
-        return cls(
+        return cls._structured(
             np.arange(n_blocks, dtype=np.int64) * block_size,
-            size,
+            np.full(n_blocks, block_size, dtype=np.int64),
             np.full(n_blocks, kind, np.int8),
             target,
             lo,
@@ -203,8 +222,9 @@ class Blocks:
         if not parts:
             return cls.empty()
         size = np.concatenate([p.size for p in parts])
-        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64) if size.size else size.copy()
-        return cls(
+        start = np.zeros(size.size, dtype=np.int64)
+        np.cumsum(size[:-1], out=start[1:])
+        return cls._structured(
             start,
             size,
             np.concatenate([p.kind for p in parts]),

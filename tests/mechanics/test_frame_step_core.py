@@ -110,9 +110,13 @@ def test_cable_rows_are_built_at_x_free_and_the_violation_is_exact_there():
     assert system.dfree[0] == pytest.approx(cable.L0 - cable.length(x_free), abs=1e-12)
 
 
-def test_dropping_fixed_columns_equals_column_slicing():
-    from softsim.mechanics.constraint_system import _drop_fixed_columns
+def test_stacking_rows_on_the_free_columns_equals_vstack_and_column_slicing():
+    from softsim.mechanics.constraint_system import _stack_free_columns
 
-    J = sp.random(7, 30, density=0.3, random_state=2, format="csr")
+    parts = [sp.random(rows, 30, density=0.3, random_state=seed, format=fmt)
+             for rows, seed, fmt in ((7, 2, "csr"), (1, 3, "csr"), (4, 5, "coo"))]
     free = np.array([0, 2, 3, 7, 8, 9, 15, 21, 29])
-    np.testing.assert_array_equal(_drop_fixed_columns(J, free).toarray(), J.toarray()[:, free])
+    expected = sp.vstack(parts).toarray()[:, free]
+    np.testing.assert_array_equal(_stack_free_columns(parts, free).toarray(), expected)
+    other = np.array([1, 4, 5, 29])  # another problem's free DOFs: its own map
+    np.testing.assert_array_equal(_stack_free_columns(parts, other).toarray(), sp.vstack(parts).toarray()[:, other])
