@@ -271,6 +271,7 @@ class SimulationRunner:
         self.min_frame_interval = min_frame_interval
         self.frames_run = 0
         self.frames_solved = 0  # frames run whose inputs changed (not an "unchanged" frame's reuse)
+        self.last_frame_seconds: float | None = None  # wall time of the last frame's step [s]
         self._thread = threading.Thread(target=self._loop, name="softsim-simulation", daemon=True)
 
     # -- GUI side -------------------------------------------------------------------------------------
@@ -418,6 +419,7 @@ class SimulationRunner:
 
     def _run_frame(self) -> None:
         """One frame; the counters move after the frame and its messages are posted."""
+        started = time.perf_counter()
         try:
             report = self._simulation.step()
         except Exception as error:  # a bug or an unexpected failure: report it, keep the last good state
@@ -432,6 +434,7 @@ class SimulationRunner:
             self._post(Message("warning", f"frame {report.frame} failed: {report.message}"))
         elif report.message:  # converged badly (e.g. Newton or the constraint solver hit its iteration cap)
             self._post(Message("warning", f"frame {report.frame}: {report.message}"))
+        self.last_frame_seconds = time.perf_counter() - started
         self._last_report = report
         self.at_rest = bool(report.ran and getattr(report, "unchanged", False) and self._is_static())
         if report.ran and not getattr(report, "unchanged", False):

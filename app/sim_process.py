@@ -20,7 +20,10 @@ runs :class:`app.runner.SimulationRunner` on it as the window's worker thread di
 ``step_once``, ``send``, ``take_output``, ``frames_attempted``, ``frames_run``, ``pending_steps``, ``playing``,
 ``field``) plus ``open``. A reader thread blocks on the output pipe (it holds the GIL only to file what
 arrives) and calls ``on_output`` so the GUI thread polls. When the pipe ends without a ``quit``, the child
-died: ``take_output`` returns its cause in ``WorkerOutput.crashed`` and the session restarts it.
+died: ``take_output`` returns its cause in ``WorkerOutput.crashed`` and the session restarts it. A child that is
+alive but stopped answering is ended by the same thread when its :class:`app.watchdog.Watchdog` finds a request
+overdue (the crash path then follows, with the cause ``it stopped answering``); while the child plays and owes
+nothing, the thread asks it for a cheap answer now and then, so a hang while playing is seen too.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from softsim.app.runner import Command, Message, Reply, SetField, WorkerOutput
+from softsim.app.runner import Call, Command, Message, Reply, SetField, WorkerOutput
+from softsim.app.watchdog import OPEN_SECONDS, Watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +53,13 @@ _HEADER = struct.Struct("<QQ")
 _SLOT = struct.Struct("<QQ")
 _MIN_CAPACITY = 1 << 16
 #: how long ``open`` waits for the child to build a scene (a fresh process imports numpy, SciPy, numba first)
-OPEN_TIMEOUT = 600.0
+OPEN_TIMEOUT = OPEN_SECONDS
+#: how often [s] the reader thread looks at the watchdog while nothing arrives
+WATCH_INTERVAL = 0.25
+
+
+def _answer(_scene) -> None:
+    """The watchdog's request: costs nothing, answered between two frames."""
 
 
 # -- what the GUI keeps of an open scene ------------------------------------------------------------------
@@ -327,7 +337,8 @@ class _Child:
             return
         with self.lock:
             self.send(("status", self.scene_id, runner.frames_attempted, runner.frames_run, self.steps_received,
-                       runner.pending_steps, self.control_seq, runner.playing, runner.frames_solved))
+                       runner.pending_steps, self.control_seq, runner.playing, runner.frames_solved,
+                       runner.last_frame_seconds))
 
     def forward(self, runner, scene_id: int) -> None:
         """The runner posted something (on its thread): messages and replies to the pipe, the newest frame to
@@ -514,9 +525,13 @@ class ProcessRunner:
         self._playing = False
         self._control_seq = 0
         self._steps_sent = 0
-        # attempted, run, steps received, pending, control seq, playing, solved
-        self._status = (0, 0, 0, 0, 0, False, 0)
+        # attempted, run, steps received, pending, control seq, playing, solved, last frame's seconds
+        self._status = (0, 0, 0, 0, 0, False, 0, None)
         self.field = "displacement"
+        self._send_lock = threading.Lock()  # the GUI thread and the watchdog's pings both send
+        self.watchdog = Watchdog(progress=time.monotonic())
+        self._ping_token: int | None = None
+        self._hang: str | None = None  # why the watchdog ended the process
         self._thread = threading.Thread(target=self._read_loop, name="softsim-simulation-output", daemon=True)
         self._thread.start()
 
@@ -525,10 +540,11 @@ class ProcessRunner:
         import cloudpickle
 
         data = cloudpickle.dumps(item)
-        try:
-            self._commands.send_bytes(data)
-        except (BrokenPipeError, OSError):  # the child died: the reader thread reports it
-            pass
+        with self._send_lock:
+            try:
+                self._commands.send_bytes(data)
+            except (BrokenPipeError, OSError):  # the child died: the reader thread reports it
+                pass
 
     def start(self) -> None:
         """The process runs from construction; kept for the interface of SimulationRunner."""
@@ -563,6 +579,7 @@ class ProcessRunner:
             self._opening[token] = scene_id
             if wait:
                 self._sync_tokens.add(token)
+            self.watchdog.sent(token, time.monotonic(), opening=True)
         self.field = field
         self._send(("open", token, scene_id, build, field, restore))
         return token
@@ -574,6 +591,8 @@ class ProcessRunner:
             self.scene_id = 0
             self._items.clear()
             self._frame_waiting = False
+            self.watchdog.forget()  # the scene's queued commands are dropped unanswered
+            self._ping_token = None
         self._playing = False
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -606,6 +625,9 @@ class ProcessRunner:
     def send(self, command: Command) -> None:
         if isinstance(command, SetField):
             self.field = command.name
+        if command.token is not None:
+            with self._lock:
+                self.watchdog.sent(command.token, time.monotonic())
         self._send(("command", command))
 
     def submit(self, description: str, apply, *, changes_state: bool = True) -> None:
@@ -645,6 +667,9 @@ class ProcessRunner:
 
         while True:
             try:
+                if not self._output.poll(WATCH_INTERVAL):
+                    self._watch()
+                    continue
                 data = self._output.recv_bytes()
             except (EOFError, OSError):
                 break
@@ -658,26 +683,61 @@ class ProcessRunner:
                 self._stopping = True
                 continue
             self._file(item)
+            if time.monotonic() - self.watchdog.progress > WATCH_INTERVAL:  # chatty, but no progress
+                self._watch()
             if self.on_output is not None:
                 self.on_output()
         if not self._stopping:
             self.process.join(5.0)
             with self._arrived:
-                self.crashed = exit_cause(self.process.exitcode)
+                self.crashed = self._hang or exit_cause(self.process.exitcode)
                 self._arrived.notify_all()
             if self.on_output is not None:
                 self.on_output()
+
+    def _watch(self) -> None:
+        """On the reader thread, when nothing arrived for a while: end a process that owes an answer overdue (its
+        pipe then ends, and the crash path restarts it), or ask a busy, quiet one for a cheap answer."""
+        if self._stopping or self._hang is not None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            waited = self.watchdog.overdue(now)
+            busy = self.scene_id != 0 and (self._playing or self.pending_steps > 0)
+            ping = waited is None and self.watchdog.should_ping(now, busy)
+            if ping:
+                self._ping_token = token = next(self._tokens)
+                self.watchdog.sent(token, now)
+        if ping:
+            self._send(("command", Call("watchdog: are you there?", _answer, False, token=token)))
+            return
+        if waited is None:
+            return
+        frame = self.watchdog.frame_seconds
+        took = "" if frame is None else f"; its last frame took {frame:.2g} s"
+        self._hang = (f"it stopped answering: no answer for {waited:.0f} s{took}; the window ended it "
+                      f"(process {self.pid})")
+        logger.warning("simulation process %d %s", self.pid, self._hang)
+        try:
+            os.kill(self.pid, signal.SIGKILL)  # also ends a stopped process
+        except OSError:
+            pass
 
     def _file(self, item: tuple) -> None:
         kind = item[0]
         with self._arrived:
             if kind == "reply":
                 _kind, token, result, error = item
+                self.watchdog.answered(token, time.monotonic())
+                if token == self._ping_token:
+                    self._ping_token = None
+                    return
                 scene_id = self._opening.pop(token, None)
                 if scene_id is not None and error is None:
                     self.scene_id = scene_id  # frames of the scene before are dropped from here on
                     self._playing = False  # the new scene starts paused
-                    self._status = (0, 0, self._steps_sent, 0, self._control_seq, False, 0)
+                    self._status = (0, 0, self._steps_sent, 0, self._control_seq, False, 0, None)
+                    self.watchdog.frame_times.clear()  # another scene: its frames' cost is not known yet
                 if token in self._sync_tokens:
                     self._sync_tokens.discard(token)
                     self._sync[token] = (result, error)
@@ -691,10 +751,13 @@ class ProcessRunner:
             elif kind == "status":
                 scene_id, *status = item[1:]
                 if scene_id == self.scene_id:
+                    if status[0] != self._status[0]:  # a frame was done
+                        self.watchdog.frame_done(status[7], time.monotonic())
                     self._status = tuple(status)
                     if status[4] == self._control_seq:
                         self._playing = bool(status[5])
             elif kind == "frame":
+                self.watchdog.progressed(time.monotonic())
                 if item[1] == self.scene_id:
                     self._frame_waiting = True
             elif kind == "shm":

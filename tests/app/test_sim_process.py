@@ -145,6 +145,35 @@ def test_a_killed_simulation_process_is_restarted_from_the_last_frame_with_the_e
     np.testing.assert_allclose(after.x, frame.x, atol=1e-6)  # already at equilibrium there
 
 
+def test_a_simulation_process_that_stops_answering_is_ended_and_restarted_from_the_last_frame(main_window, qtbot):
+    session = main_window.session
+    assert main_window.open_path(default_scene())
+    assert session.set_parameter(CABLE, 5.0) is None
+    frame = run_frames(qtbot, main_window, 2)
+    hung = session.runner
+    hung.watchdog.override = 2.0  # seconds without an answer (the default allows 20 x the last frame, >= 20 s)
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    os.kill(hung.pid, signal.SIGSTOP)  # alive, but it answers nothing
+    try:
+        session.step_once(1)  # a frame is owed: the watchdog asks, gets no answer, and ends the process
+        qtbot.waitUntil(lambda: any(level == "info" and "restored" in text for level, text in messages),
+                        timeout=180000)
+        assert not hung.process.is_alive() and hung.process.exitcode == -signal.SIGKILL
+    finally:
+        if hung.process.is_alive():
+            os.kill(hung.pid, signal.SIGCONT)
+            hung.process.kill()
+    errors = [text for level, text in messages if level == "error"]
+    assert len(errors) == 1 and "stopped answering" in errors[0] and f"frame {frame.index}" in errors[0]
+    assert "stopped answering" in main_window.banner.text() and main_window.banner.isVisible()
+    assert session.restarts == 1 and session.runner is not hung and session.runner.alive
+    np.testing.assert_array_equal(remote.ask(qtbot, session, remote.positions), frame.x)
+    after = run_frames(qtbot, main_window, 1)
+    assert after.index == frame.index + 1 and after.report.converged
+    assert after.outputs["cable.displacement"] == pytest.approx(5.0, abs=1e-6)
+
+
 def test_a_killed_dynamic_scene_continues_with_the_last_frames_velocities_and_time(main_window, qtbot):
     from softsim.app.session import scene_from_spec
 
