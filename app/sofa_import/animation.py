@@ -13,13 +13,12 @@ translated: the reason comes back for the report.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any
 
 import numpy as np
 
 from softsim.app.sofa_import.graph import Component, Node, resolve_link
-from softsim.app.sofa_import.rigid import RADIANS
+from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, converts, from_scene, scene_key, to_scene
 
 __all__ = ["animation_keyframes", "SAMPLES"]
 
@@ -34,12 +33,19 @@ def _owner(root: Node, path: str) -> Component | Node | None:
 
 def _scene_value(key: str, value: Any) -> float | list[float] | None:
     """A SOFA value of a bound field as the scene key's value (radians to degrees, ``[v]`` to ``v``)."""
+    if value is None:
+        return None
     try:
         array = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
         return None
-    if key.startswith(RADIANS):
-        return math.degrees(float(array[0])) if array.size == 1 else None
+    if not array.size or not np.all(np.isfinite(array)):
+        return None
+    if converts(key):
+        try:
+            return to_scene(key, array)
+        except ValueError:
+            return None
     if array.size == 1:
         return float(array[0])
     return [float(v) for v in array] if array.size in (2, 3) else None
@@ -83,14 +89,25 @@ def animation_keyframes(root: Node, animation: dict[str, Any], bindings: dict[tu
             sources[key] = (owner, data)
     snapshot = [(owner, copy.copy(owner.data)) for node in root.walk()
                 for owner in [node, *[o for o in node.objects if isinstance(o, Component)]]]
+    for (path, data), key in bindings.items():  # a base frame reads as SOFA has it after init: placed
+        owner = _owner(root, path)
+        if owner is not None and key.startswith((FRAME, FRAME_REST)):
+            owner.data[data] = from_scene(key, [0.0, 0.0, 0.0])
     factors = np.linspace(0.0, 1.0, SAMPLES) if duration > 0 else np.array([1.0])
     samples: dict[str, list[Any]] = {key: [] for key in sources}
     initial = {key: _scene_value(key, owner._read(data)) for key, (owner, data) in sources.items()}
+    bound = set(bindings)
     try:
         for factor in factors:
             function(factor=float(factor), **params)
             for key, (owner, data) in sources.items():
                 samples[key].append(_scene_value(key, owner._read(data)))
+            unbound = [f"{owner.getPathName()}.{key}" for owner, before in snapshot for key, value in owner.data.items()
+                       if (owner.getPathName(), key) not in bound and (key not in before or before[key] is not value)
+                       and not _same(before.get(key), value)]
+            if unbound:
+                return [], (f"it also changes {', '.join(sorted(unbound)[:5])}, which the translation does not bind "
+                            f"to the scene")
     except Exception as error:  # the scene's own code: any failure means "not translated", with its message
         return [], f"calling {name}(factor, ...) failed: {type(error).__name__}: {error}"
     finally:
@@ -101,14 +118,22 @@ def animation_keyframes(root: Node, animation: dict[str, Any], bindings: dict[tu
     for key, values in samples.items():
         if any(v is None for v in values) or all(v == initial[key] for v in values):
             continue
-        scene_key = key.removeprefix(RADIANS)
+        path = scene_key(key)
         times = [float(f) * duration for f in factors]
         keyframes = _thin(times, values) if len(times) > 1 else [[times[0], values[0]]]
-        controllers.append({"name": f"{name}_{len(controllers)}", "key": scene_key,
+        controllers.append({"name": f"{name}_{len(controllers)}", "key": path,
                             "keyframes": [[_round(t), _round(v)] for t, v in keyframes]})
     if not controllers:
         return [], "it changes no value the translation bound to a scene key"
     return controllers, ""
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two recorded values are equal (numbers and nested lists compared by value)."""
+    try:
+        return bool(a == b) if not isinstance(a, np.ndarray | list) else bool(np.array_equal(a, b))
+    except (TypeError, ValueError):
+        return a is b
 
 
 def _round(value: Any) -> Any:

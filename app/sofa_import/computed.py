@@ -34,6 +34,8 @@ def computed_value(component: Component, name: str, base: Path | None = None) ->
     saved, _BASE = _BASE, base
     try:
         if name in ("position", "rest_position"):
+            if component.type == "MechanicalObject" and str(component.data.get("template", "")).startswith("Rigid"):
+                return _rigid_frames(component)
             points = _positions(component, 0)
             return None if points is None else points.tolist()
         if name == "indices" and component.type in ("BoxROI", "SphereROI"):
@@ -67,7 +69,7 @@ def _positions(component: Component, depth: int) -> np.ndarray | None:
         points = meshes.load(path).points if kind in _VOLUME else meshes.load_surface(path).points
         return placement_of(component).apply(points)
     if kind == "MechanicalObject" and str(component.data.get("template", "Vec3")).startswith("Rigid"):
-        return None
+        return None  # frames, not points (see _rigid_frames)
     if kind == "MechanicalObject" or kind in _TOPOLOGIES:
         for key in ("rest_position", "position", "src"):
             points = _points_of(component, key, depth)
@@ -146,3 +148,13 @@ def _roi_indices(roi: Component) -> np.ndarray | None:
         for i in range(0, len(numbers) - len(numbers) % 10, 10):
             selected[in_oriented_box(points, numbers[i:i + 10])] = True
     return np.flatnonzero(selected)
+
+
+def _rigid_frames(state: Component) -> list[list[float]] | None:
+    """A Rigid3 MechanicalObject's frames ``[x, y, z, qx, qy, qz, qw]`` as placed at init (its ``position`` moved
+    by its translation and rotation); ``rest_position`` is the same when the script did not set it."""
+    from softsim.app.sofa_import.rigid import rigid_poses
+
+    if "position" not in state.data or isinstance(state.data["position"], Link | str):
+        return None
+    return [[*position.tolist(), *orientation.as_quat().tolist()] for position, orientation in rigid_poses(state)]

@@ -164,6 +164,13 @@ class Component:
             object.__setattr__(self, "name", str(value))
             object.__setattr__(self, "explicit_name", True)
             return
+        if name == "position" and self.type == "MechanicalObject" and "rest_position" not in self.data:
+            # SOFA's rest_position is the position at init: keep it before the first change of the position
+            from softsim.app.sofa_import.computed import computed_value
+
+            rest = computed_value(self, "rest_position")
+            if rest is not None:
+                self.data["rest_position"] = rest
         self.data[name] = _unwrap(value, self.node)
 
     def __getattr__(self, name: str) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from softsim.app.sofa_import.live import adapter_source
 from softsim.app.sofa_import.report import ImportReport
+from softsim.app.sofa_import.rigid import scene_key
 from softsim.app.sofa_import.standin import ImportFailure, run_python_scene
 from softsim.app.sofa_import.translate import has_key, translate
 from softsim.app.sofa_import.values import ValueProblem
@@ -97,7 +98,7 @@ def import_scene(path: str | Path, out: str | Path | None = None, *, with_contro
             data.setdefault("controller", []).append({"name": "sofa_controllers", "script": script})
             report.notes.append(f"Python controllers {names}: run unmodified through {adapter_name} (a script: "
                                 f"needs --allow-scripts); bound fields: "
-                                f"{', '.join(sorted(set(translation.bindings.values())))}")
+                                f"{', '.join(sorted({scene_key(k) for k in translation.bindings.values()}))}")
     try:
         # the controller script is written with the scene (write_import); the meshes were checked by the translation
         spec = parse_data(data, source=str(target), base_dir=target.parent, check_files=adapter is None or out is None)

@@ -18,7 +18,6 @@ interface, so a script made by :func:`adapter_source` runs the controllers unmod
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import numpy as np
 
 from softsim.app.sofa_import import prefabs
 from softsim.app.sofa_import.graph import Component, Node
-from softsim.app.sofa_import.rigid import RADIANS
+from softsim.app.sofa_import.rigid import converts, from_scene, scene_key, to_scene
 from softsim.app.sofa_import.standin import KEYS, stand_in
 
 __all__ = ["ControllerError", "SofaControllers", "adapter_source", "sofa_key"]
@@ -58,8 +57,8 @@ class _Binding:
         if key is None:
             raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
-        if key.startswith(RADIANS):  # a servo angle: degrees in the scene, radians in SOFA
-            return math.radians(float(self.scene.get(key.removeprefix(RADIANS))))
+        if converts(key):  # a servo's angle (radians there, degrees here) or its base frame (the translation here)
+            return from_scene(key, self.scene.get(scene_key(key)))
         value = self.scene.get(key)
         if isinstance(value, tuple):
             return list(value)
@@ -78,11 +77,12 @@ class _Binding:
         if key.startswith("rest_position:"):
             self._move_rest(owner, name, key, value)
             return
-        if key.startswith(RADIANS):
-            numbers = np.asarray(value, dtype=np.float64).reshape(-1)
-            if numbers.size != 1:
-                raise ControllerError(f"{owner.getPathName()}.{name}: expected one angle, got {value!r}")
-            self.scene.set(key.removeprefix(RADIANS), math.degrees(float(numbers[0])))
+        if converts(key):
+            try:
+                converted = to_scene(key, value)
+            except ValueError as error:
+                raise ControllerError(f"{owner.getPathName()}.{name}: {error}") from None
+            self.scene.set(scene_key(key), converted)
             return
         if key.endswith(".value") and isinstance(value, list | tuple):
             if len(value) != 1:

@@ -32,11 +32,63 @@ from softsim.app.sofa_import.computed import computed_value
 from softsim.app.sofa_import.graph import Component, Link, Node, resolve_link
 from softsim.app.sofa_import.values import Ref, ValueProblem, as_float, as_floats, as_ints, follow
 
-__all__ = ["RADIANS", "FramePose", "RigidGroup", "matching_rois", "rigid_groups"]
+__all__ = ["FRAME", "FRAME_REST", "RADIANS", "FramePose", "RigidGroup", "converts", "from_scene", "matching_rois",
+           "rigid_groups", "rigid_poses", "scene_key", "to_scene"]
 
 _HOLDERS = {"FixedConstraint", "FixedProjectiveConstraint", "RestShapeSpringsForceField"}
 #: key-path prefix of a binding whose scene value is in degrees and whose SOFA field is in radians
 RADIANS = "radians:"
+#: prefixes of the bindings of a servo's base frame (``frame:x,y,z,qx,qy,qz,qw:key``): its ``position`` moved by
+#: the region's ``translation``; its ``rest_position``, read only (the frame where the import found it)
+FRAME, FRAME_REST = "frame:", "frame_rest:"
+
+
+def scene_key(binding: str) -> str:
+    """The scene key path a binding names (its conversion prefix removed)."""
+    if binding.startswith(RADIANS):
+        return binding.removeprefix(RADIANS)
+    if binding.startswith((FRAME, FRAME_REST)):
+        return binding.rsplit(":", 1)[1]
+    return binding
+
+
+def converts(binding: str) -> bool:
+    """Whether the binding converts between SOFA's value and the scene's (the functions below)."""
+    return binding.startswith((RADIANS, FRAME, FRAME_REST))
+
+
+def _origin(binding: str) -> np.ndarray:
+    return np.asarray([float(v) for v in binding.split(":")[1].split(",")])
+
+
+def to_scene(binding: str, value: Any) -> Any:
+    """The scene value of a SOFA value written to a converting binding (radians -> degrees; a base frame's
+    position -> the region's translation). ValueError when the SOFA value cannot be expressed."""
+    numbers = np.asarray(as_floats(value, binding), dtype=np.float64)
+    if binding.startswith(RADIANS):
+        if numbers.size != 1:
+            raise ValueError(f"expected one angle, got {value!r}")
+        return math.degrees(float(numbers[0]))
+    if binding.startswith(FRAME_REST):
+        raise ValueError("the rest frame of a servo's base is read only")
+    origin = _origin(binding)
+    if numbers.size != 7:
+        raise ValueError(f"expected one Rigid3 frame (7 numbers), got {numbers.size}")
+    same = np.allclose(numbers[3:], origin[3:], atol=1e-9) or np.allclose(numbers[3:], -origin[3:], atol=1e-9)
+    if not same:
+        raise ValueError("only a translation of a servo's base is bound (its orientation changed)")
+    return [float(v) for v in numbers[:3] - origin[:3]]
+
+
+def from_scene(binding: str, value: Any) -> Any:
+    """The SOFA value of a converting binding from the scene's value (degrees -> radians; the region's
+    translation -> the base frame ``[[x, y, z, qx, qy, qz, qw]]``)."""
+    if binding.startswith(RADIANS):
+        return math.radians(float(value))
+    origin = _origin(binding)
+    if binding.startswith(FRAME_REST):
+        return [origin.tolist()]
+    return [[*(origin[:3] + np.asarray(value, dtype=np.float64)).tolist(), *origin[3:].tolist()]]
 
 
 @dataclass
@@ -50,6 +102,7 @@ class FramePose:
     center: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     angle_fields: list[tuple[str, str]] = field(default_factory=list)
     angle_readers: list[tuple[str, str]] = field(default_factory=list)
+    base: Component | None = None
     used: list[Component] = field(default_factory=list)
     source: str = ""
 
@@ -110,7 +163,7 @@ def _outputs_to(mapping: Component, state: Component) -> bool:
     return _linked_state(mapping, "output") is state
 
 
-def _rigid_poses(state: Component) -> list[tuple[np.ndarray, Rotation]]:
+def rigid_poses(state: Component) -> list[tuple[np.ndarray, Rotation]]:
     """The frames of a Rigid3 MechanicalObject: positions ``x y z qx qy qz qw`` moved by its own placement."""
     from softsim.app.sofa_import.translate import placement_of
 
@@ -241,7 +294,7 @@ class _Frames:
         axis_local = as_floats(joint.data.get("rotationAxis", [1, 0, 0]), f"{joint.getPathName()}.rotationAxis")
         dof = int(as_float(joint.data.get("articulationIndex", 0), f"{joint.getPathName()}.articulationIndex"))
         on_parent = as_floats(centre.data.get("posOnParent", [0, 0, 0]), f"{centre.getPathName()}.posOnParent")
-        position, orientation = _rigid_poses(base)[0]
+        position, orientation = rigid_poses(base)[0]
         key = "rest_position" if "rest_position" in angles.data else "position"
         value, chain = _value_chain(angles, key)
         radians = as_floats(value if value is not None else 0.0, f"{angles.getPathName()}.{key}")
@@ -256,7 +309,8 @@ class _Frames:
                          center=[float(v) for v in position + orientation.apply(on_parent)],
                          angle_fields=chain if len(radians) == 1 else [],
                          angle_readers=_readers(self.root, chain_ends) if len(radians) == 1 else [],
-                         used=used, source=f"{joint.getPathName()} (angle from {chain[-1][0]}.{chain[-1][1]})")
+                         base=base, used=used,
+                         source=f"{joint.getPathName()} (angle from {chain[-1][0]}.{chain[-1][1]})")
         return pose, ""
 
 

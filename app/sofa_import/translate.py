@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 from softsim.app.sofa_import.animation import animation_keyframes
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
-from softsim.app.sofa_import.rigid import RADIANS, matching_rois, rigid_groups
+from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
 from softsim.app.sofa_import.values import (
     Ref,
     ValueProblem,
@@ -366,6 +366,12 @@ class _Translator:
                 key = f"{RADIANS}body.{name}.fixed[{index}].angle"
                 for path, data in [*pose.angle_fields, *pose.angle_readers]:
                     self.bindings[(path, data)] = key
+                if pose.base is not None and len(rigid_poses(pose.base)) == 1:  # a script may slide the servo
+                    position, orientation = rigid_poses(pose.base)[0]
+                    origin = ",".join(repr(float(v)) for v in [*position, *orientation.as_quat()])
+                    translation = f"body.{name}.fixed[{index}].translation"
+                    self.bindings[(pose.base.getPathName(), "position")] = f"{FRAME}{origin}:{translation}"
+                    self.bindings[(pose.base.getPathName(), "rest_position")] = f"{FRAME_REST}{origin}:{translation}"
                 self.report.notes.append(f"{frame}: a servo's rigid frame carrying {len(group.nodes)} nodes of {name}, "
                                          f"turning about {region['axis']} through {region['center']}: "
                                          f"body.{name}.fixed[{index}].angle in degrees (the joint "
@@ -623,15 +629,20 @@ class _Translator:
                 self.use(*self.components(child, COLLISION_MODELS), child.getMechanicalState(),
                          *self.components(child, LOADERS | TOPOLOGIES | {"BarycentricMapping"}))
 
+    def acting_on(self, node: Node, component: Component, mapped: bool, points_key: str) -> dict[str, Any]:
+        """A cable's or effector's entry with its name and what it acts on: the positions its indices select in
+        a mapped child ``node`` (under ``points_key``), or the body's node ``indices``."""
+        entry: dict[str, Any] = {"name": self.actuator_name(node, component)}
+        if mapped:
+            entry[points_key] = self.mapped_points(node, component)
+        else:
+            entry["indices"] = as_ints(component.data.get("indices", []), f"{component.getPathName()}.indices")
+        return entry
+
     def cable(self, node: Node, component: Component, body_name: str, mapped: bool) -> dict[str, Any]:
         what = component.getPathName()
         data = component.data
-        name = self.actuator_name(node, component)
-        cable: dict[str, Any] = {"name": name}
-        if mapped:
-            cable["points"] = self.mapped_points(node, component)
-        else:
-            cable["indices"] = as_ints(data.get("indices", []), f"{what}.indices")
+        cable = self.acting_on(node, component, mapped, "points")
         has_pull = as_bool(data.get("hasPullPoint"), True)
         if has_pull and "pullPoint" in data:
             cable["pullPoint"] = as_floats(data["pullPoint"], f"{what}.pullPoint")
@@ -649,7 +660,7 @@ class _Translator:
             if key in data:
                 cable[key] = as_float(data[key], f"{what}.{key}")
         self.use(component)
-        self.bindings[(what, "value")] = f"body.{body_name}.cable.{name}.value"
+        self.bindings[(what, "value")] = f"body.{body_name}.cable.{cable['name']}.value"
         return cable
 
     def cavity(self, node: Node, component: Component, body_name: str, placement: _Placement) -> dict[str, Any]:
@@ -725,12 +736,7 @@ class _Translator:
     def effector(self, node: Node, component: Component, body_name: str, mapped: bool) -> dict[str, Any]:
         what = component.getPathName()
         data = component.data
-        name = self.actuator_name(node, component)
-        effector: dict[str, Any] = {"name": name}
-        if mapped:
-            effector["position"] = self.mapped_points(node, component)
-        else:
-            effector["indices"] = as_ints(data.get("indices", []), f"{what}.indices")
+        effector = self.acting_on(node, component, mapped, "position")
         goal = self.goal(component)
         if goal is not None:
             effector["effectorGoal"] = goal

@@ -109,3 +109,107 @@ def test_step5_tripod_controller_turns_the_servos(tmp_path):
     assert scene.step().converged
     with pytest.raises(RuntimeError, match="animations createScene starts"):
         script["on_key"](scene, "A")
+
+
+ANIMATED = '''
+from splib3.animation import animate
+
+
+def createScene(root):
+    root.gravity = [0, -9810, 0]
+    finger = root.addChild("finger")
+    finger.addObject("EulerImplicitSolver")
+    finger.addObject("MeshVTKLoader", name="loader", filename={mesh!r})
+    finger.addObject("MeshTopology", src="@loader", name="container")
+    finger.addObject("MechanicalObject", name="tetras")
+    finger.addObject("UniformMass", totalMass=0.075)
+    finger.addObject("TetrahedronFEMForceField", youngModulus=500, poissonRatio=0.3)
+    finger.addObject("BoxROI", name="box", box=[-10, -1, -10, 0, 15, 20])
+    finger.addObject("RestShapeSpringsForceField", points="@box.indices", stiffness=1e12)
+    cable = finger.addChild("cable")
+    cable.addObject("MechanicalObject", position=[[-17.5, 12.5, 2.5], [-32.5, 12.5, 2.5]])
+    actuator = cable.addObject("CableConstraint", name="pull", indices=[0, 1], pullPoint=[0, 12.5, 2.5])
+    cable.addObject("BarycentricMapping")
+
+    def pull(target, factor):
+        target.value = [10.0 * factor * factor]
+
+    def pull_and_tilt(target, mass, factor):
+        target.value = [factor]
+        mass.totalMass = 0.075 * (1 + factor)
+
+    animate(pull, {{"target": actuator}}, duration=2.0)
+    animate(pull_and_tilt, {{"target": actuator, "mass": finger.UniformMass}}, duration=1.0)
+    animate(pull, {{"target": actuator}}, duration=1.0, mode="loop")
+'''
+
+
+def test_animations_become_keyframes_or_are_reported(tmp_path):
+    """A quadratic pull keeps its 21 samples (not on a line), a function that also changes an unbound field and a
+    looping animation are reported with the reason; the recorded values are restored after sampling."""
+    mesh = TRIPOD.parents[1] / "CableConstraint" / "mesh" / "finger.vtk"
+    scene = tmp_path / "animated.py"
+    scene.write_text(ANIMATED.format(mesh=str(mesh)))
+    result = import_scene(scene, tmp_path / "animated.toml")
+    (controller,) = result.spec.controllers
+    assert controller.key == "body.finger.cable.pull.value"
+    times = [t for t, _ in controller.keyframes]
+    np.testing.assert_allclose(times, np.linspace(0.0, 2.0, 21))
+    np.testing.assert_allclose([v for _, v in controller.keyframes], 10.0 * (np.asarray(times) / 2.0) ** 2)
+    text = result.report.text()
+    assert "'pull_and_tilt' (1.0 s) is not run: it also changes /finger/UniformMass.totalMass" in text
+    assert "'pull' (1.0 s) is not run: mode 'loop'" in text
+    assert result.spec.bodies[0].material.totalMass == 0.075 and result.spec.bodies[0].cables[0].value == 0.0
+
+
+def test_step6_initial_pose_animation_slides_and_turns_the_servos(tmp_path):
+    """step6's TripodController.initTripod('A') animates, over 0.2 s, each servo base 35 mm along its forward axis
+    (RigidDof.setPosition of ServoBody/dofs) and its angle to -1.4965 rad: keyframes of the region's translation
+    and angle. 25 frames converge and hold each group at servo i moved by 35 f_i, turned by -85.74 degrees about
+    its axis (scipy). JumpController's 'Z' sets every angle to -3.14 / 4 through the written script."""
+    spec = imported("step6.py", tmp_path).spec
+    keyframes = {c.key: c.keyframes for c in spec.controllers if c.key is not None}
+    turn = math.degrees(-1.4965)
+    for i in range(3):
+        _, orientation = servo(i)
+        forward = orientation.apply([0.0, 0.0, 1.0])
+        assert keyframes[f"body.MechanicalModel.fixed[{i}].angle"] == ((0.0, 0.0), (0.2, pytest.approx(turn)))
+        (t0, v0), (t1, v1) = keyframes[f"body.MechanicalModel.fixed[{i}].translation"]
+        assert (t0, t1, v0) == (0.0, 0.2, (0.0, 0.0, 0.0))
+        np.testing.assert_allclose(v1, 35.0 * forward, atol=1e-8)
+    scene = Scene(spec)
+    points = scene.model.rest_positions
+    for _ in range(25):
+        report = scene.step()
+        assert report.ok and report.converged, report.message
+    for i in range(3):
+        position, orientation = servo(i)
+        nodes = box_nodes(points, i)
+        rotation = Rotation.from_rotvec(math.radians(turn) * orientation.apply([1.0, 0.0, 0.0]))
+        expected = position + rotation.apply(points[nodes] - position) + 35.0 * orientation.apply([0.0, 0.0, 1.0])
+        np.testing.assert_allclose(scene.positions[nodes], expected, atol=1e-9)
+    script = runpy.run_path(str(spec.controllers[-1].script_path))
+    script["on_key"](scene, "Z")
+    for i in range(3):
+        assert scene.get(f"body.MechanicalModel.fixed[{i}].angle") == pytest.approx(math.degrees(-3.14 / 4))
+
+
+def test_servo_binding_conversions():
+    from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, from_scene, scene_key, to_scene
+
+    angle = f"{RADIANS}body.b.fixed[0].angle"
+    assert scene_key(angle) == "body.b.fixed[0].angle"
+    assert to_scene(angle, [math.pi / 4]) == pytest.approx(45.0) and from_scene(angle, 90.0) == pytest.approx(
+        math.pi / 2)
+    q = Rotation.from_euler("y", 120.0, degrees=True).as_quat()
+    origin = [1.0, 2.0, 3.0, *q]
+    frame = f"{FRAME}{','.join(repr(float(v)) for v in origin)}:body.b.fixed[0].translation"
+    assert scene_key(frame) == "body.b.fixed[0].translation"
+    assert to_scene(frame, [[4.0, 2.0, 1.0, *q]]) == [3.0, 0.0, -2.0]
+    np.testing.assert_allclose(from_scene(frame, [3.0, 0.0, -2.0]), [[4.0, 2.0, 1.0, *q]])
+    with pytest.raises(ValueError, match="orientation changed"):
+        to_scene(frame, [[1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]])
+    rest = frame.replace(FRAME, FRAME_REST, 1)
+    np.testing.assert_allclose(from_scene(rest, [5.0, 5.0, 5.0]), [origin])
+    with pytest.raises(ValueError, match="read only"):
+        to_scene(rest, [origin])
