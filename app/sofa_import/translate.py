@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 from softsim.app.sofa_import.animation import animation_keyframes
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
-from softsim.app.sofa_import.rigid import RADIANS, matching_rois, rigid_groups
+from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
 from softsim.app.sofa_import.values import (
     Ref,
     ValueProblem,
@@ -366,6 +366,12 @@ class _Translator:
                 key = f"{RADIANS}body.{name}.fixed[{index}].angle"
                 for path, data in [*pose.angle_fields, *pose.angle_readers]:
                     self.bindings[(path, data)] = key
+                if pose.base is not None and len(rigid_poses(pose.base)) == 1:  # a script may slide the servo
+                    position, orientation = rigid_poses(pose.base)[0]
+                    origin = ",".join(repr(float(v)) for v in [*position, *orientation.as_quat()])
+                    translation = f"body.{name}.fixed[{index}].translation"
+                    self.bindings[(pose.base.getPathName(), "position")] = f"{FRAME}{origin}:{translation}"
+                    self.bindings[(pose.base.getPathName(), "rest_position")] = f"{FRAME_REST}{origin}:{translation}"
                 self.report.notes.append(f"{frame}: a servo's rigid frame carrying {len(group.nodes)} nodes of {name}, "
                                          f"turning about {region['axis']} through {region['center']}: "
                                          f"body.{name}.fixed[{index}].angle in degrees (the joint "
