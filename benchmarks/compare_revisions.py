@@ -146,17 +146,22 @@ def main(argv=None) -> int:
                 for side in (("before", "after") if round_ % 2 == 0 else ("after", "before")):
                     print(f"== round {round_ + 1}: {name} ({side})", flush=True)
                     runs.setdefault((side, name), []).append(run_script(trees[side], name, scratch))
+                if args.output:  # what is measured so far, in case the run is cut short
+                    Path(args.output).write_text(f"(round {round_ + 1} of {args.rounds})\n" + table(args, runs))
     finally:
         for tree in trees.values():
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
                            capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
-    table = markdown_table(["benchmark", "measurement", f"before ({args.before})", f"after ({args.after})",
-                            "after / before"], compare({k: v for k, v in runs.items() if k[1] in args.scripts}))
-    print(table)
+    print(table(args, runs))
     if args.output:
-        Path(args.output).write_text(table + "\n")
+        Path(args.output).write_text(table(args, runs))
     return 0
+
+
+def table(args, runs: dict) -> str:
+    return markdown_table(["benchmark", "measurement", f"before ({args.before})", f"after ({args.after})",
+                           "after / before"], compare(runs)) + "\n"
 
 
 if __name__ == "__main__":
