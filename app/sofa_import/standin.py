@@ -76,6 +76,9 @@ def _build_modules() -> dict[str, types.ModuleType]:
     objectmodel = _module("splib3.objectmodel", setData=prefabs.setData)
     loaders = _module("splib3.loaders", getLoadingLocation=prefabs.getLoadingLocation)
     splib_constants = _module("splib3.constants", Key=key)
+    # the robot's serial link: softsim talks to no hardware, so no port is found (as splib3 answers without one)
+    serialport = _module("splib3.interface.serialport", getDevicePort=lambda entry, method="manufacturer": None)
+    interface = _module("splib3.interface", serialport=serialport)
     scene = _module("stlib3.scene", Scene=prefabs.Scene, MainHeader=prefabs.MainHeader,
                     ContactHeader=prefabs.ContactHeader)
     deformable = _module("stlib3.physics.deformable", ElasticMaterialObject=prefabs.ElasticMaterialObject)
@@ -93,7 +96,8 @@ def _build_modules() -> dict[str, types.ModuleType]:
         "Sofa": sofa, "Sofa.Core": core, "Sofa.Simulation": simulation, "Sofa.constants": constants,
         "Sofa.constants.Key": key_module, "SofaRuntime": runtime,
         "splib3": _module("splib3", numerics=numerics_module, animation=animation, objectmodel=objectmodel,
-                          loaders=loaders, constants=splib_constants),
+                          loaders=loaders, constants=splib_constants, interface=interface),
+        "splib3.interface": interface, "splib3.interface.serialport": serialport,
         "splib3.numerics": numerics_module, "splib3.numerics.vec3": _module("splib3.numerics.vec3", **vars(
             numerics.vec3.__class__)), "splib3.numerics.quat": _module("splib3.numerics.quat", Quat=numerics.Quat),
         "splib3.animation": animation, "splib3.objectmodel": objectmodel, "splib3.loaders": loaders,

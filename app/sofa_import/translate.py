@@ -1010,6 +1010,9 @@ class _Translator:
                                      mechanics=False)
                 elif obj.type in ROIS:
                     self.report.skip(what, obj.type, "a region nothing uses", mechanics=False)
+                elif obj.type == "SerialPortBridgeGeneric":
+                    self.report.skip(what, obj.type, "the serial link to the real robot's servos (hardware; softsim "
+                                     "drives no device)", mechanics=True)
                 elif self.follows_translated_frame(node):
                     self.report.skip(what, obj.type, "a rigid frame mapped from a translated one, carrying nothing "
                                      "simulated (drawn only)", mechanics=False)

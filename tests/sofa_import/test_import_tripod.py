@@ -213,3 +213,15 @@ def test_servo_binding_conversions():
     np.testing.assert_allclose(from_scene(rest, [5.0, 5.0, 5.0]), [origin])
     with pytest.raises(ValueError, match="read only"):
         to_scene(rest, [origin])
+
+
+def test_step7_imports_without_the_robot(tmp_path):
+    """step7.py looks for the Arduino's serial port (splib3.interface.serialport): softsim finds none, as splib3
+    does on a computer without the robot, and reports the serial bridge; the initial-pose animation and the
+    servo groups are translated as in step 6."""
+    result = imported("step7.py", tmp_path)
+    text = result.report.text()
+    assert "/SerialPortBridgeGeneric (SerialPortBridgeGeneric): the serial link to the real robot's servos" in text
+    assert "not translated, matters for the mechanics (2)" in text.lower()  # the bridge and the free centre
+    keys = {c.key for c in result.spec.controllers if c.key is not None}
+    assert keys == {f"body.MechanicalModel.fixed[{i}].{k}" for i in range(3) for k in ("angle", "translation")}
