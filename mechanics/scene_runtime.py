@@ -249,12 +249,17 @@ def make_constraint_solver_from(constraint):
     return make_constraint_solver(constraint.type, **_constraint_parameters(constraint))
 
 
+def _acting_on(points, indices, key: str) -> dict:
+    """What a cable or an effector acts on: ``{key: points (k, 3)}`` when the scene gives positions (mapped
+    points), else ``{"indices": indices (k,)}`` (the body's nodes)."""
+    if points is not None:
+        return {key: np.asarray(points, dtype=np.float64)}
+    return {"indices": np.asarray(indices, dtype=np.int64)}
+
+
 def _cable_kwargs(cable) -> dict:
     kwargs = declared_values(cable, CableConstraint.PARAMETERS - {"pullPoint"} | {"hasPullPoint"})
-    if cable.points is not None:
-        kwargs["points"] = np.asarray(cable.points, dtype=np.float64)
-    else:
-        kwargs["indices"] = np.asarray(cable.indices, dtype=np.int64)
+    kwargs.update(_acting_on(cable.points, cable.indices, "points"))
     if cable.pullPoint is not None:
         kwargs["pullPoint"] = np.asarray(cable.pullPoint, dtype=np.float64)
     return kwargs
@@ -288,11 +293,8 @@ def _make_cavity(spec, body, cavity, mesh):
 
 def _make_effector(body, effector, mesh):
     kwargs = {"useDirections": effector.useDirections, "weight": effector.weight,
-              "limitShiftToTarget": effector.limitShiftToTarget, "maxShiftToTarget": effector.maxShiftToTarget}
-    if effector.position is not None:
-        kwargs["position"] = np.asarray(effector.position, dtype=np.float64)
-    else:
-        kwargs["indices"] = np.asarray(effector.indices, dtype=np.int64)
+              "limitShiftToTarget": effector.limitShiftToTarget, "maxShiftToTarget": effector.maxShiftToTarget,
+              **_acting_on(effector.position, effector.indices, "position")}
     if effector.effectorGoal is not None:
         kwargs["effectorGoal"] = np.asarray(effector.effectorGoal, dtype=np.float64)
     return PositionEffector(mesh.points, mesh.tets, name=effector.name, **kwargs)
