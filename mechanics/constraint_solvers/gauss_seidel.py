@@ -130,6 +130,16 @@ def block_arrays(blocks, W):
     )
 
 
+def _sweeps(solver, kernel, W, dfree, blocks, f0, *options):
+    """``solver``'s ``_solve`` by a sweeping ``kernel`` (block_gauss_seidel or nncg, with its ``options``):
+    forces (m,), sweeps, error, converged and the error of each sweep."""
+    graph = np.zeros(solver.maxIterations)
+    f = f0.copy()
+    sweeps, error, converged = kernel(W, dfree, f, *block_arrays(blocks, W), solver.effective_tolerance(blocks.n_rows),
+                                      solver.maxIterations, *options, graph)
+    return f, sweeps, error, converged, graph[:sweeps]
+
+
 class BlockGaussSeidel(ConstraintSolver):
     """Projected block Gauss-Seidel with per-block resolutions (SOFA BlockGaussSeidelConstraintSolver).
 
@@ -146,22 +156,7 @@ class BlockGaussSeidel(ConstraintSolver):
     type_name = "BlockGaussSeidel"
 
     def _solve(self, W, dfree, blocks, f0):
-        tol = self.effective_tolerance(blocks.n_rows)
-        max_it = self.maxIterations
-        graph = np.zeros(max_it)
-        f = f0.copy()
-        sweeps, error, converged = block_gauss_seidel(
-            W,
-            dfree,
-            f,
-            *block_arrays(blocks, W),
-            tol,
-            max_it,
-            float(self.sor),
-            bool(self.allVerified),
-            graph,
-        )
-        return f, sweeps, error, converged, graph[:sweeps]
+        return _sweeps(self, block_gauss_seidel, W, dfree, blocks, f0, float(self.sor), bool(self.allVerified))
 
 
 class NNCG(ConstraintSolver):
@@ -177,11 +172,4 @@ class NNCG(ConstraintSolver):
     type_name = "NNCG"
 
     def _solve(self, W, dfree, blocks, f0):
-        tol = self.effective_tolerance(blocks.n_rows)
-        max_it = self.maxIterations
-        graph = np.zeros(max_it)
-        f = f0.copy()
-        sweeps, error, converged = nncg(
-            W, dfree, f, *block_arrays(blocks, W), tol, max_it, bool(self.allVerified), graph
-        )
-        return f, sweeps, error, converged, graph[:sweeps]
+        return _sweeps(self, nncg, W, dfree, blocks, f0, bool(self.allVerified))
