@@ -23,9 +23,14 @@ x +- h/2 v combined by Richardson extrapolation (error O(h^4), h = 1e-4 of the b
 
 Rows at a force bound have zero sensitivity (their multiplier is the bound); a row held at a displacement limit
 keeps its value (zero sensitivity of its displacement) and its force varies. A row on a bound with a zero
-multiplier of that bound is a non-differentiable point. Only the exact tangent defines the frame's fixed point
-by smooth equations: the corotational model, which the inverse model runs with SOFA's approximate tangent, is
-refused, as are contacts and frames whose limits had to be widened.
+multiplier of that bound is a non-differentiable point. Contacts and frames whose limits had to be widened are
+refused.
+
+A corotational body's inverse frame builds its QP on SOFA's tangent R K0 R^T (no constraint-force stiffness):
+that is the W whose fixed point the frame reaches, so the equations of v and the stationarity use it, while the
+equilibrium's row uses the exact tangent. R K0 R^T is no Hessian, so ``d(A(x) v)/dx`` is not the derivative of A
+along v: the system built on the latter is refined by defect correction with directional derivatives of
+``A(x) v`` along the current dx (:func:`_refine_with_directional_derivatives`).
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ STATIONARITY_TOLERANCE = 1e-6
 DUAL_EDGE = 1e-8
 #: Richardson step of the tangent's directional derivative, as a fraction of the body's size
 TANGENT_STEP = 1e-4
+#: defect corrections of the sensitivity system with SOFA's corotational tangent, and the relative change of
+#: dx at which they stop
+MAX_REFINEMENTS = 30
+REFINEMENT_TOLERANCE = 1e-10
 
 
 @dataclass
@@ -151,8 +160,14 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     eps_w = settings.qp.epsilon * float(settings.weight or 0.0)
     in_R = np.zeros(m, dtype=bool)
     in_R[R] = True
+    # the equilibrium's exact tangent, and the tangent the frame's QP was built on: the same with exact
+    # tangents; SOFA's R K0 R^T (without the constraint forces' stiffness) for a corotational body, whose W
+    # defines the frame's fixed point
+    frame_exact = bool(getattr(problem.elasticity, "exact_tangent", False))
+    qp_tangent = tangent if frame_exact else _frame_tangent
     A_mat = tangent(state)
-    lu = spla.splu(A_mat.tocsc())
+    A_qp = A_mat if frame_exact else qp_tangent(state)
+    lu = spla.splu(A_qp.tocsc())
     cols = np.concatenate([E, U])
     KinvJt = lu.solve(np.asarray(J[cols].T.todense()))
     W = np.zeros((m, m))
@@ -184,23 +199,26 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     times["fixed_point"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    M = _tangent_derivative(state, v, tangent)
+    M = _tangent_derivative(state, v, qp_tangent)
     A_mat = tangent(state)  # the tangent at x again: the last assembly leaves the problem's buffers at x
+    A_qp = A_mat if frame_exact else qp_tangent(state)
     times["tangent_derivative"] = time.perf_counter() - started
 
     started = time.perf_counter()
     S_unit = [(_stiffness(system, x, _unit(m, int(i)), free) @ v) for i in U]
+    # d(A_qp(x, lambda) v)/dlambda: the constraint forces' stiffness is in the QP's tangent when it is exact
+    S_in_A = S_unit if frame_exact else [np.zeros(n) for _ in U]
     multipliers = np.zeros(m)
     multipliers[R] += eps_w * force[R]
     multipliers[held] += nu
     S_mult = _stiffness(system, x, multipliers, free)
     u, a = U.size, held.size
     J_E, J_U, J_R, J_h = J[E], J[U], J[R], J[held]
-    S_cols = sp.csr_matrix(np.column_stack(S_unit)) if u else sp.csr_matrix((n, 0))
+    S_cols = sp.csr_matrix(np.column_stack(S_in_A)) if u else sp.csr_matrix((n, 0))
     R_in_U = sp.csr_matrix((np.ones(R.size), (np.arange(R.size), [u_index[int(r)] for r in R])), shape=(R.size, u))
     # block rows: equilibrium (n), v's equation (n), stationarity on N, limits held, fixed multipliers
     row_eq = sp.hstack([-A_mat, J_U.T, sp.csr_matrix((n, n)), sp.csr_matrix((n, a))])
-    row_v = sp.hstack([M + S_mult - J_E.T @ J_E, S_cols - eps_w * (J_R.T @ R_in_U), A_mat, -J_h.T])
+    row_v = sp.hstack([M + S_mult - J_E.T @ J_E, S_cols - eps_w * (J_R.T @ R_in_U), A_qp, -J_h.T])
     pick_N = sp.csr_matrix((np.ones(Ni.size), (np.arange(Ni.size), Ni)), shape=(Ni.size, u))
     diag_N = np.array([(eps_w * C[i] if in_R[i] else 0.0) + reg for i in varied])
     held_position = {int(r): k for k, r in enumerate(held)}
@@ -223,7 +241,11 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
         r = _goal_row(system, effectors, p)
         if r is not None:
             rhs[n:2 * n, k] = np.asarray(J_E[e_index[r]].todense()).reshape(-1) * -_row_weight(effectors, p)
-    solution = spla.splu(system_matrix).solve(rhs) if params else np.zeros((system_matrix.shape[0], 0))
+    factor = spla.splu(system_matrix) if params else None
+    solution = factor.solve(rhs) if params else np.zeros((system_matrix.shape[0], 0))
+    if params and not frame_exact:
+        solution = _refine_with_directional_derivatives(state, qp_tangent, v, M, factor, system_matrix, rhs,
+                                                        solution, n)
     dx, dlambda_U = solution[:n], solution[n:n + u]
     times["solve"] = time.perf_counter() - started
 
@@ -260,13 +282,6 @@ def _check_frame(scene) -> None:
                                 "it has no gradient")
     if "did not settle" in info.message or "cannot all hold" in info.message:
         raise NotConvergedError(f"the inverse frame {report.frame} has no clean optimum: {info.message}")
-    inexact = [body.name for body, model in zip(scene.spec.bodies, scene.model.bodies)
-               if not getattr(model.elasticity, "exact_tangent", False)]
-    if inexact:
-        raise GradientError(f"body {inexact[0]}: the inverse model runs the corotational model with SOFA's "
-                            "approximate tangent, so its answer is the QP's fixed point with an approximate W, "
-                            "whose derivative softsim does not have; use a hyperelastic material (model = "
-                            "\"neohookean\", \"stvk\", ...) for the inverse model's sensitivities")
 
 
 def _active_rows(active: list, roles) -> tuple[set, set]:
@@ -317,6 +332,13 @@ def _stiffness(system, x: np.ndarray, multipliers: np.ndarray, free: np.ndarray)
     return total.tocsr()[free][:, free]
 
 
+def _frame_tangent(state) -> sp.csr_matrix:
+    """The tangent the inverse frame linearised with when a body's is SOFA's corotational R K0 R^T (``(n_free,
+    n_free)``, a copy): the problem's own assembly at the state, without the constraint forces' stiffness (the
+    frame adds it only with exact tangents)."""
+    return sp.csr_matrix(state.scene.simulation.problem.tangent(state.x), copy=True)
+
+
 def _tangent_derivative(state, v: np.ndarray, tangent) -> sp.csr_matrix:
     """d(A(x) v)/dx = dA/dx[v] (A a Hessian: its derivative is symmetric in its directions), by central
     differences at x +- h v and x +- h/2 v combined by Richardson extrapolation."""
@@ -338,6 +360,51 @@ def _tangent_derivative(state, v: np.ndarray, tangent) -> sp.csr_matrix:
         return (at(step) - at(-step)) / (2.0 * step)
 
     return ((4.0 * difference(0.5 * h) - difference(h)) / 3.0).tocsr()
+
+
+def _directional_product(state, tangent, direction_free: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """d(A(x) v)/dx applied to ``direction_free`` (n_free,): the derivative of A(x + t d) v at t = 0, by central
+    differences at t = +-h, +-h/2 combined by Richardson extrapolation (no symmetry of A's derivative assumed)."""
+    from softsim.mechanics.sensitivity.adjoint import EquilibriumState
+
+    direction = state.scene.simulation.problem.expand(direction_free)
+    largest = float(np.max(np.abs(direction), initial=0.0))
+    if largest == 0.0:
+        return np.zeros(v.size)
+    h = TANGENT_STEP * state.size / largest
+
+    def at(shift):
+        moved = EquilibriumState(state.scene, state.x + shift * direction, state.system, state.force,
+                                 state.free_dofs, state.size)
+        return tangent(moved) @ v
+
+    def difference(step):
+        return (at(step) - at(-step)) / (2.0 * step)
+
+    return (4.0 * difference(0.5 * h) - difference(h)) / 3.0
+
+
+def _refine_with_directional_derivatives(state, tangent, v, M, factor, system_matrix, rhs, solution, n):
+    """The sensitivity system solved with the exact d(A(x) v)/dx of a tangent that is no Hessian (SOFA's
+    corotational R K0 R^T, whose derivative is not symmetric in its two directions, so that ``M``, the
+    derivative along v, is only an approximation of it): defect correction, each residual evaluated with the
+    directional derivative along the current dx (:func:`_directional_product`), each correction solved with the
+    factorized system built on ``M``. Converged when a correction changes the unknowns by less than
+    :data:`REFINEMENT_TOLERANCE` of their size; GradientError when it does not within :data:`MAX_REFINEMENTS`."""
+    for _ in range(MAX_REFINEMENTS):
+        residual = rhs - system_matrix @ solution
+        for k in range(rhs.shape[1]):
+            dx = solution[:n, k]
+            residual[n:2 * n, k] -= _directional_product(state, tangent, dx, v) - M @ dx
+        step = factor.solve(residual)
+        solution = solution + step
+        # per goal coordinate, on the whole unknown (dx, dlambda, dv, dnu): dx alone is 0 when every actuator is
+        # held at a limit
+        size = np.max(np.abs(solution), axis=0, initial=0.0)
+        if np.all(np.max(np.abs(step), axis=0, initial=0.0) <= REFINEMENT_TOLERANCE * np.maximum(size, 1e-300)):
+            return solution
+    raise GradientError("the inverse sensitivity's refinement with the corotational tangent's derivative did not "
+                        "converge")
 
 
 def _goal_row(system, effectors, p: GoalParameter) -> int | None:
