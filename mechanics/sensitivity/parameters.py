@@ -34,7 +34,15 @@ from softsim import meshes
 from softsim.mechanics.constraints import CableConstraint
 from softsim.mechanics.scene import get_value
 from softsim.mechanics.scene.edit import resolve
-from softsim.mechanics.scene.schema import CableSpec, CavitySpec, MaterialRegionSpec, MaterialSpec, SceneSettings
+from softsim.mechanics.scene.schema import (
+    CableSpec,
+    CavitySpec,
+    ForceSpec,
+    MaterialRegionSpec,
+    MaterialSpec,
+    SceneSettings,
+    StackedMaterialSpec,
+)
 from softsim.mechanics.sensitivity.errors import GradientError
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -106,6 +114,15 @@ def parameter(scene, key: str) -> Parameter:
         body = address.index("body")
         region = address.index("region")
         return MaterialParameter(key, float(value), body, region, name)
+    if isinstance(table, StackedMaterialSpec) and name in ("youngModulus", "poissonRatio"):
+        return StackedParameter(key, float(value), address.index("body"), address.index("stacked"), name)
+    if isinstance(table, ForceSpec) and name == "totalForce":
+        if value is None:
+            raise GradientError(f"wrt {key!r}: this force sets no totalForce (a pressure force's value is not a "
+                                "parameter yet)")
+        if axis is None:
+            raise GradientError(f"wrt {key!r}: totalForce is a vector; take a component: {base}.x, .y or .z")
+        return TotalForceParameter(key, float(value[axis]), address.index("body"), address.index("force"), axis)
     if isinstance(table, MaterialSpec) and name in ("totalMass", "massDensity"):
         if value is None:
             raise GradientError(f"wrt {key!r}: the body has no {name}")
@@ -130,9 +147,10 @@ def parameter(scene, key: str) -> Parameter:
             raise GradientError(f"wrt {key!r}: the obstacle's {name} is a vector; take a component: {base}.x")
         return ObstaclePosition(key, float(value[axis]), address.index("obstacle"), axis)
     raise GradientError(f"wrt {key!r}: gradients are available with respect to youngModulus, poissonRatio "
-                        "(of a body or a material region), totalMass, massDensity, scene.gravity.x/y/z, actuator "
-                        "values (body.B.cable.C.value, body.B.cavity.C.value), a plane obstacle's point.x/y/z, a "
-                        "sphere's or box's center.x/y/z and cable points (body.B.cable.C.points[k].x)")
+                        "(of a body, a material region or a stacked field), a force's totalForce.x/y/z, "
+                        "totalMass, massDensity, scene.gravity.x/y/z, actuator values (body.B.cable.C.value, "
+                        "body.B.cavity.C.value), a plane obstacle's point.x/y/z, a sphere's or box's "
+                        "center.x/y/z and cable points (body.B.cable.C.points[k].x)")
 
 
 def _place(state, body: int, values: np.ndarray) -> np.ndarray:
@@ -191,26 +209,104 @@ class MaterialParameter(Parameter):
     def partial(self, state) -> Partial:
         partial = self.zero(state)
         scene = state.scene
-        elasticity = scene.model.bodies[self.body].elasticity
         elements = self.elements(scene)
         if elements.size == 0:
             return partial
-        start, stop = scene.node_offsets[self.body], scene.node_offsets[self.body + 1]
-        x = state.x[start:stop]
-        mu, lam = elasticity.mu[elements], elasticity.lam[elements]
-        young = elasticity.young[elements]
-        base = state.cache.get(("forces", self.body, elements.tobytes()))
-        if base is None:
-            base = (elasticity.forces(x) if elements.size == elasticity.tets.shape[0]
-                    else elasticity.forces_of(x, elements, mu, lam))
-            state.cache[("forces", self.body, elements.tobytes())] = base
-        if self.name == "youngModulus" and np.all(young == young[0]):
+        young, poisson = _own_materials(scene, self.body)
+        young, poisson = young[elements], poisson[elements]
+        stacked = bool(scene.spec.bodies[self.body].material.stacked)
+        if self.name == "youngModulus" and not stacked and np.all(young == young[0]):
             # the force is homogeneous of degree 1 in (mu, lambda), both proportional to E: df/dE = f / E
-            force = base / young[0]
-        else:
-            dmu, dlam = lame_derivatives(young, elasticity.poisson[elements], self.name)
-            force = elasticity.forces_of(x, elements, mu + dmu, lam + dlam) - base
+            force = _element_forces(state, self.body, elements) / young[0]
+        else:  # the elements' (mu, lambda) move by this field's (dmu, dlambda) (a stacked field's stay)
+            force = _lame_partial(state, self.body, elements, *lame_derivatives(young, poisson, self.name))
         partial.force[:] = _place(state, self.body, force)
+        return partial
+
+
+def _own_materials(scene, body: int) -> tuple[np.ndarray, np.ndarray]:
+    """(young (m,), poisson (m,)) of a body's own field per element, its regions applied (later wins), without
+    its stacked fields (the elasticity holds the sum)."""
+    spec = scene.spec.bodies[body]
+    mesh = scene.meshes[body]
+    young = np.full(mesh.n_tets, spec.material.youngModulus, dtype=np.float64)
+    poisson = np.full(mesh.n_tets, spec.material.poissonRatio, dtype=np.float64)
+    for region in spec.material.regions:
+        tets = meshes.tets_in_box(mesh.points, mesh.tets, region.box)
+        if region.youngModulus is not None:
+            young[tets] = region.youngModulus
+        if region.poissonRatio is not None:
+            poisson[tets] = region.poissonRatio
+    return young, poisson
+
+
+def _element_forces(state, body: int, elements: np.ndarray) -> np.ndarray:
+    """The internal force (n_b, 3) of a body's ``elements`` at the state, with their (mu, lambda) (cached)."""
+    scene = state.scene
+    elasticity = scene.model.bodies[body].elasticity
+    key = ("forces", body, elements.tobytes())
+    if key not in state.cache:
+        start, stop = scene.node_offsets[body], scene.node_offsets[body + 1]
+        x = state.x[start:stop]
+        state.cache[key] = (elasticity.forces(x) if elements.size == elasticity.tets.shape[0]
+                            else elasticity.forces_of(x, elements, elasticity.mu[elements], elasticity.lam[elements]))
+    return state.cache[key]
+
+
+def _lame_partial(state, body: int, elements: np.ndarray, dmu: np.ndarray, dlam: np.ndarray) -> np.ndarray:
+    """d(internal force)/dp (n_b, 3) when the ``elements``' (mu, lambda) move by (dmu, dlam) per unit of p: the
+    force is linear in them, so the difference of two evaluations is exact."""
+    scene = state.scene
+    elasticity = scene.model.bodies[body].elasticity
+    start, stop = scene.node_offsets[body], scene.node_offsets[body + 1]
+    x = state.x[start:stop]
+    mu, lam = elasticity.mu[elements], elasticity.lam[elements]
+    return elasticity.forces_of(x, elements, mu + dmu, lam + dlam) - _element_forces(state, body, elements)
+
+
+class StackedParameter(Parameter):
+    """``body.B.material.stacked[i].youngModulus`` / ``poissonRatio``: the stacked field adds its (mu, lambda)
+    to its elements', so they move by its (dmu/dp, dlambda/dp)."""
+
+    def __init__(self, key: str, value: float, body: int, index: int, name: str) -> None:
+        self.key, self.value, self.body, self.index, self.name = key, value, body, index, name
+
+    def partial(self, state) -> Partial:
+        from softsim.mechanics.scene_runtime import stacked_elements
+
+        partial = self.zero(state)
+        scene = state.scene
+        elements = np.unique(stacked_elements(scene.spec, scene.spec.bodies[self.body], scene.meshes[self.body],
+                                              self.index))
+        if elements.size == 0:
+            return partial
+        stack = scene.spec.bodies[self.body].material.stacked[self.index]
+        # an element listed twice gets the field twice (np.add.at in the scene's build)
+        counts = np.bincount(stacked_elements(scene.spec, scene.spec.bodies[self.body], scene.meshes[self.body],
+                                              self.index), minlength=elements.max() + 1)[elements]
+        dmu, dlam = lame_derivatives(np.array([stack.youngModulus]), np.array([stack.poissonRatio]), self.name)
+        force = _lame_partial(state, self.body, elements, counts * dmu[0], counts * dlam[0])
+        partial.force[:] = _place(state, self.body, force)
+        return partial
+
+
+class TotalForceParameter(Parameter):
+    """``body.B.force[i].totalForce.x``: the force shared equally by the region's k nodes, 1/k per node on that
+    axis."""
+
+    def __init__(self, key: str, value: float, body: int, index: int, axis: int) -> None:
+        self.key, self.value, self.body, self.index, self.axis = key, value, body, index, axis
+
+    def partial(self, state) -> Partial:
+        from softsim.mechanics.scene_runtime import _region_dict
+
+        partial = self.zero(state)
+        scene = state.scene
+        mesh = scene.meshes[self.body]
+        nodes = np.asarray(meshes.select_nodes(mesh, _region_dict(scene.spec.bodies[self.body].forces[self.index])))
+        nodal = np.zeros((mesh.n_points, 3))
+        np.add.at(nodal[:, self.axis], nodes, 1.0 / nodes.size)
+        partial.force[:] = _place(state, self.body, nodal)
         return partial
 
 
