@@ -16,7 +16,8 @@ violation d_i(x) and of its target, and of the outputs that depend on p explicit
   value is imposed as it is, 0 when a range or rate limit clipped it).
 - ``obstacle.NAME.point.x`` (planes), ``obstacle.NAME.center.x`` (spheres, boxes): the contact rows' gaps move
   by -n_x, and a frictionless contact's normal force lambda n turns by -lambda H e_x (H the signed distance's
-  Hessian at the node, 0 for a plane).
+  Hessian at the node, 0 for a plane). ``obstacle.NAME.a.x``, ``.b.x`` (a capsule's ends): the same two
+  derivatives by Richardson differences of the capsule with that end moved.
 - ``body.NAME.cable.C.points[k].x``: the cable's row (its Jacobian, its violation with the rest length that
   follows the points, and its outputs) rebuilt with the point moved by +-h and +-h/2, combined by Richardson
   extrapolation (error O(h^4), h = 1e-4 of the body's size; the points are mapped into their tetrahedra, which
@@ -139,18 +140,16 @@ def parameter(scene, key: str) -> Parameter:
             raise GradientError(f"wrt {key!r}: the cable has {len(table.points)} points (0..{len(table.points) - 1})")
         return CablePoint(key, float(table.points[index][axis]), address.index("body"), address.index("cable"),
                           index, axis)
-    if type(table).__name__ == "ObstacleSpec" and name in ("a", "b"):
-        raise GradientError(f"wrt {key!r}: a capsule's end points are not parameters yet (a plane's point and a "
-                            "sphere's or box's center are)")
-    if type(table).__name__ == "ObstacleSpec" and name in ("point", "center"):
+    if type(table).__name__ == "ObstacleSpec" and name in ("point", "center", "a", "b"):
         if axis is None:
             raise GradientError(f"wrt {key!r}: the obstacle's {name} is a vector; take a component: {base}.x")
-        return ObstaclePosition(key, float(value[axis]), address.index("obstacle"), axis)
+        return ObstaclePosition(key, float(value[axis]), address.index("obstacle"), axis,
+                                name if name in ("a", "b") else None)
     raise GradientError(f"wrt {key!r}: gradients are available with respect to youngModulus, poissonRatio "
                         "(of a body, a material region or a stacked field), a force's totalForce.x/y/z, "
                         "totalMass, massDensity, scene.gravity.x/y/z, actuator values (body.B.cable.C.value, "
                         "body.B.cavity.C.value), a plane obstacle's point.x/y/z, a sphere's or box's "
-                        "center.x/y/z and cable points (body.B.cable.C.points[k].x)")
+                        "center.x/y/z, a capsule's a.x/y/z and b.x/y/z and cable points (body.B.cable.C.points[k].x)")
 
 
 def _place(state, body: int, values: np.ndarray) -> np.ndarray:
@@ -325,13 +324,39 @@ class ActuatorValue(Parameter):
 
 
 class ObstaclePosition(Parameter):
-    def __init__(self, key: str, value: float, obstacle: int, axis: int) -> None:
-        self.key, self.value, self.obstacle, self.axis = key, value, obstacle, axis
+    """A plane's point, a sphere's or box's center, or (``end`` "a" or "b") one end of a capsule."""
+
+    def __init__(self, key: str, value: float, obstacle: int, axis: int, end: str | None = None) -> None:
+        self.key, self.value, self.obstacle, self.axis, self.end = key, value, obstacle, axis, end
+
+    def _moved(self, obstacle, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """d(signed distance)/dp (k,) and d(normal)/dp (k, 3) at ``points`` (k, 3) for a capsule's end: central
+        differences of the capsule with that end moved by +-h and +-h/2 (h = 1e-4 of the capsule's length plus
+        radius), combined by Richardson extrapolation; the distance is smooth in the end while the closest point
+        stays on the segment's side or on the same end."""
+        import copy
+
+        h = CABLE_POINT_STEP * (float(np.linalg.norm(obstacle.b - obstacle.a)) + obstacle.radius)
+
+        def at(shift):
+            moved = copy.copy(obstacle)
+            end = np.array(getattr(obstacle, self.end), dtype=np.float64)
+            end[self.axis] += shift
+            setattr(moved, self.end, end)
+            return moved.distance_and_normal(points)
+
+        def difference(step):
+            (d_plus, n_plus), (d_minus, n_minus) = at(step), at(-step)
+            return (d_plus - d_minus) / (2 * step), (n_plus - n_minus) / (2 * step)
+
+        (d_coarse, n_coarse), (d_fine, n_fine) = difference(h), difference(0.5 * h)
+        return (4.0 * d_fine - d_coarse) / 3.0, (4.0 * n_fine - n_coarse) / 3.0
 
     def partial(self, state) -> Partial:
-        """Moving the obstacle by dc moves each of its contacts' gaps by ``-n . dc`` and, where the normal follows
-        the node (a curved obstacle), turns the normal force ``lambda n`` by ``-lambda H dc`` (H the distance's
-        Hessian): the distance depends on x - c only."""
+        """Moving a plane, sphere or box by dc moves each of its contacts' gaps by ``-n . dc`` and, where the
+        normal follows the node (a curved obstacle), turns the normal force ``lambda n`` by ``-lambda H dc`` (H
+        the distance's Hessian): the distance depends on x - c only. A capsule's end: the gap's and the normal's
+        derivatives by :meth:`_moved`."""
         partial = self.zero(state)
         obstacle = state.scene.obstacles[self.obstacle]
         if state.system is None:
@@ -346,14 +371,18 @@ class ObstaclePosition(Parameter):
                 continue
             local, to_global = _contact_view(constraint, x)
             points = local[constraint.contact_nodes[mine]]
-            normals = constraint.normals_at(local)[mine]
+            if self.end is None:
+                d_gap = -constraint.normals_at(local)[mine][:, self.axis]
+                d_normal = -obstacle.distance_hessian(points)[:, :, self.axis]
+            else:
+                d_gap, d_normal = self._moved(obstacle, points)
             mask = constraint._row_mask()
             per_contact = np.zeros(mask.shape)
-            per_contact[mine, 0] = -normals[:, self.axis]
+            per_contact[mine, 0] = d_gap
             partial.violation[rows] = per_contact[mask]
             force = np.zeros(mask.shape)
             force[mask] = state.force[rows]
-            turning = -force[mine, 0][:, None] * obstacle.distance_hessian(points)[:, :, self.axis]
+            turning = force[mine, 0][:, None] * d_normal
             follows = constraint.following()[mine]
             nodal = np.zeros_like(local)
             np.add.at(nodal, constraint.contact_nodes[mine[follows]], turning[follows])

@@ -105,7 +105,7 @@ CURVED = {
     "sphere": ('type = "sphere"\ncenter = [-95.0, -22.0, 7.5]\nradius = 12.0\ncontactDistance = 0.0\n',
                ["center.x", "center.y"]),
     "capsule": ('type = "capsule"\na = [-95.0, -22.0, -10.0]\nb = [-95.0, -22.0, 25.0]\nradius = 12.0\n'
-                'contactDistance = 0.0\n', []),
+                'contactDistance = 0.0\n', ["a.x", "a.y", "b.y"]),
     # a face contact (zero curvature) kept at contactDistance 1 mm
     "box": ('type = "box"\ncenter = [-50.0, -15.0, 7.5]\nhalfExtents = [20.0, 10.0, 20.0]\ncontactDistance = 1.0\n',
             ["center.y"]),
@@ -116,8 +116,8 @@ CURVED = {
 def test_curved_obstacle_contacts_against_finite_differences(tmp_path, kind):
     """Frictionless contacts against a sphere, a capsule and a box: the normal row follows the node (the gap's
     gradient at the equilibrium) and the tangent carries the curvature -lambda H; derivatives with respect to
-    the modulus, the cable's value and the obstacle's center agree with re-solved frames (measured: sphere
-    4e-8, capsule 3e-9, box 1e-8)."""
+    the modulus, the cable's value and the obstacle's center (a capsule's ends) agree with re-solved frames
+    (measured: sphere 4e-8, capsule 3e-9, box 1e-8)."""
     block, center_axes = CURVED[kind]
     path = _against(tmp_path, block)
     steps = {"body.finger.material.youngModulus": 5.0, "body.finger.cable.cable.value": 1e-2}
@@ -129,17 +129,19 @@ def test_curved_obstacle_contacts_against_finite_differences(tmp_path, kind):
 
 
 def _compare_moved(path, outputs, steps):
-    """:func:`_compare` on one frame, with the obstacle's center moved through its vector key."""
+    """:func:`_compare` on one frame, with the obstacle's center or a capsule's end moved through its vector
+    key."""
     scene = _solved(path, [{}])
     report = gradient_report(scene, outputs, list(steps))
     worst = 0.0
     for key, step in steps.items():
         samples = []
         for shift in (step, -step, step / 2, -step / 2):
-            if ".center." in key:
-                center = list(scene.get("obstacle.obstacle.center"))
-                center["xyz".index(key[-1])] += shift
-                moved = _solved(path, [{"obstacle.obstacle.center": center}])
+            if key.startswith("obstacle."):  # a component of the center or of a capsule's end
+                vector_key = key[:-2]
+                vector = list(scene.get(vector_key))
+                vector["xyz".index(key[-1])] += shift
+                moved = _solved(path, [{vector_key: vector}])
             else:
                 moved = _solved(path, [{key: float(report.parameters[key]) + shift}])
             samples.append({name: _read(moved, name) for name in outputs})
