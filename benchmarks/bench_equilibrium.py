@@ -24,6 +24,7 @@ Usage: python benchmarks/bench_equilibrium.py [--cases NAME ...] [--json PATH] [
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import logging
@@ -112,35 +113,53 @@ def slider_ramps(suite) -> list[dict]:
         records = suite.play(dataclass_replace(case, key=key), values)
         later = records[1:]
         steps = [r.steps for r in later if r.steps is not None]
+        factorizations = [r.factorizations for r in later if r.factorizations is not None]
         rows.append({"case": name, "key": key, "step": step, "frames": len(records),
                      "converged": sum(r.converged for r in records),
                      "steps_median": float(np.median(steps)) if steps else None,
+                     "factorizations_median": float(np.median(factorizations)) if factorizations else None,
                      "ms_median": stats_ms([r.seconds for r in later])["median"]})
     return rows
 
 
-def _measure_before(revision: str, args) -> dict:
-    """This benchmark's measurements on the solver of ``revision`` (a temporary git worktree first on the
-    import path of a subprocess running this script)."""
+@contextlib.contextmanager
+def _worktree(revision: str):
+    """A temporary git worktree of ``revision`` (removed afterwards)."""
     folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
     worktree = folder / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), revision], check=True,
                    capture_output=True)
     try:
-        output = folder / "before.json"
-        command = [sys.executable, str(Path(__file__).resolve()), "--json", str(output)]
-        if args.cases:
-            command += ["--cases", *args.cases]
-        environment = dict(os.environ, SOFTSIM_BENCH_TREE=str(worktree))
-        subprocess.run(command, check=True, env=environment, cwd=str(ROOT))
-        measured = json.loads(output.read_text())
-        if not measured.get("solver_path", "").startswith(str(worktree)):
-            raise RuntimeError(f"--before measured {measured.get('solver_path')}, not the worktree {worktree}")
-        return measured
+        yield worktree
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False,
                        capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _measure_in(tree: Path | None, options: list[str]) -> dict:
+    """This benchmark's measurements (``options`` passed on) in a subprocess whose solver is the one of ``tree``
+    (first on its import path), or this checkout's when ``tree`` is None."""
+    with tempfile.TemporaryDirectory(prefix="softsim-bench-") as folder:
+        output = Path(folder) / "measured.json"
+        command = [sys.executable, str(Path(__file__).resolve()), "--json", str(output), *options]
+        environment = dict(os.environ)
+        environment.pop("SOFTSIM_BENCH_TREE", None)
+        if tree is not None:
+            environment["SOFTSIM_BENCH_TREE"] = str(tree)
+        subprocess.run(command, check=True, env=environment, cwd=str(ROOT))
+        measured = json.loads(output.read_text())
+    if tree is not None and not measured.get("solver_path", "").startswith(str(tree)):
+        raise RuntimeError(f"--before measured {measured.get('solver_path')}, not the worktree {tree}")
+    return measured
+
+
+def _measure_before(revision: str, args) -> dict:
+    """This benchmark's measurements on the solver of ``revision`` (a temporary git worktree first on the
+    import path of a subprocess running this script)."""
+    options = ["--cases", *args.cases] if args.cases else []
+    with _worktree(revision) as tree:
+        return _measure_in(tree, options)
 
 
 def _commit() -> str:
@@ -162,7 +181,13 @@ def main(argv=None) -> int:
     parser.add_argument("--output", default=str(Path(__file__).with_name("RESULTS_equilibrium.md")))
     parser.add_argument("--solver", help="how to name the solver measured in the results (default: the git commit)")
     parser.add_argument("--before", help="a git revision whose solver is measured too, in the same run")
+    parser.add_argument("--sliders-only", action="store_true",
+                        help="measure only the slider ramps (a few minutes; prints, never rewrites the results)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --sliders-only and --before: alternating rounds of both solvers (default 3)")
     args = parser.parse_args(argv)
+    if args.sliders_only:
+        return _sliders_only(args)
     before = _measure_before(args.before, args) if args.before else None
     suite = load_suite()
     cases = [suite.BY_NAME[name] for name in args.cases] if args.cases else list(suite.CASES + suite.SHIPPED)
@@ -252,6 +277,54 @@ def main(argv=None) -> int:
     write_json(args.json, {"cases": results, "shipped_finger_jumps": jumps, "sliders": sliders,
                            "solver_path": str(Path(softsim.mechanics.__file__).resolve())})
     return 0
+
+
+def _sliders_only(args) -> int:
+    """The slider ramps alone, as one table. With ``--before``: ``--rounds`` alternating runs of that revision's
+    solver and this one's, each in its own process, and per ramp the best (lowest) median of its rounds, so that
+    a load that comes and goes on a shared machine weighs on both alike."""
+    if not args.before:
+        sliders, old = slider_ramps(load_suite()), {}
+    else:
+        rounds: dict[str, list] = {"before": [], "after": []}
+        with _worktree(args.before) as tree:
+            for _ in range(max(1, args.rounds)):
+                rounds["before"].append(_measure_in(tree, ["--sliders-only"])["sliders"])
+                rounds["after"].append(_measure_in(None, ["--sliders-only"])["sliders"])
+        sliders, before = (_best_of(rounds[which]) for which in ("after", "before"))
+        old = {s["case"]: s for s in before}
+
+    def number(value, digits="g"):
+        return "-" if value is None else format(value, digits)
+
+    header = ["slider ramp", "frames", "converged", "eq. steps median", "factorizations median", "ms/frame median"]
+    if old:
+        header = ["slider ramp", "frames", "converged before", "converged", "eq. steps median before",
+                  "eq. steps median", "factorizations median before", "factorizations median",
+                  "ms/frame median before", "ms/frame median", "ms ratio after / before"]
+    rows = []
+    for s in sliders:
+        name = f"{s['case']} ({s['key'].split('.')[-2]} +{s['step']:g} per frame)"
+        o = old.get(s["case"])
+        if o is None:
+            rows.append([name, s["frames"], s["converged"], number(s["steps_median"]),
+                         number(s.get("factorizations_median")), f"{s['ms_median']:.1f}"])
+        else:
+            rows.append([name, s["frames"], o["converged"], s["converged"], number(o["steps_median"]),
+                         number(s["steps_median"]), number(o.get("factorizations_median")),
+                         number(s.get("factorizations_median")), f"{o['ms_median']:.1f}", f"{s['ms_median']:.1f}",
+                         f"{s['ms_median'] / o['ms_median']:.2f}"])
+    print(markdown_table(header, rows))
+    import softsim.mechanics
+
+    write_json(args.json, {"cases": [], "shipped_finger_jumps": [], "sliders": sliders,
+                           "solver_path": str(Path(softsim.mechanics.__file__).resolve())})
+    return 0
+
+
+def _best_of(rounds: list[list[dict]]) -> list[dict]:
+    """Per slider ramp, the round with the lowest median frame time."""
+    return [min(ramps, key=lambda ramp: ramp["ms_median"]) for ramps in zip(*rounds)]
 
 
 def _compare(header: list, rows: list, results: list[dict], before: list[dict]) -> tuple[list, list]:
