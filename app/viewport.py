@@ -450,6 +450,14 @@ class Viewport(PickingMixin, QtInteractor):
                                       name=f"obstacle:{obstacle.name}")
             self._named_actors[("obstacle", obstacle.name)] = [actor]
             self._obstacle_actors.append(actor)
+        self._rigid_actors = []
+        for rigid in getattr(session.spec, "rigids", []):  # free rigid bodies: drawn in their own frame, moved
+            shape = (pv.Box(bounds=[v for h in rigid.halfExtents for v in (-h, h)]) if rigid.shape == "box"
+                     else pv.Sphere(radius=rigid.radius))
+            actor = self._add_overlay("obstacles", shape, color="#8a9bb0", opacity=0.8, name=f"rigid:{rigid.name}")
+            self._named_actors[("rigid", rigid.name)] = [actor]
+            self._rigid_actors.append(actor)
+        self._update_rigid_poses(frame)
         self._drag_line = pv.PolyData(np.zeros((2, 3)), lines=np.array([2, 0, 1]))
         self._drag_actor = self._add_top(None, self._drag_line, (1.0, 0.2, 0.2), line_width=3)
         self._drag_actor.SetVisibility(False)
@@ -471,6 +479,12 @@ class Viewport(PickingMixin, QtInteractor):
         if key is not None:
             self.overlay_actors[key].append(actor)
         return actor
+
+    def _update_rigid_poses(self, frame) -> None:
+        """Each free rigid body's actor placed at its pose in ``frame`` (``rigid_poses``, (b, 4, 4))."""
+        poses = getattr(frame, "rigid_poses", np.zeros((0, 4, 4)))
+        for actor, pose in zip(getattr(self, "_rigid_actors", []), poses):
+            actor.user_matrix = np.asarray(pose, dtype=np.float64)
 
     def _add_overlay(self, key: str, poly, *, name: str | None = None, **kwargs):
         actor = self.add_mesh(poly, name=name or key, reset_camera=False, pickable=False, **kwargs)
@@ -550,6 +564,7 @@ class Viewport(PickingMixin, QtInteractor):
         shifts = getattr(frame, "obstacle_shifts", np.zeros((0, 3)))
         for actor, shift in zip(getattr(self, "_obstacle_actors", []), shifts):  # moving obstacles
             actor.SetPosition(*shift)
+        self._update_rigid_poses(frame)
         node = getattr(frame, "drag_node", -1)
         if self._drag_line is not None:
             if node >= 0 and frame.drag_target is not None:

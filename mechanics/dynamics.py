@@ -105,6 +105,7 @@ class DynamicReport:
     n_constraint_rows: int = 0
     kkt: str = "none"
     times: dict[str, float] = field(default_factory=dict)
+    rigid_states: list = field(default_factory=list)
 
     @property
     def x(self) -> np.ndarray:
@@ -150,6 +151,57 @@ def _default_linear_solver(system):
     return BlockDiagonalSolver(np.searchsorted(system.free_dofs, 3 * np.asarray(offsets)))
 
 
+class _RigidBlock:
+    """The free rigid bodies during one step: generalised velocities ``q0`` (6 b,), their change ``dq``, mass
+    matrix ``M`` and ``H = (1 + h alpha rayleighMass) M`` (6 b, 6 b), forces at the step start, the rows' rigid
+    Jacobian ``J`` (m, 6 b) (``parts[i]``: entry i's rows, None when they do not touch a rigid body), and
+    ``delta`` (the last correction of ``dq``)."""
+
+    def __init__(self, bodies, rows, h, alpha, rayleigh_mass):
+        self.bodies = bodies
+        self.h, self.alpha, self.rm = h, alpha, rayleigh_mass
+        size = 6 * len(bodies)
+        self.q0 = np.concatenate([b.state.q for b in bodies])
+        self.M = np.zeros((size, size))
+        for i, body in enumerate(bodies):
+            self.M[6 * i:6 * i + 6, 6 * i:6 * i + 6] = body.mass_matrix()
+        self.f = np.concatenate([b.forces() for b in bodies])
+        self.H = (1.0 + h * alpha * rayleigh_mass) * self.M
+        self.dq = np.zeros(size)
+        self.delta = np.zeros(size)
+        index = {id(b): i for i, b in enumerate(bodies)}
+        self.parts = []
+        for entry in rows:
+            body = getattr(entry.constraint, "body", None)
+            if body is None or id(body) not in index or not hasattr(entry.constraint, "rigid_jacobian"):
+                self.parts.append(None)
+                continue
+            part = np.zeros((entry.n_rows, size))
+            i = index[id(body)]
+            part[:, 6 * i:6 * i + 6] = entry.constraint.rigid_jacobian()
+            self.parts.append(part)
+        self.J = np.vstack([p if p is not None else np.zeros((e.n_rows, size)) for p, e in zip(self.parts, rows)]) \
+            if rows else np.zeros((0, size))
+        self.coupled = any(p is not None for p in self.parts)
+        self.r = np.zeros(size)
+
+    def residual(self, k: int) -> None:
+        """The right-hand side of iteration ``k``: ``h (alpha F_k + (1 - alpha) F_0) - M dq`` (``h F_0`` at
+        k = 0), ``F = f - rayleighMass M q``."""
+        F0 = self.f - self.rm * (self.M @ self.q0)
+        Fk = self.f - self.rm * (self.M @ (self.q0 + self.dq))
+        self.r = self.h * (self.alpha * Fk + (1.0 - self.alpha) * F0) - self.M @ self.dq
+
+    def solve(self, lam, h: float) -> None:
+        """``delta = H^-1 (r + h J^T lambda)`` (no rows: ``H^-1 r``)."""
+        rhs = self.r if lam is None or not self.coupled else self.r + h * (self.J.T @ lam)
+        self.delta = np.linalg.solve(self.H, rhs)
+
+    def new_states(self, h: float, beta: float) -> list:
+        q = self.q0 + self.dq
+        return [body.advanced(body.state, q[6 * i:6 * i + 6], h, beta) for i, body in enumerate(self.bodies)]
+
+
 class DynamicSolver:
     """Implicit dynamics of a :class:`mechanics.model.Model` with constraint models.
 
@@ -183,6 +235,9 @@ class DynamicSolver:
             setattr(self, name, value)
         self.set_parameters(**parameters)
         self._last_force: np.ndarray | None = None
+        #: free rigid bodies (mechanics.rigid_body.RigidBody) integrated with the soft bodies; their contacts
+        #: (RigidContact) add their rigid_jacobian; the new states come back in DynamicReport.rigid_states
+        self.rigid_bodies: list = []
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -238,10 +293,14 @@ class DynamicSolver:
         if not np.all(np.isfinite(F_n)):
             return self._fail(state, "non-finite forces at the step start", times)
 
+        rigids = self.rigid_bodies
+        for body in rigids:
+            body.predict(h)
         started = time.perf_counter()
         rows = self._constraint_rows(x0, x0 + h * v0)
         times["constraints"] += time.perf_counter() - started
         n_rows = sum(r.n_rows for r in rows)
+        rigid = _RigidBlock(rigids, rows, h, alpha, rm) if rigids else None
 
         dv = np.zeros(system.n_dofs)
         # a correction that moves the nodes by less than 1e-12 of the body's size (RMS) is round-off: a body at
@@ -265,6 +324,8 @@ class DynamicSolver:
                 r = h * (alpha * F_k + (1.0 - alpha) * F_n) - M @ dv
             if not np.all(np.isfinite(r)):
                 return self._fail(state, f"non-finite residual at iteration {k + 1}", times)
+            if rigid is not None:
+                rigid.residual(k)
             H = ((1.0 + h * alpha * rm) * M + (h * alpha * rs + h * h * alpha * beta) * K).tocsr()
             H_free = H[free][:, free].tocsr()
             r_free = r[free]
@@ -274,24 +335,32 @@ class DynamicSolver:
                 self.linear_solver.factorize(H_free)
                 delta[free] = self.linear_solver.solve(r_free)
                 times["linear_solve"] += time.perf_counter() - started
+                if rigid is not None:
+                    rigid.solve(None, h)
             else:
                 started = time.perf_counter()
-                J, e, l_rows, C, blocks = self._linearise(rows, k, x_k, v_k, v0, h, alpha, beta)
+                J, e, l_rows, C, blocks = self._linearise(rows, k, x_k, v_k, v0, h, alpha, beta, rigid)
                 times["constraints"] += time.perf_counter() - started
                 J_free = J[:, free].tocsr()
                 direct = self.kkt == "direct" or (self.kkt == "auto" and np.all(blocks.kind == EQUALITY))
+                direct = direct and (rigid is None or not rigid.coupled)  # the KKT path has no rigid block
                 if direct:
                     kkt_used = "direct"
                     delta[free], lam = self._solve_direct(
                         H_free, J_free, r_free, e, l_rows, C, blocks, h, alpha * h * beta, times
                     )
+                    if rigid is not None:  # not coupled to these rows
+                        rigid.solve(None, h)
                 else:
                     kkt_used = "schur"
                     delta[free], lam, constraint_report = self._solve_schur(
-                        H_free, J_free, r_free, e, l_rows, C, blocks, h, alpha * h * beta, times
+                        H_free, J_free, r_free, e, l_rows, C, blocks, h, alpha * h * beta, times, rigid
                     )
             dv += delta
             norm = float(np.linalg.norm(delta))
+            if rigid is not None:
+                norm = float(np.hypot(norm, np.linalg.norm(rigid.delta)))
+                rigid.dq += rigid.delta
             norms.append(norm)
             if not np.isfinite(norm):
                 return self._fail(state, f"non-finite velocity correction at iteration {k + 1}", times)
@@ -315,6 +384,9 @@ class DynamicSolver:
         if constraint_report is not None and not constraint_report.converged:
             warnings.append(f"constraint solver did not converge (error {constraint_report.error:.3g})")
         new_state = DynamicState(x_out, v_out, state.time + h, state.step + 1)
+        rigid_states = [] if rigid is None else rigid.new_states(h, beta)
+        if not all(np.all(np.isfinite(s.c)) and np.all(np.isfinite(s.q)) for s in rigid_states):
+            return self._fail(state, "non-finite rigid body state", times)
         return DynamicReport(
             state.step + 1,
             True,
@@ -328,6 +400,7 @@ class DynamicSolver:
             n_constraint_rows=n_rows,
             kkt=kkt_used,
             times=times,
+            rigid_states=rigid_states,
         )
 
     def _fail(self, state, message, times) -> DynamicReport:
@@ -344,12 +417,19 @@ class DynamicSolver:
                 rows.append(entry)
         return rows
 
-    def _linearise(self, rows, k, x_k, v_k, v0, h, alpha, beta):
-        """Stacked ``J (m, N)``, ``e (m,)``, ``l (m,)``, compliance (None, (m,) or csr) and blocks."""
+    def _linearise(self, rows, k, x_k, v_k, v0, h, alpha, beta, rigid=None):
+        """Stacked ``J (m, N)``, ``e (m,)``, ``l (m,)``, compliance (None, (m,) or csr) and blocks. Rows on a
+        rigid body (``rigid``, a :class:`_RigidBlock`) are linear in both motions: ``phi_start + h J (v0 + beta
+        dv) + h J_r (q0 + beta dq)``."""
         J_parts, e_parts, l_parts, c_parts, block_parts = [], [], [], [], []
         any_compliance = False
-        for entry in rows:
-            if k == 0:
+        for index, entry in enumerate(rows):
+            J_rigid = None if rigid is None else rigid.parts[index]
+            if J_rigid is not None:
+                J = entry.J_start
+                phi_k = (entry.phi_start + h * (J @ (v0 + beta * (v_k - v0)))
+                         + h * (J_rigid @ (rigid.q0 + beta * rigid.dq)))
+            elif k == 0:
                 J = entry.J_start
                 phi_k = entry.phi_start + h * (J @ v0)
             else:
@@ -390,7 +470,7 @@ class DynamicSolver:
         n_free = H_free.shape[0]
         return solution[:n_free], solution[n_free:]
 
-    def _solve_schur(self, H_free, J_free, r_free, e, l_rows, C, blocks, h, s, times):
+    def _solve_schur(self, H_free, J_free, r_free, e, l_rows, C, blocks, h, s, times, rigid=None):
         started = time.perf_counter()
         self.linear_solver.factorize(H_free)
         Hinv_r = np.asarray(self.linear_solver.solve(r_free))
@@ -401,12 +481,18 @@ class DynamicSolver:
         W = s * h * np.asarray(J_free @ Hinv_Jt)
         if C is not None:
             W += (sp.diags(scale) @ C).toarray()
-        W = 0.5 * (W + W.T)
         dfree = scale * e + s * (J_free @ Hinv_r)
+        if rigid is not None and rigid.coupled:  # the rigid bodies' block: W += s h J_r H_r^-1 J_r^T
+            Hr_inv_Jt = np.linalg.solve(rigid.H, rigid.J.T)
+            W += s * h * (rigid.J @ Hr_inv_Jt)
+            dfree += s * (rigid.J @ np.linalg.solve(rigid.H, rigid.r))
+        W = 0.5 * (W + W.T)
         initial = self._last_force if self._last_force is not None and self._last_force.size == e.size else None
         report = self._constraint_solver().solve(W, dfree, blocks, initial_force=initial)
         times["constraint_solve"] += time.perf_counter() - started
         lam = np.asarray(report.force, dtype=np.float64)
+        if rigid is not None:
+            rigid.solve(lam, h)
         return Hinv_r + h * (Hinv_Jt @ lam), lam, report
 
     def _store(self, rows, lam, x_out) -> None:

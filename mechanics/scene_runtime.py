@@ -50,6 +50,7 @@ from softsim.mechanics.mass import TetMass
 from softsim.mechanics.materials import lame
 from softsim.mechanics.model import Body, Model
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
+from softsim.mechanics.rigid_body import RigidContact, make_rigid_body
 from softsim.mechanics.rigid_frames import apply_motion, best_rigid_motion, held_positions
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
 from softsim.mechanics.scene.edit import resolve
@@ -456,6 +457,7 @@ class Scene:
         constraint_solver = make_constraint_solver_from(spec.solver.constraint)
         dynamic_solver = None if model.mass_matrix is None else DynamicSolver(
             model, constraint_solver=constraint_solver, dt=spec.scene.dt, **_dynamic_parameters(spec.solver.dynamic))
+        constraints += self._rigid_bodies(dynamic_solver, checked, offsets, model.n_nodes)
         name = spec.bodies[0].name if len(spec.bodies) == 1 else spec.scene.name
         self.simulation = Simulation(problem=model.static_problem(), newton=newton,
                                      constraint_solver=constraint_solver, constraints=constraints,
@@ -463,6 +465,31 @@ class Scene:
                                      dynamic_solver=dynamic_solver, mode=spec.scene.mode,
                                      inverse=inverse_settings(spec.solver.inverse))
         self._hold_fixed()
+
+    def _rigid_bodies(self, dynamic_solver, checked, offsets, n_nodes: int) -> list:
+        """The ``[[rigid]]`` bodies (given to the dynamic solver) and one contact model each, over every body's
+        free surface nodes (mechanics.rigid_body)."""
+        spec = self.spec
+        self.rigids = [make_rigid_body(r, spec.scene.gravity) for r in spec.rigids]
+        if not self.rigids:
+            return []
+        if spec.scene.mode != "dynamic":
+            raise _error(spec, "scene.mode", "free rigid bodies ([[rigid]]) move only in dynamic mode (a static frame "
+                                             "has no equilibrium for a free body): set scene.mode = \"dynamic\"")
+        if dynamic_solver is None:
+            raise _error(spec, "rigid", "free rigid bodies move with the soft bodies in dynamic mode, which needs "
+                                        "every body's mass: give each [body.material] a totalMass or massDensity")
+        dynamic_solver.rigid_bodies = self.rigids
+        nodes = np.concatenate([surface + offsets[b] for b, (*_, surface) in enumerate(checked)]).astype(np.int64)
+        contacts = []
+        for rigid, rigid_spec in zip(self.rigids, spec.rigids):
+            size = (min(rigid_spec.halfExtents) if rigid_spec.shape == "box" else rigid_spec.radius)
+            alarm = rigid_spec.alarmDistance
+            if alarm is None:
+                alarm = max(2.0 * rigid_spec.contactDistance, 0.2 * size)
+            contacts.append(RigidContact(nodes, rigid, n_nodes=n_nodes, contactDistance=rigid_spec.contactDistance,
+                                         alarmDistance=alarm, name=f"{rigid.name}_contact"))
+        return contacts
 
     def _unilateral_plane(self, body, plane, mesh) -> UnilateralPlaneConstraint:
         path = f"body.{body.name}.unilateralPlane.{plane.name}"
@@ -807,6 +834,8 @@ class Scene:
         elif isinstance(table, SceneSettings) and key == "gravity":
             for gravity in self.gravities:
                 gravity.g = spec.scene.gravity
+            for rigid in self.rigids:
+                rigid.gravity = np.asarray(spec.scene.gravity, dtype=np.float64)
         elif isinstance(table, InverseSpec) or (isinstance(table, SolverSpec) and key == "inverse"):
             sim.set_inverse(inverse_settings(spec.solver.inverse))
             self._apply_tangents()
@@ -845,8 +874,12 @@ class Scene:
         obstacles stay where the time put them)."""
         old = self.simulation
         x, v, frame, time = old.x.copy(), old.v.copy(), old.frame, old.time
+        rigid_states = {body.name: body.state for body in old.rigid_bodies}
         drag = self.drag
         self._build()
+        for body in self.rigids:  # a rigid body keeps its motion too
+            if body.name in rigid_states:
+                body.set_state(rigid_states[body.name])
         if x.shape == self.simulation.x.shape:
             self.restore(x, frame, v=v, time=time)
         if drag is not None:

@@ -51,11 +51,20 @@ class Frame:
     contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     #: (k, 3): how far each obstacle (scene order) has moved from where its keys put it
     obstacle_shifts: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    #: (b, 4, 4): each free rigid body's pose (scene order), the homogeneous transform of its own frame
+    rigid_poses: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 4)))
 
     @property
     def has_von_mises(self) -> bool:
         """True when the von Mises fields were computed (they are empty (0,) arrays otherwise)."""
         return self.von_mises_nodal.shape == self.displacement.shape
+
+
+def _pose(state) -> np.ndarray:
+    """The (4, 4) homogeneous transform of a rigid body's state (rotation R, centre c)."""
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = state.R, state.c
+    return pose
 
 
 class Simulation:
@@ -112,6 +121,9 @@ class Simulation:
             raise ParameterError(f"mode must be 'static' or 'dynamic', got {mode!r}")
         if mode == "dynamic" and self.dynamic_solver is None:
             raise ParameterError("dynamic mode needs a mass (totalMass or massDensity) and a dynamic solver")
+        if mode == "static" and self.rigid_bodies:
+            raise ParameterError(f"free rigid bodies ({', '.join(b.name for b in self.rigid_bodies)}) move only in "
+                                 "dynamic mode: a static frame has no equilibrium for a free body")
         if mode == "dynamic" and self.inverse_active:
             raise ParameterError("the inverse model runs in static mode: turn it off (solver.inverse.active = "
                                  "false) before switching to dynamic mode")
@@ -228,6 +240,8 @@ class Simulation:
                 if constraint not in self.dynamic_solver.constraints:
                     constraint.store(np.zeros(constraint.n_rows), self.x)
             self.time = result.state.time
+            for body, rigid_state in zip(self.dynamic_solver.rigid_bodies, result.rigid_states):
+                body.set_state(rigid_state)
             self.frame += 1
             self.mode_of_last_frame = "dynamic"
             report.limited = self._limited_actuators()
@@ -272,6 +286,8 @@ class Simulation:
         self.x = self.X.copy()
         self.v = np.zeros_like(self.X)
         self.time = 0.0
+        for body in self.rigid_bodies:
+            body.reset()
         self.x_free = None
         self._last_static_report = None
         self.frame = 0
@@ -287,9 +303,17 @@ class Simulation:
         names = ", ".join(c.name for c in self.constraints) or "none"
         raise KeyError(f"no actuator or constraint named {name!r} (have: {names})")
 
+    @property
+    def rigid_bodies(self) -> list:
+        """The free rigid bodies the dynamic solver integrates (mechanics.rigid_body)."""
+        return [] if self.dynamic_solver is None else self.dynamic_solver.rigid_bodies
+
     def outputs(self) -> dict[str, float]:
-        """Every actuator and effector output as ``NAME.QUANTITY`` -> float."""
+        """Every actuator and effector output as ``NAME.QUANTITY`` -> float, and each rigid body's centre and
+        velocity (``NAME.x``, ``NAME.vx``...)."""
         values = {}
+        for body in self.rigid_bodies:
+            values.update(body.outputs())
         for constraint in self.constraints:
             for key, value in constraint.outputs.items():
                 if np.ndim(value) == 0:
@@ -341,4 +365,5 @@ class Simulation:
             contact_points=np.concatenate(points) if points else np.zeros((0, 3)),
             contact_forces=np.concatenate(forces) if forces else np.zeros((0, 3)),
             obstacle_shifts=shifts,
+            rigid_poses=np.array([_pose(body.state) for body in self.rigid_bodies]).reshape(-1, 4, 4),
         )

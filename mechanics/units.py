@@ -23,6 +23,8 @@ QUANTITIES = {
     "acceleration": ("m/s^2", "mm/s^2"),
     "compliance": ("m/N", "mm/mN"),
     "angle": ("deg", "deg"),
+    "angular velocity": ("rad/s", "rad/s"),
+    "moment of inertia": ("kg m^2", "kg mm^2"),
     "energy density": ("Pa", "kPa"),
 }
 SYSTEMS = ("SI", "mm-kg-s")
@@ -47,7 +49,7 @@ def with_unit(text: str, quantity: str | None, system: str) -> str:
 OUTPUT_QUANTITIES = {
     "cableLength": "length", "displacement": "length", "force": "force", "pressure": "pressure",
     "volumeGrowth": "volume", "cavityVolume": "volume", "initialCavityVolume": "volume", "distance": "length",
-    "normalForce": "force", "maxViolation": "length",
+    "normalForce": "force", "maxViolation": "length", "vx": "velocity", "vy": "velocity", "vz": "velocity",
 }
 
 

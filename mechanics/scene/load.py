@@ -34,6 +34,7 @@ from softsim.mechanics.scene.schema import (
     MaterialSpec,
     ObstacleSpec,
     RegionSpec,
+    RigidSpec,
     SceneError,
     SceneSettings,
     SceneSpec,
@@ -378,6 +379,18 @@ def _check_obstacle(obj: ObstacleSpec, path: str, ctx: _Context) -> None:
                                           "stops)")
 
 
+def _check_rigid(obj: RigidSpec, path: str, ctx: _Context) -> None:
+    needed = "halfExtents" if obj.shape == "box" else "radius"
+    unused = "radius" if obj.shape == "box" else "halfExtents"
+    if getattr(obj, needed) is None:
+        ctx.error(_join(path, needed), f"missing; shape {obj.shape} needs {needed}")
+    if getattr(obj, unused) is not None:
+        ctx.error(_join(path, unused), f"not used by shape {obj.shape} (it uses {needed})")
+    if obj.alarmDistance is not None and obj.alarmDistance < obj.contactDistance:
+        ctx.error(_join(path, "alarmDistance"), f"{obj.alarmDistance:g} is below contactDistance = "
+                                                f"{obj.contactDistance:g}")
+
+
 def _unique(named: list[tuple[str, str]], what: str, ctx: _Context) -> None:
     """``named`` is ``[(path, name)]``; report every name that was already used."""
     first: dict[str, str] = {}
@@ -398,6 +411,14 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
                            ("unilateralPlane", body.unilateralPlanes), ("centerEffector", body.centerEffectors)):
             actuators += [(f"body[{i}].{key}[{j}]", item.name) for j, item in enumerate(items)]
     _unique(actuators, "actuator/effector", ctx)
+    # a rigid body's outputs are NAME.x, NAME.vx...: its name is unique among them and the actuators too
+    taken = {name: path for path, name in actuators}
+    _unique([(f"rigid[{i}]", r.name) for i, r in enumerate(obj.rigids)], "rigid body", ctx)
+    for i, rigid in enumerate(obj.rigids):
+        if rigid.name in taken:
+            ctx.error(f"rigid[{i}].name", f"{show(rigid.name)} is already the name of {taken[rigid.name]} (output "
+                                          f"columns NAME.QUANTITY must be unique)")
+
     _unique([(f"controller[{i}]", c.name) for i, c in enumerate(obj.controllers)], "controller", ctx)
     _check_controller_keys(obj, ctx)
     _check_collision(obj, ctx)
@@ -463,6 +484,7 @@ _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
     EffectorSpec: _check_effector,
     BodySpec: _check_body,
     ObstacleSpec: _check_obstacle,
+    RigidSpec: _check_rigid,
     SceneSpec: _check_scene,
 }
 

@@ -611,6 +611,46 @@ class ObstacleSpec:
     endTime: float | None = _key(_NON_NEGATIVE, None, unit="time", help="When it stops; unset: never.")
 
 
+#: The contact shapes of a free rigid body.
+RIGID_SHAPES = ("box", "sphere")
+
+
+@dataclass(kw_only=True)
+class RigidSpec:
+    """``[[rigid]]``: a free rigid body (6 degrees of freedom) in dynamic mode: a box or a sphere of ``mass``
+    whose surface the soft bodies' surface nodes touch (mechanics.rigid_body). Placed at ``position`` (its
+    centre of mass) turned by ``rotation``; gravity acts on it; ``velocity`` and ``angularVelocity`` are its
+    initial motion."""
+
+    name: str = _key(Name(), help="Unique among rigid bodies and actuators (output columns NAME.x, NAME.vx...); "
+                                  "default rigid<i>.")
+    shape: str = _key(Choice(*RIGID_SHAPES), "box", help="Contact shape, centred on the centre of mass.")
+    halfExtents: tuple[float, float, float] | None = _key(Vector(3, positive=True), None, unit="length",
+                                                          when=when("shape", "box"),
+                                                          help="Half sizes of the box along its own x, y, z.")
+    radius: float | None = _key(_POSITIVE, None, unit="length", when=when("shape", "sphere"),
+                                help="Radius of the sphere.")
+    mass: float = _key(_POSITIVE, unit="mass", help="Mass of the body.")
+    inertia: tuple[float, float, float] | None = _key(
+        Vector(3, positive=True), None, unit="moment of inertia",
+        help="Principal moments of inertia about the body's own axes; unset: a solid of uniform density "
+             "(box m (b^2 + c^2) / 3, ...; sphere 2 m r^2 / 5).")
+    position: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="length",
+                                                help="Initial centre of mass.")
+    rotation: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="angle",
+                                                help="Initial orientation: about x, then y, then z (fixed axes).")
+    velocity: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="velocity",
+                                                help="Initial velocity of the centre.")
+    angularVelocity: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="angular velocity",
+                                                       help="Initial angular velocity (world axes, rad/s).")
+    friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu of its contacts.")
+    contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap its contacts keep.")
+    alarmDistance: float | None = _key(_NON_NEGATIVE, None, unit="length",
+                                       help="A node closer than this (at the step's prediction) gets a contact "
+                                            "row; unset: a fifth of the shape's smallest half size (at least "
+                                            "2 contactDistance).")
+
+
 #: The keys each obstacle type uses besides name, type, friction and contactDistance.
 OBSTACLE_KEYS = {kind: tuple(d.key for d in declarations(ObstacleSpec) if d.when and kind in d.when.values)
                  for kind in OBSTACLE_TYPES}
@@ -834,6 +874,8 @@ class SceneSpec:
     bodies: list[BodySpec] = _key(TableList(BodySpec), factory=list, toml="body", help="Deformable bodies.")
     obstacles: list[ObstacleSpec] = _key(TableList(ObstacleSpec), factory=list, toml="obstacle",
                                          help="Static rigid obstacles.")
+    rigids: list[RigidSpec] = _key(TableList(RigidSpec), factory=list, toml="rigid",
+                                   help="Free rigid bodies (dynamic mode).")
     attachments: list[AttachmentSpec] = _key(TableList(AttachmentSpec), factory=list, toml="attachment",
                                              help="Glue between bodies.")
     collision: CollisionSpec | None = _key(Table(CollisionSpec), None, help="Contact between bodies.")

@@ -88,6 +88,11 @@ RICH = {
                  {"name": "crate", "type": "box", "center": [0.0, 80.0, 0.0], "halfExtents": [1.0, 1.0, 1.0]},
                  {"name": "rod", "type": "capsule", "a": [0.0, 90.0, 0.0], "b": [1.0, 90.0, 0.0], "radius": 1.0,
                   "contactDistance": 0.1}],
+    "rigid": [{"name": "block", "shape": "box", "halfExtents": [5.0, 5.0, 5.0], "mass": 0.01,
+               "inertia": [0.1, 0.1, 0.1], "position": [0.0, 120.0, 0.0], "rotation": [0.0, 0.0, 10.0],
+               "velocity": [0.0, -1.0, 0.0], "angularVelocity": [0.0, 0.0, 1.0], "friction": 0.5,
+               "contactDistance": 0.1, "alarmDistance": 1.0},
+              {"name": "pebble", "shape": "sphere", "radius": 2.0, "mass": 0.001}],
     "attachment": [{"name": "glue", "bodyA": "finger", "bodyB": "cube", "indicesA": [0], "indicesB": [0]}],
     "collision": {"alarmDistance": 1.0, "contactDistance": 0.1, "friction": 0.5, "selfCollision": False,
                   "bodies": ["finger", "cube"], "pair": [{"bodyA": "finger", "bodyB": "cube", "friction": 0.3}]},
@@ -173,7 +178,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 176
+    assert len(generics) == 189
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -209,7 +214,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 296
+    assert checked == 322
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))

@@ -242,8 +242,8 @@ def test_unknown_top_level_table(tmp_path: Path) -> None:
         "finger.toml: solvr: unknown key; did you mean solver?"
     ]
     assert errors_of("[camera]\nzoom = 2\n", tmp_path) == [
-        "finger.toml: camera: unknown key; allowed keys: scene, body, obstacle, attachment, collision, controller, "
-        "solver, drag"
+        "finger.toml: camera: unknown key; allowed keys: scene, body, obstacle, rigid, attachment, collision, "
+        "controller, solver, drag"
     ]
 
 
