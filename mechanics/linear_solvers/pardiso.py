@@ -97,6 +97,14 @@ def _pardiso_library():
 
     return PyPardisoSolver()
 
+def _mkl_threads(library) -> int:
+    """MKL's thread count (at least 1; 1 when the library cannot say)."""
+    try:
+        return max(1, int(library.mkl_get_max_threads()))
+    except (AttributeError, OSError, ValueError):
+        return 1
+
+
 class _PardisoBackend:
     """Direct calls to MKL ``pardiso`` through the library handle that pypardiso loads.
 
@@ -122,6 +130,7 @@ class _PardisoBackend:
         self.analysed = False
         self.factorized = False
         self._perm = np.zeros(1, dtype=np.int32)
+        self._threads = _mkl_threads(self._library)
         self._set_iparm()
 
     def _set_iparm(self) -> None:
@@ -136,6 +145,9 @@ class _PardisoBackend:
         iparm[17] = -1  # report the number of non-zeros of the factor in iparm[17]
         iparm[20] = 1  # Bunch-Kaufman pivoting for symmetric indefinite matrices
         iparm[34] = 1  # zero-based indices
+        # conditional numerical reproducibility for MKL's thread count: with two threads and no CNR the same frame
+        # of trunk_inverse ended 1e-11 apart from run to run, enough to flip an actuator's bound in its inverse QP
+        iparm[33] = self._threads
 
     def _call(self, phase: int, data: np.ndarray, b: np.ndarray, x: np.ndarray, nrhs: int) -> int:
         error = ctypes.c_int32(0)
