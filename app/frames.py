@@ -51,7 +51,9 @@ class DisplayFrame(Frame):
     drag_node, drag_target : the dragged node id and its target (3,), or -1 / None without a drag.
     velocities : (n, 3) a dynamic scene's nodal velocities [length / time]; (0, 3) for a static scene.
     time : a dynamic scene's simulated time [s] (0 for a static scene).
-    Velocities and time are the rest of the state a dynamic scene continues from (a restart after a crash).
+    rigid_states : free rigid body name -> its mechanics.rigid_body.RigidState (copies; dynamic scenes only).
+    Velocities, time and rigid states are the rest of the state a dynamic scene continues from (a restart after a
+    crash).
     """
 
     energy_density_nodal: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -61,6 +63,7 @@ class DisplayFrame(Frame):
     drag_target: np.ndarray | None = None
     velocities: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     time: float = 0.0
+    rigid_states: dict = field(default_factory=dict)
 
 
 def _checked_fields(names: Iterable[str]) -> set[str]:
@@ -155,7 +158,15 @@ def make_display_frame(scene, report, fields: Iterable[str] = OPTIONAL_FIELDS) -
                         drag_node=int(drag.node) if active else -1,
                         drag_target=np.array(drag.target, dtype=np.float64) if active else None,
                         velocities=np.array(simulation.v, dtype=np.float64) if dynamic else np.zeros((0, 3)),
-                        time=float(simulation.time) if dynamic else 0.0)
+                        time=float(simulation.time) if dynamic else 0.0,
+                        rigid_states={body.name: _copied_state(body.state)
+                                      for body in getattr(simulation, "rigid_bodies", ())} if dynamic else {})
+
+
+def _copied_state(state):
+    """A RigidState whose arrays are copies (the frame must not change with the live body)."""
+    return dataclasses.replace(state, **{f.name: np.array(getattr(state, f.name), dtype=np.float64)
+                                         for f in dataclasses.fields(state)})
 
 
 def complete_frame(scene, frame: DisplayFrame, fields: Iterable[str] = OPTIONAL_FIELDS) -> DisplayFrame:

@@ -93,13 +93,14 @@ class SceneInfo:
 @dataclass(frozen=True)
 class RestoreState:
     """The state a scene rebuilt in a new process continues from: positions ``x`` (n, 3) at frame ``index``, and a
-    dynamic scene's ``velocities`` (n, 3) and simulated ``time`` [s] (None: a static scene's rest velocities and
-    the time its frame number gives)."""
+    dynamic scene's ``velocities`` (n, 3), simulated ``time`` [s] and free rigid bodies' ``rigid_states`` (name ->
+    RigidState) (None: a static scene's rest velocities and the time its frame number gives)."""
 
     x: np.ndarray
     index: int
     velocities: np.ndarray | None = None
     time: float | None = None
+    rigid_states: dict | None = None
 
     @classmethod
     def of_frame(cls, frame) -> RestoreState:
@@ -108,11 +109,12 @@ class RestoreState:
         dynamic = velocities is not None and velocities.shape == frame.x.shape
         return cls(np.array(frame.x, dtype=np.float64), int(frame.index),
                    np.array(velocities, dtype=np.float64) if dynamic else None,
-                   float(frame.time) if dynamic else None)
+                   float(frame.time) if dynamic else None,
+                   dict(getattr(frame, "rigid_states", {})) if dynamic else None)
 
     def apply(self, scene) -> None:
         """Put ``scene`` (a mechanics Scene) in this state."""
-        scene.restore(self.x, self.index, v=self.velocities, time=self.time)
+        scene.restore(self.x, self.index, v=self.velocities, time=self.time, rigid_states=self.rigid_states)
 
 
 def describe_scene(scene, field: str) -> SceneInfo:

@@ -754,10 +754,15 @@ class Scene:
         self._hold_fixed()
         self._move_obstacles()
 
-    def restore(self, x: np.ndarray, frame: int, *, v: np.ndarray | None = None, time: float | None = None) -> None:
+    def restore(self, x: np.ndarray, frame: int, *, v: np.ndarray | None = None, time: float | None = None,
+                rigid_states: dict | None = None) -> None:
         """Continue from a state kept elsewhere (a scene rebuilt in a new process after a crash): positions ``x``
-        (n, 3) at frame number ``frame``, and a dynamic scene's velocities ``v`` (n, 3) and simulated time
-        ``time`` [s] when given; the fixed nodes and the moving obstacles are put where that state has them."""
+        (n, 3) at frame number ``frame``, and a dynamic scene's velocities ``v`` (n, 3), simulated time ``time``
+        [s] and free rigid bodies' states (name -> mechanics.rigid_body.RigidState) when given; the fixed nodes
+        and the moving obstacles are put where that state has them."""
+        for body in self.rigids:
+            if rigid_states and body.name in rigid_states:
+                body.set_state(rigid_states[body.name])
         self.simulation.restore(x, frame, v=v, time=time)
         self._hold_fixed()
         self._move_obstacles()
@@ -877,11 +882,12 @@ class Scene:
         rigid_states = {body.name: body.state for body in old.rigid_bodies}
         drag = self.drag
         self._build()
-        for body in self.rigids:  # a rigid body keeps its motion too
-            if body.name in rigid_states:
-                body.set_state(rigid_states[body.name])
         if x.shape == self.simulation.x.shape:
-            self.restore(x, frame, v=v, time=time)
+            self.restore(x, frame, v=v, time=time, rigid_states=rigid_states)  # a rigid body keeps its motion too
+        else:
+            for body in self.rigids:
+                if body.name in rigid_states:
+                    body.set_state(rigid_states[body.name])
         if drag is not None:
             self.simulation.add_constraint(drag)
 

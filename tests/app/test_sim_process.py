@@ -206,6 +206,36 @@ def test_a_killed_dynamic_scene_continues_with_the_last_frames_velocities_and_ti
     np.testing.assert_allclose(after.velocities, alone.simulation.v, atol=1e-6)
 
 
+def test_a_killed_dynamic_scene_keeps_its_free_rigid_bodies_motion(main_window, qtbot, tmp_path):
+    from softsim.app.session import scene_from_spec
+    from softsim.mechanics.scene import dump_scene, parse_data
+    from tests.mechanics.test_rigid_body import scene_data
+
+    data, spec = scene_data({"position": [50.0, 40.0, 5.0], "velocity": [0.0, 0.0, 50.0],
+                             "angularVelocity": [0.0, 0.0, 2.0]}, damping=0.0)
+    path = tmp_path / "cube.toml"
+    path.write_text(dump_scene(parse_data(data, source=str(path), base_dir=spec.base_dir), base_dir=tmp_path))
+    session = main_window.session
+    assert main_window.open_path(path), session.last_error
+    frame = run_frames(qtbot, main_window, 3)
+    cube = frame.rigid_states["cube"]
+    assert cube.v[1] < 0.0 and cube.v[2] == pytest.approx(50.0)  # falling, and moving along z as thrown
+    messages = []
+    session.message.connect(lambda level, text: messages.append((level, text)))
+    os.kill(session.runner.pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: any(level == "info" and "restored" in text for level, text in messages),
+                    timeout=180000)
+    restored = session.latest_frame.rigid_states["cube"]
+    for name in ("c", "R", "v", "w"):
+        np.testing.assert_array_equal(getattr(restored, name), getattr(cube, name))
+    after = run_frames(qtbot, main_window, 1)
+    alone = scene_from_spec(copy.deepcopy(session.spec))
+    alone.run(frame.index + 1)
+    outputs = alone.outputs()
+    for key in ("cube.x", "cube.y", "cube.z", "cube.vx", "cube.vy", "cube.vz"):
+        assert after.outputs[key] == pytest.approx(outputs[key], abs=1e-8), key
+
+
 def test_a_frame_rate_cap_travels_as_a_command_and_a_bad_one_is_refused():
     scene = _StaticAtRest()
     runner = SimulationRunner(scene, snapshot=lambda s, r: s.frame, on_output=lambda: None)
