@@ -6,6 +6,8 @@ constraints, in the node or in a node that has it as a parent), stacked force fi
 actuators and effectors of its mapped child nodes (a MechanicalObject with a BarycentricMapping) become the
 ``[[body]]`` tables. The root gives gravity and dt, the constraint solver ``[solver.constraint]`` or
 ``[solver.inverse]``, the collision pipeline ``[collision]``; the ODE solver over a body gives the mode.
+A free rigid body on SOFA's cube mesh (STLIB's ``Cube``) becomes a ``[[rigid]]`` box
+(:mod:`app.sofa_import.free_rigid`).
 Every other component goes to the :class:`~app.sofa_import.report.ImportReport`. See docs/sofa-import.md for
 the table of components and fields.
 """
@@ -22,6 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from softsim.app.sofa_import.animation import animation_keyframes
+from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
@@ -960,9 +963,13 @@ class _Translator:
     def collision(self, data: dict[str, Any]) -> None:
         pipeline = [c for n in self.root.walk() for c in self.components(n, PIPELINE)]
         if not pipeline:
+            if self.rigid_tables:
+                self.report.notes.append("no collision pipeline in SOFA, but a [[rigid]] body always touches the "
+                                         "soft bodies' surface nodes")
             return
         bodies = sorted(set(self.collision_bodies))
-        if not bodies:
+        rigids = [table for table, collides in self.rigid_tables if collides]
+        if not bodies and not rigids:
             for component in pipeline:
                 self.report.skip(component.getPathName(), component.type, "collision pipeline without a collision "
                                  "model on a deformable body: acts on nothing here", mechanics=False)
@@ -981,11 +988,43 @@ class _Translator:
                 key, _, value = part.partition("=")
                 if key.strip() == "mu":
                     collision["friction"] = float(value)
+        for table in rigids:  # SOFA's pipeline settings apply to the rigid body's contacts too
+            table.update({k: collision[k] for k in ("friction", "contactDistance", "alarmDistance") if k in collision})
+        if not bodies:
+            return
         if len(bodies) == 1:
             collision["selfCollision"] = False
-            self.report.notes.append(f"collision models on one deformable body ({bodies[0]}) only: contacts with "
-                                     f"rigid objects are not translated")
+            if not rigids:
+                self.report.notes.append(f"collision models on one deformable body ({bodies[0]}) only: contacts "
+                                         f"with rigid objects are not translated")
         data["collision"] = collision
+
+    def free_rigids(self, data: dict[str, Any]) -> None:
+        """Free rigid bodies (STLIB's Cube) as ``[[rigid]]`` boxes; why a candidate is not, for the report."""
+        for node in self.root.walk():
+            if not is_candidate(node) or id(node.getMechanicalState()) in self.used:
+                continue
+            try:
+                rigid = free_rigid(node, self.source.parent, placement_of)
+                if data["scene"]["mode"] != "dynamic":
+                    raise NotTranslated('a [[rigid]] body needs scene.mode = "dynamic" and the scene is static')
+            except NotTranslated as why:
+                self.rigid_why[id(node)] = str(why)
+                continue
+            table = {"name": self.unique_name(node.name, "rigid"), **rigid.table}
+            self.use(*rigid.used)
+            self.report.notes += rigid.notes
+            if not rigid.collides:
+                self.report.notes.append(f"{node.getPathName()}: no collision model in SOFA, but a [[rigid]] body "
+                                         f"always touches the soft bodies' surface nodes")
+            ours = float(data.get("solver", {}).get("dynamic", {}).get("rayleighMass", 0.0))
+            theirs = as_float(rigid.solver.data.get("rayleighMass", 0.0), f"{rigid.solver.getPathName()}.rayleighMass")
+            if ours != theirs:
+                self.report.notes.append(f"{node.getPathName()}: its solver's rayleighMass is {theirs:g} in SOFA; the "
+                                         f"scene's solver.dynamic.rayleighMass {ours:g} damps the [[rigid]] body too")
+            self.rigid_tables.append((table, rigid.collides))
+        if self.rigid_tables:
+            data["rigid"] = [table for table, _ in self.rigid_tables]
 
     # -- leftovers -------------------------------------------------------------------------------------
     def leftovers(self) -> None:
@@ -1000,6 +1039,9 @@ class _Translator:
                     self.report.implied.add(obj.type)
                 elif obj.type in VISUAL or obj.type.startswith("Ogl"):
                     self.report.skip(what, obj.type, "rendering", mechanics=False)
+                elif id(node) in self.rigid_why:
+                    self.report.skip(what, obj.type, f"a free rigid body not translated: {self.rigid_why[id(node)]}",
+                                     mechanics=True)
                 elif self.components(node, COLLISION_MODELS):
                     self.report.skip(what, obj.type, "part of a collision object softsim does not simulate (its "
                                      "obstacles are planes, spheres, boxes and capsules)", mechanics=True)
@@ -1057,6 +1099,9 @@ class _Translator:
         self.finish_bodies(data["body"])
         self.scene_settings(data)
         self.constraint_solver(data)
+        self.rigid_tables: list[tuple[dict[str, Any], bool]] = []
+        self.rigid_why: dict[int, str] = {}
+        self.free_rigids(data)
         self.collision(data)
         self.keyframes: list[dict[str, Any]] = []
         controllers = self.controllers()
