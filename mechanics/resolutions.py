@@ -99,10 +99,7 @@ class Blocks:
         n = self.size.size
         self.start = np.ascontiguousarray(self.start, dtype=np.int64).reshape(-1)
         self.kind = np.ascontiguousarray(self.kind, dtype=np.int8).reshape(-1)
-        self.target = _per_block(self.target, n, "target")
-        self.lo = _per_block(self.lo, n, "lo")
-        self.hi = _per_block(self.hi, n, "hi")
-        self.mu = _per_block(self.mu, n, "mu")
+        self._set_values(self.target, self.lo, self.hi, self.mu)
         if self.start.size != n or self.kind.size != n:
             raise ParameterError(
                 f"Blocks: start ({self.start.size}), size ({n}) and kind ({self.kind.size}) "
@@ -124,6 +121,18 @@ class Blocks:
             raise ParameterError("Blocks: only EQUALITY and FRICTION blocks may have 3 rows")
         if np.any((self.kind == FRICTION) & ~three):
             raise ParameterError("Blocks: a FRICTION block has exactly 3 rows (n, t, s)")
+        self._check_values()
+
+    def _set_values(self, target, lo, hi, mu) -> None:
+        """The per-block values (b,) from scalars or arrays, ``b`` = ``self.size.size``."""
+        n = self.size.size
+        self.target = _per_block(target, n, "target")
+        self.lo = _per_block(lo, n, "lo")
+        self.hi = _per_block(hi, n, "hi")
+        self.mu = _per_block(mu, n, "mu")
+
+    def _check_values(self) -> None:
+        """Raise ParameterError unless lo <= hi (no NaN), the targets are finite and mu is finite and >= 0."""
         if np.any(np.isnan(self.lo) | np.isnan(self.hi)) or np.any(self.lo > self.hi):
             raise ParameterError("Blocks: lo must be <= hi (no NaN)")
         if not np.all(np.isfinite(self.target)):
@@ -151,18 +160,9 @@ class Blocks:
         the values are checked. The constructors below and :meth:`concatenate` build every frame's rows (8 per
         step on the trunk): the full structural check of ``__post_init__`` cost more than the rows' Jacobians."""
         blocks = object.__new__(cls)
-        n = size.size
         blocks.start, blocks.size, blocks.kind = start, size, kind
-        blocks.target = _per_block(target, n, "target")
-        blocks.lo = _per_block(lo, n, "lo")
-        blocks.hi = _per_block(hi, n, "hi")
-        blocks.mu = _per_block(mu, n, "mu")
-        if n and (np.isnan(blocks.lo).any() or np.isnan(blocks.hi).any() or (blocks.lo > blocks.hi).any()):
-            raise ParameterError("Blocks: lo must be <= hi (no NaN)")
-        if n and not np.isfinite(blocks.target).all():
-            raise ParameterError("Blocks: target must be finite")
-        if n and not (np.isfinite(blocks.mu).all() and (blocks.mu >= 0).all()):
-            raise ParameterError("Blocks: mu must be finite and >= 0")
+        blocks._set_values(target, lo, hi, mu)
+        blocks._check_values()
         return blocks
 
     @classmethod
