@@ -133,11 +133,12 @@ class Blocks:
 
     def _check_values(self) -> None:
         """Raise ParameterError unless lo <= hi (no NaN), the targets are finite and mu is finite and >= 0."""
-        if np.any(np.isnan(self.lo) | np.isnan(self.hi)) or np.any(self.lo > self.hi):
+        # array methods, not np.any / np.all: their wrappers cost more than the checks on a frame's few blocks
+        if (np.isnan(self.lo) | np.isnan(self.hi)).any() or (self.lo > self.hi).any():
             raise ParameterError("Blocks: lo must be <= hi (no NaN)")
-        if not np.all(np.isfinite(self.target)):
+        if not np.isfinite(self.target).all():
             raise ParameterError("Blocks: target must be finite")
-        if not np.all(np.isfinite(self.mu) & (self.mu >= 0)):
+        if not (np.isfinite(self.mu) & (self.mu >= 0)).all():
             raise ParameterError("Blocks: mu must be finite and >= 0")
 
     # ------------------------------------------------------------------ sizes
