@@ -154,8 +154,9 @@ def _default_linear_solver(system):
 class _RigidBlock:
     """The free rigid bodies during one step: generalised velocities ``q0`` (6 b,), their change ``dq``, mass
     matrix ``M`` and ``H = (1 + h alpha rayleighMass) M`` (6 b, 6 b), forces at the step start, the rows' rigid
-    Jacobian ``J`` (m, 6 b) (``parts[i]``: entry i's rows, None when they do not touch a rigid body), and
-    ``delta`` (the last correction of ``dq``)."""
+    Jacobian ``J`` (m, 6 b) (``parts[i]``: entry i's rows, None when they do not touch a rigid body: a
+    constraint touches the bodies of its ``rigid_bodies`` and gives ``rigid_jacobian()`` (rows, 6 per body)),
+    and ``delta`` (the last correction of ``dq``)."""
 
     def __init__(self, bodies, rows, h, alpha, rayleigh_mass):
         self.bodies = bodies
@@ -172,13 +173,15 @@ class _RigidBlock:
         index = {id(b): i for i, b in enumerate(bodies)}
         self.parts = []
         for entry in rows:
-            body = getattr(entry.constraint, "body", None)
-            if body is None or id(body) not in index or not hasattr(entry.constraint, "rigid_jacobian"):
+            touched = getattr(entry.constraint, "rigid_bodies", ())
+            if not touched or not all(id(b) in index for b in touched):
                 self.parts.append(None)
                 continue
             part = np.zeros((entry.n_rows, size))
-            i = index[id(body)]
-            part[:, 6 * i:6 * i + 6] = entry.constraint.rigid_jacobian()
+            J_rigid = entry.constraint.rigid_jacobian()  # (rows, 6 per body it touches)
+            for j, body in enumerate(touched):
+                i = index[id(body)]
+                part[:, 6 * i:6 * i + 6] += J_rigid[:, 6 * j:6 * j + 6]
             self.parts.append(part)
         self.J = np.vstack([p if p is not None else np.zeros((e.n_rows, size)) for p, e in zip(self.parts, rows)]) \
             if rows else np.zeros((0, size))

@@ -163,6 +163,7 @@ class RigidContact(ContactRows):
         self.alarmDistance = 2.0 * self.contactDistance if alarmDistance is None else float(alarmDistance)
         if not (0.0 <= self.contactDistance <= self.alarmDistance):
             raise ParameterError(f"{self.name}: need 0 <= contactDistance <= alarmDistance")
+        self.rigid_bodies = (body,)  # the rigid bodies its rows touch (mechanics.dynamics._RigidBlock)
         self._init_rows()
         self._clear()
 

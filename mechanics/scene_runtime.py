@@ -51,6 +51,7 @@ from softsim.mechanics.materials import lame
 from softsim.mechanics.model import Body, Model
 from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.rigid_body import RigidContact, make_rigid_body
+from softsim.mechanics.rigid_contact import RigidShapeContact
 from softsim.mechanics.rigid_frames import apply_motion, best_rigid_motion, held_positions
 from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
 from softsim.mechanics.scene.edit import resolve
@@ -467,8 +468,8 @@ class Scene:
         self._hold_fixed()
 
     def _rigid_bodies(self, dynamic_solver, checked, offsets, n_nodes: int) -> list:
-        """The ``[[rigid]]`` bodies (given to the dynamic solver) and one contact model each, over every body's
-        free surface nodes (mechanics.rigid_body)."""
+        """The ``[[rigid]]`` bodies (given to the dynamic solver), one contact model each over every body's free
+        surface nodes (mechanics.rigid_body), and their contacts with the obstacles and each other."""
         spec = self.spec
         self.rigids = [make_rigid_body(r, spec.scene.gravity) for r in spec.rigids]
         if not self.rigids:
@@ -481,7 +482,7 @@ class Scene:
                                         "every body's mass: give each [body.material] a totalMass or massDensity")
         dynamic_solver.rigid_bodies = self.rigids
         nodes = np.concatenate([surface + offsets[b] for b, (*_, surface) in enumerate(checked)]).astype(np.int64)
-        contacts = []
+        contacts, alarms = [], []
         for rigid, rigid_spec in zip(self.rigids, spec.rigids):
             size = (min(rigid_spec.halfExtents) if rigid_spec.shape == "box" else rigid_spec.radius)
             alarm = rigid_spec.alarmDistance
@@ -489,6 +490,28 @@ class Scene:
                 alarm = max(2.0 * rigid_spec.contactDistance, 0.2 * size)
             contacts.append(RigidContact(nodes, rigid, n_nodes=n_nodes, contactDistance=rigid_spec.contactDistance,
                                          alarmDistance=alarm, name=f"{rigid.name}_contact"))
+            alarms.append(alarm)
+        return contacts + self._rigid_shape_contacts(alarms)
+
+    def _rigid_shape_contacts(self, alarms: list[float]) -> list:
+        """A free rigid body against each obstacle (its friction; the larger contactDistance of the two) and each
+        pair of rigid bodies (the smaller friction, the larger contactDistance), named ``A_B`` (mechanics.
+        rigid_contact); ``alarms`` are the rigid bodies' alarm distances."""
+        spec, contacts = self.spec, []
+        for i, (rigid, rigid_spec) in enumerate(zip(self.rigids, spec.rigids)):
+            for obstacle, obstacle_spec in zip(self.obstacles, spec.obstacles):
+                distance = max(rigid_spec.contactDistance, obstacle_spec.contactDistance)
+                contacts.append(RigidShapeContact(rigid, obstacle, contactDistance=distance,
+                                                  alarmDistance=max(alarms[i], 2.0 * distance),
+                                                  friction=obstacle_spec.friction,
+                                                  name=f"{rigid.name}_{obstacle_spec.name}"))
+            for j in range(i + 1, len(self.rigids)):
+                other = spec.rigids[j]
+                distance = max(rigid_spec.contactDistance, other.contactDistance)
+                contacts.append(RigidShapeContact(rigid, self.rigids[j], contactDistance=distance,
+                                                  alarmDistance=max(alarms[i], alarms[j], 2.0 * distance),
+                                                  friction=min(rigid_spec.friction, other.friction),
+                                                  name=f"{rigid.name}_{other.name}"))
         return contacts
 
     def _unilateral_plane(self, body, plane, mesh) -> UnilateralPlaneConstraint:

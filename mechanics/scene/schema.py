@@ -602,7 +602,9 @@ class ObstacleSpec:
                                                 help="One end of the capsule's axis.")
     b: tuple[float, float, float] | None = _key(_VEC3, None, unit="length", when=when("type", "capsule"),
                                                 help="The other end of the capsule's axis.")
-    friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu.")
+    friction: float = _key(_NON_NEGATIVE, 0.0,
+                           help="Coulomb friction coefficient mu of every contact with it (soft nodes and free "
+                                "rigid bodies).")
     contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap the contact keeps.")
     velocity: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="velocity",
                                                 help="The obstacle moves at this velocity between startTime and "
@@ -618,7 +620,8 @@ RIGID_SHAPES = ("box", "sphere")
 @dataclass(kw_only=True)
 class RigidSpec:
     """``[[rigid]]``: a free rigid body (6 degrees of freedom) in dynamic mode: a box or a sphere of ``mass``
-    whose surface the soft bodies' surface nodes touch (mechanics.rigid_body). Placed at ``position`` (its
+    whose surface the soft bodies' surface nodes touch (mechanics.rigid_body), and which touches the obstacles
+    and the other rigid bodies (mechanics.rigid_contact). Placed at ``position`` (its
     centre of mass) turned by ``rotation``; gravity acts on it; ``velocity`` and ``angularVelocity`` are its
     initial motion."""
 
@@ -643,12 +646,17 @@ class RigidSpec:
                                                 help="Initial velocity of the centre.")
     angularVelocity: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="angular velocity",
                                                        help="Initial angular velocity (world axes, rad/s).")
-    friction: float = _key(_NON_NEGATIVE, 0.0, help="Coulomb friction coefficient mu of its contacts.")
-    contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length", help="Gap its contacts keep.")
+    friction: float = _key(_NON_NEGATIVE, 0.0,
+                           help="Coulomb friction coefficient mu of its contacts with the soft bodies; against "
+                                "another rigid body the smaller of the two (against an obstacle, the "
+                                "obstacle's).")
+    contactDistance: float = _key(_NON_NEGATIVE, 0.0, unit="length",
+                                  help="Gap its contacts keep (against an obstacle or another rigid body, the "
+                                       "larger of the two).")
     alarmDistance: float | None = _key(_NON_NEGATIVE, None, unit="length",
-                                       help="A node closer than this (at the step's prediction) gets a contact "
-                                            "row; unset: a fifth of the shape's smallest half size (at least "
-                                            "2 contactDistance).")
+                                       help="A node, corner or shape closer than this (at the step start or its "
+                                            "prediction) gets a contact row; unset: a fifth of the shape's "
+                                            "smallest half size (at least 2 contactDistance).")
 
 
 #: The keys each obstacle type uses besides name, type, friction and contactDistance.
