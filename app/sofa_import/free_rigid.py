@@ -26,6 +26,10 @@ STLIB's default identity gives ``mass`` in every axis, not a solid cube's: the i
 
 :func:`free_rigid` gives the table, the components it accounts for and notes, or why the candidate is not
 translated (the translator puts that in the report).
+
+A candidate that no ODE solver integrates does not move in SOFA (STLIB's ``Floor``, any ``isAStaticObject``
+object): on SOFA's ``mesh/floor.obj`` (a slab, :data:`SOFA_FLOOR_BOX`) or ``mesh/cube.obj`` it becomes an
+``[[obstacle]]`` box (:func:`static_box`), which the soft bodies and the ``[[rigid]]`` bodies touch.
 """
 
 from __future__ import annotations
@@ -40,12 +44,20 @@ from scipy.spatial.transform import Rotation
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.values import ValueProblem, as_floats
 
-__all__ = ["SOFA_CUBE", "SOFA_CUBE_HALF_EXTENT", "FreeRigid", "NotTranslated", "free_rigid", "is_candidate"]
+__all__ = ["SOFA_BOXES", "SOFA_CUBE", "SOFA_CUBE_HALF_EXTENT", "SOFA_FLOOR", "SOFA_FLOOR_BOX", "FreeRigid",
+           "NotTranslated", "StaticBox", "free_rigid", "is_candidate", "static_box"]
 
 #: the file name STLIB's Cube gives its loaders: SOFA's installed ``share/mesh/cube.obj``
 SOFA_CUBE = "mesh/cube.obj"
 #: half the side of SOFA's ``share/mesh/cube.obj`` (its vertices are at +-1 on each axis)
 SOFA_CUBE_HALF_EXTENT = 1.0
+#: the file name STLIB's Floor gives its loaders: SOFA's installed ``share/mesh/floor.obj``
+SOFA_FLOOR = "mesh/floor.obj"
+#: the box SOFA's ``share/mesh/floor.obj`` fills, ``(centre, half sizes)`` in the file's units: a slab whose 50
+#: vertices lie on y = -1.32967 (top) and y = -5.32967 (bottom), x and z within +-74.6722946167
+SOFA_FLOOR_BOX = ((0.0, -3.32967, 0.0), (74.6722946167, 2.0, 74.6722946167))
+#: the boxes of SOFA's own meshes an obstacle may load, ``(centre, half sizes)`` before the loader's scale
+SOFA_BOXES = {SOFA_CUBE: ((0.0, 0.0, 0.0), (SOFA_CUBE_HALF_EXTENT,) * 3), SOFA_FLOOR: SOFA_FLOOR_BOX}
 
 _ODE = {"EulerImplicitSolver", "EulerImplicit", "EulerExplicitSolver", "RungeKutta4Solver"}
 _SURFACE_LOADERS = {"MeshOBJLoader", "MeshObjLoader", "MeshSTLLoader", "MeshOffLoader", "MeshVTKLoader",
@@ -68,6 +80,16 @@ class FreeRigid:
     solver: Component | None = None
     used: list[Component] = field(default_factory=list)
     collides: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StaticBox:
+    """A rigid object no ODE solver moves, on one of SOFA's box meshes: ``table`` (the ``[[obstacle]]`` keys of
+    a box, without name and contact keys), ``used`` (the components it accounts for), ``notes``."""
+
+    table: dict[str, Any]
+    used: list[Component] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -167,29 +189,37 @@ def _collision_child(node: Node) -> Node | None:
 
 def _cube_half_extent(child: Node, scene_dir: Path, placement_of) -> tuple[float, list[Component]]:
     """Half the side of the box the collision child loads (SOFA's ``mesh/cube.obj`` x its scale)."""
+    _center, half, used = _sofa_box(child, scene_dir, placement_of, (SOFA_CUBE,))
+    return float(half[0]), used
+
+
+def _sofa_box(child: Node, scene_dir: Path, placement_of, meshes) -> tuple[np.ndarray, np.ndarray, list]:
+    """The box (centre (3,), half sizes (3,) in the body's frame) of the collision child's mesh, one of SOFA's
+    own ``meshes`` (keys of :data:`SOFA_BOXES`) x its scale, and the components that make it."""
     loaders = _components(child, _SURFACE_LOADERS)
     if len(loaders) != 1:
         raise NotTranslated(f"{child.getPathName()}: {len(loaders)} mesh loaders in the collision node, expected "
-                            f"one loading SOFA's {SOFA_CUBE}")
+                            f"one loading SOFA's {' or '.join(meshes)}")
     loader = loaders[0]
     filename = str(loader.data.get("filename", "")).replace("\\", "/").removeprefix("./")
-    if filename != SOFA_CUBE:
-        raise NotTranslated(f"{loader.getPathName()}: collision mesh {filename!r}; only SOFA's own {SOFA_CUBE} "
-                            f"(a box) is translated")
+    if filename not in meshes:
+        raise NotTranslated(f"{loader.getPathName()}: collision mesh {filename!r}; only SOFA's own "
+                            f"{' and '.join(meshes)} ({'a box) is' if len(meshes) == 1 else 'boxes) are'} translated")
     if (scene_dir / filename).is_file():
         raise NotTranslated(f"{loader.getPathName()}: {filename!r} is a file beside the scene, not SOFA's "
-                            f"installed {SOFA_CUBE}: its size is unknown")
+                            f"installed {filename}: its size is unknown")
     try:
         placement = placement_of(loader).then(placement_of(child.getMechanicalState()))
     except ValueProblem as error:
         raise NotTranslated(str(error)) from None
     if np.any(np.abs(placement.translation) > 0) or not np.allclose(placement.rotation.as_matrix(), np.eye(3)):
-        raise NotTranslated(f"{loader.getPathName()}: the cube mesh is moved or turned in the body's frame "
+        raise NotTranslated(f"{loader.getPathName()}: the {filename} mesh is moved or turned in the body's frame "
                             f"(a [[rigid]] box is centred on its centre of mass, along its axes)")
     used = [loader, *_components(child, _TOPOLOGIES), *_components(child, _COLLISION_MODELS | {"RigidMapping"})]
     if child.getMechanicalState() is not None:
         used.append(child.getMechanicalState())
-    return SOFA_CUBE_HALF_EXTENT * placement.scale, used
+    center, half = SOFA_BOXES[filename]
+    return placement.scale * np.asarray(center, dtype=float), placement.scale * np.asarray(half, dtype=float), used
 
 
 def free_rigid(node: Node, scene_dir: Path, placement_of) -> FreeRigid:
@@ -225,6 +255,37 @@ def free_rigid(node: Node, scene_dir: Path, placement_of) -> FreeRigid:
              f"inertiaMatrix; a uniform solid cube of that size: {solid:g})"]
     return FreeRigid(table, solver=solver, used=[state, masses[0], solver, *used],
                      collides=bool(_components(child, _COLLISION_MODELS)), notes=notes)
+
+
+def static_box(node: Node, scene_dir: Path, placement_of) -> StaticBox:
+    """The ``[[obstacle]]`` box of a candidate ``node`` (:func:`is_candidate`) that no ODE solver integrates
+    (STLIB's ``Floor`` and ``isAStaticObject`` objects) on SOFA's ``mesh/floor.obj`` or ``mesh/cube.obj``: the
+    mesh's box x its scale, moved by the frame; the frame may turn it only by quarter turns (an obstacle box is
+    axis-aligned). NotTranslated says why not."""
+    if _integrator(node) is not None:
+        raise NotTranslated("an ODE solver integrates it: a moving body, not an obstacle")
+    child = _collision_child(node)
+    if child is None:
+        raise NotTranslated(f"no collision child (a node with a RigidMapping and a loader of SOFA's {SOFA_FLOOR} or "
+                            f"{SOFA_CUBE}): its shape is unknown")
+    local_center, half, used = _sofa_box(child, scene_dir, placement_of, tuple(SOFA_BOXES))
+    try:
+        center, orientation = _frame(_rigid_state(node), placement_of)
+    except ValueProblem as error:
+        raise NotTranslated(str(error)) from None
+    turn = orientation.as_matrix()
+    if not np.allclose(np.abs(turn), np.round(np.abs(turn)), atol=1e-9):
+        angles = [_clean(a) for a in orientation.as_euler("xyz", degrees=True)]
+        raise NotTranslated(f"its frame turns the box by {angles} degrees; an [[obstacle]] box is axis-aligned "
+                            f"(quarter turns only)")
+    table = {"type": "box", "center": [_clean(v) for v in center + turn @ local_center],
+             "halfExtents": [_clean(v) for v in np.abs(turn) @ half]}
+    loader = next(c for c in used if c.type in _SURFACE_LOADERS)
+    notes = [f"{node.getPathName()}: a static rigid object (no ODE solver) on SOFA's "
+             f"{loader.data.get('filename')}, an [[obstacle]] box (centre {table['center']}, half sizes "
+             f"{table['halfExtents']})"]
+    masses = _components(node, {"UniformMass"})
+    return StaticBox(table, used=[_rigid_state(node), *masses, *used], notes=notes)
 
 
 def _clean(value: float) -> float:

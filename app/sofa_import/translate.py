@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from softsim.app.sofa_import.animation import animation_keyframes
-from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate
+from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate, static_box
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
@@ -969,7 +969,7 @@ class _Translator:
             return
         bodies = sorted(set(self.collision_bodies))
         rigids = [table for table, collides in self.rigid_tables if collides]
-        if not bodies and not rigids:
+        if not bodies and not rigids and not self.obstacle_tables:
             for component in pipeline:
                 self.report.skip(component.getPathName(), component.type, "collision pipeline without a collision "
                                  "model on a deformable body: acts on nothing here", mechanics=False)
@@ -990,6 +990,8 @@ class _Translator:
                     collision["friction"] = float(value)
         for table in rigids:  # SOFA's pipeline settings apply to the rigid body's contacts too
             table.update({k: collision[k] for k in ("friction", "contactDistance", "alarmDistance") if k in collision})
+        for table in self.obstacle_tables:  # and to the static objects' (an obstacle has no alarm distance)
+            table.update({k: collision[k] for k in ("friction", "contactDistance") if k in collision})
         if not bodies:
             return
         if len(bodies) == 1:
@@ -1000,9 +1002,12 @@ class _Translator:
         data["collision"] = collision
 
     def free_rigids(self, data: dict[str, Any]) -> None:
-        """Free rigid bodies (STLIB's Cube) as ``[[rigid]]`` boxes; why a candidate is not, for the report."""
+        """Free rigid bodies (STLIB's Cube) as ``[[rigid]]`` boxes, static ones on SOFA's floor or cube mesh
+        (STLIB's Floor) as ``[[obstacle]]`` boxes; why a candidate is neither, for the report."""
         for node in self.root.walk():
             if not is_candidate(node) or id(node.getMechanicalState()) in self.used:
+                continue
+            if self.static_obstacle(node, data):
                 continue
             try:
                 rigid = free_rigid(node, self.source.parent, placement_of)
@@ -1025,6 +1030,23 @@ class _Translator:
             self.rigid_tables.append((table, rigid.collides))
         if self.rigid_tables:
             data["rigid"] = [table for table, _ in self.rigid_tables]
+
+    def static_obstacle(self, node: Node, data: dict[str, Any]) -> bool:
+        """A candidate that does not move in SOFA as an ``[[obstacle]]`` box (:func:`static_box`); False when
+        it moves (an ODE solver integrates it) or is not a box of SOFA's meshes (then the reason is kept)."""
+        try:
+            box = static_box(node, self.source.parent, placement_of)
+        except NotTranslated as why:
+            if "an ODE solver integrates it" not in str(why):
+                self.rigid_why[id(node)] = f"no ODE solver integrates it (it does not move in SOFA) and {why}"
+                return True
+            return False
+        self.use(*box.used)
+        self.report.notes += box.notes
+        table = {"name": self.unique_name(node.name, "obstacle"), **box.table}
+        self.obstacle_tables.append(table)
+        data.setdefault("obstacle", []).append(table)
+        return True
 
     # -- leftovers -------------------------------------------------------------------------------------
     def leftovers(self) -> None:
@@ -1100,6 +1122,7 @@ class _Translator:
         self.scene_settings(data)
         self.constraint_solver(data)
         self.rigid_tables: list[tuple[dict[str, Any], bool]] = []
+        self.obstacle_tables: list[dict[str, Any]] = []
         self.rigid_why: dict[int, str] = {}
         self.free_rigids(data)
         self.collision(data)
