@@ -241,7 +241,10 @@ class SimulationRunner:
     ``snapshot`` must return an object holding copies only (positions, fields, report), never live state
     (default: :func:`default_snapshot`). ``frames_attempted`` counts every frame run, failed or not;
     ``frames_run`` only the frames that produced a new state. ``on_frame_done`` is called on the worker thread
-    after each frame, once the counters moved.
+    after each frame, once the counters moved. ``niceness``: how much lower than its process the worker thread
+    runs (Linux); None (default) for a worker in the GUI's own process: ``WORKER_NICENESS``, or the environment's
+    ``SOFTSIM_WORKER_NICENESS``. The simulation process passes 0: there the GUI does not share the interpreter,
+    and a nicer worker only lost its core to every other program on the machine.
 
     A static scene that plays does not spin once it is at rest: after a frame whose inputs were those of the
     converged frame before it (``report.unchanged``), the worker waits for a command instead of solving the
@@ -251,8 +254,9 @@ class SimulationRunner:
     def __init__(self, simulation, *, min_frame_interval: float = 0.0,
                  snapshot: Callable[[object, object], object] = default_snapshot,
                  on_output: Callable[[], None] | None = None,
-                 on_frame_done: Callable[[], None] | None = None) -> None:
+                 on_frame_done: Callable[[], None] | None = None, niceness: int | None = None) -> None:
         self._simulation = simulation
+        self.niceness = _niceness() if niceness is None else int(niceness)
         self._snapshot = snapshot
         self._on_output = on_output
         self._on_frame_done = on_frame_done
@@ -380,7 +384,7 @@ class SimulationRunner:
         return spec is not None and getattr(spec.scene, "mode", "static") == "static"
 
     def _loop(self) -> None:
-        _lower_priority(_niceness())
+        _lower_priority(self.niceness)
         while not self._stopping:
             changed = self._apply_commands()
             edited, self._edited = self._edited, False

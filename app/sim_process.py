@@ -383,8 +383,10 @@ class _Child:
         def snapshot(scene, report):
             return make_display_frame(scene, report, fields=(runner.field,))
 
+        # the process's own niceness (serve) is the worker's: no thread-level +10 here, which made the solver
+        # lose its core to any other program (the GUI is in another process and interpreter)
         runner = SimulationRunner(scene, snapshot=snapshot, on_output=lambda: self.forward(runner, scene_id),
-                                  on_frame_done=self.status)
+                                  on_frame_done=self.status, niceness=0)
         runner.field = field
         self.runner, self.scene_id = runner, scene_id
         self.send(("reply", token, info, None))

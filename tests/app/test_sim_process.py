@@ -277,3 +277,28 @@ def test_an_error_that_does_not_pickle_back_keeps_its_message_and_base():
     assert str(pickle.loads(pickle.dumps(portable))) == str(error)
     plain = ValueError("plain")
     assert _portable_error(plain) is plain
+
+
+def _thread_niceness(pid: int) -> dict[int, int]:
+    """The nice value of each thread of process ``pid`` (Linux, /proc/PID/task/TID/stat's 19th field)."""
+    from pathlib import Path
+
+    values = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        stat = (task / "stat").read_text()
+        values[int(task.name)] = int(stat[stat.rindex(")") + 2:].split()[16])
+    return values
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread priorities from Linux's /proc")
+def test_the_simulation_process_solves_at_its_own_priority_not_a_nicer_thread(main_window, qtbot, monkeypatch):
+    """The worker thread of the simulation process runs at the process's priority: the +10 that kept a worker
+    sharing the GUI's interpreter behind the GUI thread only lost a separate process's core to other programs."""
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)  # the worker thread has started its loop (and set its priority there)
+    pid = main_window.session.runner.pid
+    niceness = _thread_niceness(pid)
+    assert len(niceness) > 1 and set(niceness.values()) == {niceness[pid]}
+    # a runner in the GUI's own process keeps its worker behind the GUI thread
+    monkeypatch.delenv("SOFTSIM_WORKER_NICENESS", raising=False)
+    assert SimulationRunner(_StaticAtRest()).niceness == 10
