@@ -5,11 +5,15 @@ A key path is the TOML key path with bodies, actuators, effectors and obstacles 
 ``body.finger.material.region[0].youngModulus``, ``body.finger.fixed[0].sphere.radius``,
 ``obstacle.floor.friction``. Tables without names (``fixed``, ``force``, ``material.region``) take an index.
 
-``set_value`` validates with exactly the loader's rules: the scene is written to TOML data, the one value
-is replaced, and the whole scene is read again. Only when that succeeds is the value stored into the spec (in
-place; objects the caller holds stay valid). Values may be Python values or strings as typed on a command
-line: ``"0.8"``, ``"[0, 1, 0]"``, ``"true"``, ``"force"`` (strings are read as TOML values; a string key takes
-the text as it is). ``None`` (or ``""`` from a command line) unsets an optional key.
+``set_value`` validates with exactly the loader's rules. One value of a key that no scene-wide rule reads (most
+keys: a material's, an actuator's value or bounds, a solver setting; see ``load.SCENE_RULE_KEYS``) is checked
+on its own: its kind, then its table's rules on a copy of the table holding it, so the cost does not grow with the
+scene. Any other edit (several values, a name, a key of ``[scene]``, a controller, an exclusive key, an optional
+table not set yet) writes the scene to TOML data, replaces the values and reads the whole scene again. Only
+when that succeeds is the value stored into the spec (in place; objects the caller holds stay valid). Values may
+be Python values or strings as typed on a command line: ``"0.8"``, ``"[0, 1, 0]"``, ``"true"``, ``"force"`` (strings
+are read as TOML values; a string key takes the text as it is). ``None`` (or ``""`` from a command line) unsets an
+optional key.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from softsim.mechanics.scene.kinds import Invalid, Kind, suggest
-from softsim.mechanics.scene.load import parse_data
+from softsim.mechanics.scene.load import _PREPARE, SCENE_RULE_KEYS, SCENE_RULE_TABLES, check_value, parse_data
 from softsim.mechanics.scene.save import to_data
 from softsim.mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
 
@@ -198,6 +202,47 @@ def set_values(spec: SceneSpec, values: Mapping[str, Any]) -> None:
     Raises:
         SceneError: as :func:`set_value`, one line per problem.
     """
+    if len(values) == 1:
+        (path, value), = values.items()
+        if _set_alone(spec, path, value):
+            return
+    _set_by_reading_again(spec, values)
+
+
+def _set_alone(spec: SceneSpec, path: str, value: Any) -> bool:
+    """Set one value validated on its own (``load.check_value``) when no scene-wide rule involves it; False
+    (nothing done) when the whole scene must be read again for it."""
+    parent, attribute, toml_key, kind, steps, canonical = _resolve(spec, path)
+    if (not attribute or isinstance(kind, Table | TableList) or value is None or type(parent) in _PREPARE
+            or (isinstance(value, str) and value == "" and not kind.text)
+            or toml_key in SCENE_RULE_KEYS or any(key in SCENE_RULE_TABLES for key, _ in steps[:-1])
+            or any(toml_key in group for group in EXCLUSIVE_KEYS.get(type(parent), ()))):
+        return False
+    table: Any = spec
+    for key, index in steps[:-1]:  # an optional table that is not set yet is made by reading the scene again
+        table = _child(table, key, index)
+        if table is None:
+            return False
+    user_path = path.strip()
+    table_path = ".".join(f"{k}[{i}]" if i is not None else k for k, i in steps[:-1])
+    try:
+        raw = _raw(value, kind)
+    except Invalid as error:
+        raise _error(spec, user_path, str(error)) from None
+    try:
+        checked = check_value(parent, attribute, kind, raw, path=canonical, table_path=table_path,
+                              source=spec.source, base_dir=spec.base_dir, check_files=spec.files_checked)
+    except SceneError as error:  # named as the caller wrote the key, as the reading of the whole scene does
+        raise SceneError([m.replace(f": {canonical}:", f": {user_path}:", 1) for m in error.errors]) from None
+    for f in dataclasses.fields(parent):  # the value and what the table's check derived from it (mesh_path)
+        new_value = getattr(checked, f.name)
+        if new_value is not getattr(parent, f.name) and new_value != getattr(parent, f.name):
+            setattr(parent, f.name, new_value)
+    return True
+
+
+def _set_by_reading_again(spec: SceneSpec, values: Mapping[str, Any]) -> None:
+    """``set_values`` by the whole scene written to TOML data, changed and read again with the loader."""
     data = to_data(spec)
     edits = []
     for path, value in values.items():

@@ -9,6 +9,7 @@ valid, so that one typo gives one message rather than a cascade.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import re
@@ -48,7 +49,7 @@ from softsim.meshes.files import MAX_SCENE_FILE_BYTES, InputFileError, read_inpu
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["load_scene", "parse_scene", "parse_data"]
+__all__ = ["load_scene", "parse_scene", "parse_data", "check_value", "SCENE_RULE_KEYS", "SCENE_RULE_TABLES"]
 
 _FAILED = object()
 _GRAVITY = {"SI": [0.0, -9.81, 0.0], "mm-kg-s": [0.0, -9810.0, 0.0]}
@@ -448,6 +449,15 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
             ctx.warn(f"body[{i}].material", "no totalMass or massDensity: gravity has no effect on this body")
 
 
+#: What the scene-wide rules (``_check_scene``: unique names, the controllers' keys, the collision table, inverse
+#: mode, mass in dynamic mode, the warnings) read besides the items' lists: these keys wherever they are, and every
+#: key of these tables. An edit of one of them is validated by reading the whole scene again; any other key's value
+#: is validated on its own with its table's rules (mechanics.scene.edit). A new rule in ``_check_scene`` that reads
+#: another key names it here.
+SCENE_RULE_KEYS = frozenset({"name", "mode", "gravity", "units", "effectorGoal", "totalMass", "massDensity"})
+SCENE_RULE_TABLES = frozenset({"scene", "controller", "collision", "inverse"})
+
+
 def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
     """The collision table names existing bodies, and each pair once."""
     collision = obj.collision
@@ -490,6 +500,33 @@ _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
 
 
 # --- entry points ---
+
+
+def check_value(table: Any, attribute: str, kind: Any, raw: Any, *, path: str, table_path: str, source: str,
+                base_dir: Path, check_files: bool) -> Any:
+    """One value of a table checked as the loader checks it when it reads the whole scene: ``raw`` (a TOML value)
+    converted by its ``kind``, then the table's own rules (``_CHECKS``: exclusive keys, min <= max, files that
+    exist) on a shallow copy of ``table`` holding it. ``path`` is the key's path and ``table_path`` the table's
+    as the messages name them. Returns the checked copy of the table (derived values such as ``mesh_path``
+    set); ``table`` is not changed. The scene-wide rules are not run (see SCENE_RULE_KEYS).
+
+    Raises:
+        SceneError: the loader's message for that value, one line per problem.
+    """
+    ctx = _Context(_label(source), base_dir, check_files, "untitled")
+    try:
+        value = kind.convert(raw)
+    except Invalid as error:
+        ctx.error(path, str(error))
+        raise SceneError(ctx.errors) from None
+    candidate = copy.copy(table)
+    setattr(candidate, attribute, value)
+    check = _CHECKS.get(type(table))
+    if check is not None:
+        check(candidate, table_path, ctx)
+    if ctx.errors:
+        raise SceneError(ctx.errors)
+    return candidate
 
 
 def _label(source: str) -> str:

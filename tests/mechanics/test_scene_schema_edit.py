@@ -387,3 +387,64 @@ newton_iterations = 7  # enough here
     assert saved.index("mesh =") < saved.index("name =") < saved.index("[body.material]")
     assert saved.index("poissonRatio") < saved.index("youngModulus")
     assert load_scene(path) == spec
+
+
+#: values tried on every key: right and wrong kinds, in and out of range, command-line strings
+_TRIED = (-1.0, 0.0, 0.3, 2, 7.5, 1e30, float("nan"), "abc", "0.4", "[0, 1, 0]", [1.0, 2.0], [0.0, 1.0, 0.0],
+          [[1.0, 2.0, 3.0]], True, "force", "pressure", [0, 1, 2, 3])
+
+
+def _outcome(set_values_function, spec, path, value):
+    """The spec after the edit as TOML data, or the refusal's messages (the spec then unchanged)."""
+    trial = copy.deepcopy(spec)
+    try:
+        set_values_function(trial, {path: value})
+    except SceneError as error:
+        assert trial == spec
+        return ("refused", error.errors)
+    return ("set", to_data(trial), trial.warnings)
+
+
+@pytest.mark.parametrize("scene", ["finger", "gripper_object", "trunk_inverse"])
+def test_one_value_validated_on_its_own_agrees_with_reading_the_whole_scene_again(scene) -> None:
+    """Every key of a shipped scene, set to right and wrong values: the edit of one value (validated alone when
+    no scene-wide rule reads its key) stores the same scene, or refuses with the same messages, as the whole
+    scene written out and read again by the loader."""
+    from softsim.mechanics.scene.edit import _set_alone, _set_by_reading_again
+
+    spec = load_scene(Path(__file__).resolve().parents[2] / "resources" / "scenes" / f"{scene}.toml")
+    keys = list_parameters(spec)
+    for path, _value in keys:
+        for value in _TRIED:
+            alone = _outcome(set_values, spec, path, value)
+            again = _outcome(_set_by_reading_again, spec, path, value)
+            assert alone == again, (path, value)
+    # most keys are checked alone (the comparison is not between two readings of the whole scene)
+    alone = sum(_set_alone(copy.deepcopy(spec), path, value) for path, value in keys if value is not None)
+    assert alone >= 0.5 * len(keys) > 40
+
+
+def test_a_bad_value_is_refused_alone_with_the_loaders_message_without_reading_the_scene(example, monkeypatch):
+    """A value checked on its own: refused with the loader's message, the table's rule between two keys included,
+    and the scene is not written out and read again for it (its cost does not grow with the scene)."""
+    import softsim.mechanics.scene.edit as edit
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("the whole scene was read again for one value")
+
+    monkeypatch.setattr(edit, "_set_by_reading_again", never)
+    assert error_lines(example, "body.finger.material.poissonRatio", "0.7") == [
+        "finger.toml: body.finger.material.poissonRatio: 0.7 is outside (-1, 0.5)"
+    ]
+    assert error_lines(example, "body.finger.cable.cable.maxForce", -1.0) == [
+        "finger.toml: body[0].cable[0].minForce: 0 is greater than maxForce = -1"
+    ]
+    set_value(example, "body.finger.cable.cable.maxForce", 2.0)
+    assert error_lines(example, "body.finger.cable.cable.minForce", "5") == [
+        "finger.toml: body.finger.cable.cable.minForce: 5 is greater than maxForce = 2"
+    ]
+    set_value(example, "body.finger.cable.cable.value", 3.5)
+    assert get_value(example, "body.finger.cable.cable.value") == 3.5
+    # a key a scene-wide rule reads (a name: unique in the scene) is checked by reading the whole scene again
+    with pytest.raises(AssertionError, match="read again"):
+        set_value(example, "body.finger.cable.cable.name", "tip")
