@@ -211,3 +211,35 @@ def test_bad_pairs_are_refused():
         RigidShapeContact(body, SphereObstacle([0, 0, 0], 1.0), contactDistance=1.0, alarmDistance=0.5)
     with pytest.raises(ParameterError, match="rigid body or a plane, sphere, box or capsule obstacle"):
         RigidShapeContact(body, "floor")
+
+
+def test_a_sphere_rests_on_a_rigid_box():
+    """A sphere (r 3, 4 g) dropped 1 mm onto a 10 mm cube (10 g) on the floor, the cube listed first: the pair's
+    contact is the sphere's centre against the cube (first side the sphere, second the cube); the sphere rests
+    r + cd above the cube's top, the cube carries 4 g x g through it and the floor both weights."""
+    cube_y = FLOOR + 5.0 + CD
+    scene = build([{"name": "cube", "halfExtents": [5.0, 5.0, 5.0], "mass": 0.01, "position": [50.0, cube_y, 5.0],
+                    "contactDistance": CD},
+                   {"name": "ball", "shape": "sphere", "radius": 3.0, "mass": 0.004,
+                    "position": [50.0, cube_y + 5.0 + 3.0 + CD + 1.0, 5.0], "contactDistance": CD}], [floor()])
+    cube, ball = scene.rigids
+    run(scene, 30)
+    pair = scene.simulation.constraint("cube_ball")
+    assert pair.n_contacts == 1 and (pair.first[0], pair.second[0]) == (1, 0)
+    assert ball.state.c[1] == pytest.approx(cube_y + 5.0 + 3.0 + CD, abs=1e-9)
+    np.testing.assert_allclose(pair.force_on(ball), [0, 0.004 * G, 0], atol=1e-6 * G * 0.004)
+    np.testing.assert_allclose(scene.simulation.constraint("cube_floor").force_on(cube), [0, 0.014 * G, 0],
+                               atol=1e-6 * G * 0.014)
+
+
+def test_a_rising_floor_carries_a_box():
+    """The floor moves up at 20 mm/s from t = 0.1 s (a moving obstacle): the box resting on it rises with it,
+    its velocity 20 mm/s (to 1e-6) and its centre half its height + cd above where the floor is (1e-9)."""
+    scene = build([{"name": "box", "halfExtents": [4.0, 4.0, 4.0], "mass": 0.01,
+                    "position": [50.0, FLOOR + 4.0 + CD, 5.0], "friction": 0.5, "contactDistance": CD}],
+                  [floor(friction=0.5, velocity=[0.0, 20.0, 0.0], startTime=0.1)])
+    box = scene.rigids[0]
+    run(scene, 30)
+    floor_now = FLOOR + 20.0 * (scene.simulation.time - 0.1)
+    assert box.state.v == pytest.approx([0.0, 20.0, 0.0], abs=1e-6)
+    assert box.state.c[1] == pytest.approx(floor_now + 4.0 + CD, abs=1e-9)
