@@ -188,3 +188,24 @@ def test_the_imported_gripper_grasps_and_lifts_its_cube(step7):
     assert out["Cube.y"] > 18.01 + 20.0  # lifted most of the 30 mm
     on_cube = -scene.simulation.constraint("Cube_contact").contact_forces.sum(axis=0)
     assert on_cube[1] == pytest.approx(0.01 * 9810.0, rel=0.05)
+
+
+def test_a_static_rigid3_cube_becomes_an_obstacle_box(tmp_path):
+    """The hand-built block without its ODE solver does not move in SOFA: an [[obstacle]] box. Its frame (centre
+    (1, 12, 3), a quarter turn about z) on SOFA's cube.obj scaled by 10: centre (1, 12, 3), half sizes 10. Turned
+    by 30 degrees instead, no axis-aligned box fits: the report says so."""
+    scene = tmp_path / "static_block.py"
+    static = HAND_BUILT.replace("    block.addObject('EulerImplicitSolver')\n", "")
+    scene.write_text(static.format(mesh=FINGER_MESH, finger_solver="EulerImplicitSolver", obj="mesh/cube.obj"))
+    result = import_scene(scene, tmp_path / "static_block.toml")
+    assert len(result.spec.rigids) == 0
+    (box,) = result.spec.obstacles
+    assert box.name == "block" and box.type == "box"
+    assert box.center == pytest.approx((1.0, 12.0, 3.0), abs=1e-9) and box.halfExtents == pytest.approx((10.0,) * 3)
+    assert "/block/UniformMass" not in result.report.text()
+    scene.write_text(static.replace("rotation2=[0, 0, 90]", "rotation2=[0, 0, 30]").format(
+        mesh=FINGER_MESH, finger_solver="EulerImplicitSolver", obj="mesh/cube.obj"))
+    result = import_scene(scene, tmp_path / "static_block.toml")
+    assert len(result.spec.obstacles) == 0
+    assert ("no ODE solver integrates it (it does not move in SOFA) and its frame turns the box by [0.0, 0.0, 30.0] "
+            "degrees; an [[obstacle]] box is axis-aligned (quarter turns only)") in result.report.text()
