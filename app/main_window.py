@@ -36,7 +36,7 @@ from softsim.app.rates import FrameRates, simulated_time_text
 from softsim.app.recording import Recorder
 from softsim.app.session import Session
 from softsim.app.settings import Settings
-from softsim.app.status_labels import ElidedLabel
+from softsim.app.status_labels import ElidedLabel, set_style_sheet
 from softsim.app.undo import EditHistory
 from softsim.app.viewport import CAMERA_PRESETS, MAX_DEFORMATION_SCALE, OVERLAYS, STYLES, Viewport
 
@@ -132,6 +132,7 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
         self.settings = settings or Settings()
         self.session = Session(self)
+        self.session.draws_frames = True  # the panels' readouts and plots follow the frames drawn (_draw)
         self.viewport = Viewport(self)
         self.viewport.bind(self.session.model)
         self.session.ask_scripts = self.ask_scripts
@@ -672,6 +673,7 @@ class MainWindow(QMainWindow):
             self.viewport.render()  # the frame must be rendered before it is read back
             self.recorder.add(self.viewport.screenshot(str(self.recorder.png_path()), return_img=True),
                               self._record_clock(frame))
+        self.session.shown(frame)  # the panels' readouts change now too: the window is composed once for all
 
     def _show_frame_status(self, frame) -> None:
         rates = self._rates
@@ -720,7 +722,7 @@ class MainWindow(QMainWindow):
     def _show_banner(self, level: str, text: str, *, last_good: bool = True, index: int | None = None) -> None:
         """The banner over the view, coloured by ``level``; ``last_good`` adds that the last good state (frame
         ``index`` when given, the number the status bar shows) is shown."""
-        self.banner.setStyleSheet(BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
+        set_style_sheet(self.banner, BANNER_STYLE.get(level, BANNER_STYLE["warning"]))
         shown = f"the last good state, frame {index}, is shown" if index is not None else "the last good state is shown"
         self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + (f"  ({shown})" if last_good else ""))
         self.banner.show()
@@ -734,13 +736,13 @@ class MainWindow(QMainWindow):
             return
         if not self.problems:
             self.health_label.setText("converged")
-            self.health_label.setStyleSheet(HEALTH_STYLE["ok"])
+            set_style_sheet(self.health_label, HEALTH_STYLE["ok"])
             self._hide_banner()
             return
         level = "error" if any(p.level == "error" for p in self.problems) else "warning"
         kinds = {p.kind for p in self.problems}
         self.health_label.setText(next(HEALTH_TEXT[kind] for kind in HEALTH_TEXT if kind in kinds))
-        self.health_label.setStyleSheet(HEALTH_STYLE[level])
+        set_style_sheet(self.health_label, HEALTH_STYLE[level])
         self.health_label.setToolTip("\n".join(p.text for p in self.problems))
         shown = "; ".join(p.text for p in self.problems[:BANNER_PROBLEMS])
         if len(self.problems) > BANNER_PROBLEMS:
@@ -750,7 +752,7 @@ class MainWindow(QMainWindow):
     def _clear_health(self) -> None:
         """No verdict to show (a new scene, a reset): the label empty and without its coloured box."""
         self.health_label.setText("")
-        self.health_label.setStyleSheet("")
+        set_style_sheet(self.health_label, "")
         self.health_label.setToolTip("")
 
     def _hide_banner(self) -> None:

@@ -4,7 +4,9 @@ A :class:`LatestPacer` keeps only the newest item offered. It runs ``handle(item
 ended long enough ago, else by a single-shot timer; "long enough" is ``max(min_interval, factor x cost)``,
 with ``cost`` the last run's time plus ``extra_cost()`` (e.g. the paint that a draw asks for, which Qt does
 later). Runs then take at most ``1 / (1 + factor)`` of the GUI thread, however slow they are, and the clicks
-and keys keep being answered.
+and keys keep being answered. ``grace`` delays the timer's run by that much more: an item offered once the wait
+is over runs at once, so with offers that come often (the frames the window draws) the runs happen in their
+pass, and the timer runs only the last item of a stream.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ class LatestPacer(QObject):
     """``offer(item)``: keep it as the newest and run it when the pace allows; ``flush()``: run it now."""
 
     def __init__(self, handle: Callable[[object], None], *, factor: float, min_interval: float = 0.0,
-                 extra_cost: Callable[[], float] | None = None, parent: QObject | None = None) -> None:
+                 extra_cost: Callable[[], float] | None = None, grace: float = 0.0,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.grace = grace
         self._handle = handle
         self.factor = factor
         self.min_interval = min_interval
@@ -43,7 +47,7 @@ class LatestPacer(QObject):
         if wait <= 0:
             self.flush()
         elif not self._timer.isActive():
-            self._timer.start(max(1, int(1e3 * wait)))
+            self._timer.start(max(1, int(1e3 * (wait + self.grace))))
 
     def flush(self) -> bool:
         """Run the newest item now (the waiting timer is cancelled); False when there was none."""

@@ -1,7 +1,7 @@
 """The GUI's handle on the running scene: opens scenes, owns the simulation worker, relays frames and messages.
 
 The session has no Qt in it: its state is a :class:`app.model.ViewerModel` (shown field, playing, frame), its
-signals are :class:`app.model.Event` objects (``scene_opened``, ``frame_ready``, ``message``,
+signals are :class:`app.model.Event` objects (``scene_opened``, ``frame_ready``, ``frame_shown``, ``message``,
 ``parameter_changed``, ``running_changed``, ``edited``), it talks to the worker with the typed commands of
 :mod:`app.runner`, and :meth:`Session.poll` drains the worker's one channel back (frames, messages, replies).
 Whoever owns the GUI thread calls ``poll`` when the worker says it posted something: the window does it through
@@ -19,6 +19,13 @@ When the simulation process dies (a segfault in a native library, out of memory,
 (a ``message`` of level "error" naming the cause), starts a new process and rebuilds the scene there from the
 current ``spec`` (every accepted edit) at the last frame's positions; requests waiting for an answer get the
 error "the simulation process stopped".
+
+``frame_ready`` comes with every frame received; ``frame_shown`` with every frame the window draws (the window,
+which draws at a pace its drawing's cost allows, sets ``draws_frames`` and calls :meth:`Session.shown`; without
+one, every frame is shown). Views that only display a frame (readouts, plots) follow ``frame_shown``: they then
+change in the same event-loop pass as the 3D view, and the window is composed once per drawn frame instead of
+once per received frame (each composition of the window costs a software OpenGL about as much as a widget
+repaint of the whole window).
 """
 
 from __future__ import annotations
@@ -113,7 +120,9 @@ class Session:
         self.model = ViewerModel()
         self.scene_opened, self.frame_ready, self.message = Event(), Event(), Event()
         self.parameter_changed, self.running_changed = Event(), Event()
-        self.edited = Event()
+        self.edited, self.frame_shown = Event(), Event()
+        #: a window draws the frames and says which it drew (``shown``); False: each frame is shown as it comes
+        self.draws_frames = False
         self.scene = None
         self.spec = None  # GUI-side copy of the scene spec, kept in step with every accepted edit
         self.runner = None  # SimulationRunner or ProcessRunner while a scene is open
@@ -294,7 +303,7 @@ class Session:
             self.message.emit("warning", warning)
         self.model.open(info.frame)
         self.scene_opened.emit(info)
-        self.frame_ready.emit(self.model.frame)
+        self._frame_arrived(self.model.frame)
         self.runner.start()
         if self.pace is not None:
             self.send(SetPace(self.pace))
@@ -337,16 +346,26 @@ class Session:
         """Disconnect every view from the session's and the model's events (the window closes): nothing the
         session holds keeps the window alive after that."""
         for event in (self.scene_opened, self.frame_ready, self.message, self.parameter_changed,
-                      self.running_changed, self.edited, *vars(self.model.events).values()):
+                      self.running_changed, self.edited, self.frame_shown, *vars(self.model.events).values()):
             event.clear()
         self._connect_model()
 
     def _connect_model(self) -> None:
         """The session's own reactions to the model: a new field goes to the worker, a new frame is
-        ``frame_ready``, a change of playing is ``running_changed``."""
+        ``frame_ready`` (and ``frame_shown`` when no window paces the drawing), a change of playing is
+        ``running_changed``."""
         self.model.events.field.connect(self._send_field)
-        self.model.events.frame.connect(self.frame_ready.emit)
+        self.model.events.frame.connect(self._frame_arrived)
         self.model.events.playing.connect(self.running_changed.emit)
+
+    def _frame_arrived(self, frame) -> None:
+        self.frame_ready.emit(frame)
+        if not self.draws_frames:
+            self.frame_shown.emit(frame)
+
+    def shown(self, frame) -> None:
+        """The window drew ``frame``: ``frame_shown`` (the readouts and plots follow, in the same pass)."""
+        self.frame_shown.emit(frame)
 
     # -- running ---------------------------------------------------------------------------------------
     def play(self) -> None:
@@ -444,15 +463,13 @@ class Session:
         """
         if self.spec is None:
             return "no scene is open"
-        trial = copy.deepcopy(self.spec)
-        try:
-            old = get_value(trial, path)
-            set_value(trial, path, value)
+        try:  # set_value changes nothing when it refuses: no copy of the spec is needed
+            old = get_value(self.spec, path)
+            set_value(self.spec, path, value)
         except SceneError as error:
             return str(error)
-        self.spec = trial
         if record:
-            self.edited.emit(path, old, get_value(trial, path))
+            self.edited.emit(path, old, get_value(self.spec, path))
 
         def adopt(spec, error) -> None:
             if error is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PyQt6.QtGui import QFontMetrics
 from PyQt6.QtWidgets import QLabel, QSizePolicy, QWidget
 
-__all__ = ["ElidedLabel", "elide_words"]
+__all__ = ["ElidedLabel", "elide_words", "set_style_sheet"]
 
 ELLIPSIS = "…"
 
@@ -22,6 +22,14 @@ def elide_words(text: str, fits) -> str:
         if fits(candidate):
             return candidate
     return ELLIPSIS
+
+
+def set_style_sheet(widget: QWidget, style: str) -> None:
+    """``widget.setStyleSheet(style)`` unless it already has that style: Qt polishes the widget again and lays
+    its parent out even for the same style, which the per-frame updates (the health label, the plots' notes) then
+    paid on every frame."""
+    if widget.styleSheet() != style:
+        widget.setStyleSheet(style)
 
 
 class ElidedLabel(QLabel):
@@ -43,6 +51,8 @@ class ElidedLabel(QLabel):
         self.setText(text)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        if str(text) == self._full and self.shown():  # the same text: no new layout of the status bar
+            return
         self._full = str(text)
         self._refresh()
 

@@ -484,7 +484,7 @@ class EffectorReadout(QGroupBox):
 class ActuatorsPanel(QWidget):
     """A control per cable and cavity of every body, one per rotating fixed region (a rigid frame's angle), and a
     readout group per effector; rebuilt on ``scene_opened``, values kept in step with ``parameter_changed``,
-    readouts from ``frame_ready``."""
+    readouts from ``frame_shown`` (the frames the window draws)."""
 
     def __init__(self, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -509,7 +509,7 @@ class ActuatorsPanel(QWidget):
         layout.addWidget(self.scroll)
         session.scene_opened.connect(self.rebuild)
         session.parameter_changed.connect(self._on_parameter_changed)
-        session.frame_ready.connect(self.update_frame)
+        session.frame_shown.connect(self.update_frame)
         self.rebuild()
 
     def rebuild(self, _scene=None) -> None:

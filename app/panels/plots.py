@@ -29,6 +29,7 @@ from PyQt6.QtWidgets import (
 
 from softsim.app.pacing import LatestPacer
 from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
+from softsim.app.status_labels import set_style_sheet
 from softsim.mechanics.units import with_unit
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class SeriesPlot(QWidget):
             else:
                 self.plot.enableAutoRange(axis="x")
             self._y_range()
-        self.status.setStyleSheet("color: gray;")
+        set_style_sheet(self.status, "color: gray;")
         self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
         self.status.setToolTip(self.status.text())
 
@@ -199,8 +200,9 @@ def _cell(value: float) -> str:
 
 
 class PlotsPanel(QWidget):
-    """Four plots fed by ``session.frame_ready``; the time plots keep the last ``history`` frames (a frame
-    with a smaller index than the last one, i.e. a reset or a new scene, starts the history again)."""
+    """Four plots fed by the session: the time plots take a sample of every frame received (``frame_ready``)
+    and keep the last ``history`` frames (a frame with a smaller index than the last one, i.e. a reset or a new
+    scene, starts the history again); they are redrawn with the frames the window draws (``frame_shown``)."""
 
     def __init__(self, session, parent: QWidget | None = None, *, history: int = DEFAULT_HISTORY) -> None:
         super().__init__(parent)
@@ -244,10 +246,13 @@ class PlotsPanel(QWidget):
         self._actuator_keys: list[str] = []
         self._force_keys: list[str] = []
         self._effector_names: list[str] = []
+        # a redraw that is due runs with the frame drawn; only when no frame is drawn for REDRAW_INTERVAL more does
+        # the timer redraw on its own (a redraw apart from the 3D view's costs one more composition of the window)
         self._redraws = LatestPacer(self._redraw, factor=REDRAW_COST_FACTOR, min_interval=REDRAW_INTERVAL,
-                                    parent=self)
+                                    grace=REDRAW_INTERVAL, parent=self)
         session.scene_opened.connect(self.reset)
-        session.frame_ready.connect(self.update_frame)
+        session.frame_ready.connect(self.take)
+        session.frame_shown.connect(self._redraws.offer)
         self.reset()
 
     def set_history(self, frames: int) -> None:
@@ -288,13 +293,17 @@ class PlotsPanel(QWidget):
         newest report) at once if the last redraw is at least ``REDRAW_INTERVAL`` (or REDRAW_COST_FACTOR times
         its cost) ago, else by a timer (app.pacing): while a scene plays the plots cost a bounded share of the GUI
         thread."""
+        self.take(frame)
+        self._redraws.offer(frame)
+
+    def take(self, frame) -> None:
+        """One sample of the time plots from ``frame`` (drawn at the next redraw)."""
         if self.history and frame.index < self.history[-1][0]:
             self.history.clear()
         if self.history and frame.index == self.history[-1][0]:
             self.history[-1] = (frame.index, dict(frame.outputs))
         else:
             self.history.append((frame.index, dict(frame.outputs)))
-        self._redraws.offer(frame)
 
     def flush(self) -> None:
         """Redraw the plots with every frame taken so far (the pending redraw is done now)."""

@@ -95,7 +95,7 @@ class SensitivityPanel(QWidget):
         self._again = False
         self._last_frame = None
         session.scene_opened.connect(self.reset)
-        session.frame_ready.connect(self.update_frame)
+        session.frame_shown.connect(self.update_frame)
         self.reset()
 
     def reset(self, _scene=None) -> None:

@@ -391,3 +391,46 @@ def test_frames_carry_only_the_shown_field_and_a_switch_while_paused_shows_the_r
     energy_nodal = _expected_nodal_fields(qtbot, session, plain.x)[2]
     np.testing.assert_allclose(session.latest_frame.energy_density_nodal, energy_nodal, rtol=1e-12)
     np.testing.assert_allclose(body.surface.point_data["field"], energy_nodal[nodes], rtol=1e-12)
+
+
+def test_the_panels_show_the_frame_the_view_draws_and_a_deleted_panel_gets_no_frame(main_window, qtbot):
+    """Readouts follow the frames the window draws (``frame_shown``), not every frame received: a frame the draw
+    pacer holds back changes no readout until it is drawn, so the window is composed once per drawn frame. A
+    panel deleted while the scene runs is disconnected: a frame shown after it is gone does not reach it."""
+    from softsim.app.panels.actuators import ActuatorsPanel
+
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    run_frames(qtbot, main_window, 1)
+    panel = next(d.widget() for d in main_window.docks if isinstance(d.widget(), ActuatorsPanel))
+    readout = panel.controls["cable"].readouts["cable.displacement"]
+    shown = []
+    session.frame_shown.connect(shown.append)
+    main_window._draws.last_seconds = 3600.0  # the pacer holds every frame back until flushed
+    assert session.set_parameter(CABLE, 4.0) is None
+    qtbot.waitUntil(lambda: session.model.frame.outputs["cable.displacement"] > 3.9, timeout=60000)
+    assert shown == [] and float(readout.text()) < 3.9  # received, not drawn: the readout waits for the draw
+    main_window.flush_frame()
+    assert shown == [session.model.frame] and float(readout.text()) == pytest.approx(4.0, abs=1e-6)
+    main_window._draws.last_seconds = 0.0
+    # a second actuators panel on the same session, deleted: the next frame shown does not reach its widgets
+    extra = ActuatorsPanel(session)
+    calls = []
+    extra.update_frame = calls.append  # the instance's own, connected below with the panel as owner
+    session.frame_shown.connect(extra.update_frame, owner=extra)
+    extra.deleteLater()
+    qtbot.waitUntil(lambda: not any(c is extra.update_frame for c in session.frame_shown._callbacks), timeout=60000)
+    session.shown(session.model.frame)  # would raise "wrapped C/C++ object ... has been deleted" if still connected
+    assert calls == []
+
+
+def test_without_a_window_every_frame_is_shown():
+    from softsim.app.session import Session
+
+    session = Session(qt=False, process=False)
+    ready, shown = [], []
+    session.frame_ready.connect(ready.append)
+    session.frame_shown.connect(shown.append)
+    session.model.frame = object()
+    session.model.frame = object()
+    assert len(ready) == 2 and shown == ready
