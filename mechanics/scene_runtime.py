@@ -37,6 +37,7 @@ from softsim.mechanics.constraints import (
     UnilateralPlaneConstraint,
     obstacle_shift,
 )
+from softsim.mechanics.constraints.rigid_group import RigidGroupConstraint
 from softsim.mechanics.controllers import ControllerError, make_controllers, script_paths
 from softsim.mechanics.dynamics import DynamicSolver
 from softsim.mechanics.errors import ParameterError
@@ -423,6 +424,7 @@ class Scene:
             constraints += [_make_effector(body, e, mesh) for e in body.effectors]
             constraints += [self._unilateral_plane(body, plane, mesh) for plane in body.unilateralPlanes]
             constraints += [self._center_effector(body, effector, mesh) for effector in body.centerEffectors]
+            constraints += [self._rigid_group(body, i, group, mesh) for i, group in enumerate(body.rigidGroups)]
             per_body.append(constraints)
             # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
             checked.append((body, mesh.points, fixed, constraints, np.setdiff1d(mesh.surface_triangles(), fixed)))
@@ -525,6 +527,16 @@ class Scene:
                                              flipNormal=plane.flipNormal, name=plane.name)
         except ParameterError as error:  # a point outside the body
             raise _error(self.spec, f"{path}.points", str(error)) from None
+
+    def _rigid_group(self, body, index: int, group, mesh) -> RigidGroupConstraint:
+        """``[[body.rigidGroup]]``: its nodes move as one rigid piece (mechanics.constraints.rigid_group), named
+        ``BODY_rigidGroupI``."""
+        path = f"body.{body.name}.rigidGroup[{index}]"
+        try:
+            nodes = meshes.select_nodes(mesh, _region_dict(group))
+            return RigidGroupConstraint(mesh.points, nodes, name=f"{body.name}_rigidGroup{index}")
+        except (meshes.MeshError, ParameterError) as error:
+            raise _error(self.spec, path, str(error)) from None
 
     def _center_effector(self, body, effector, mesh) -> CenterEffector:
         path = f"body.{body.name}.centerEffector.{effector.name}"

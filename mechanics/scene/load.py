@@ -35,6 +35,7 @@ from softsim.mechanics.scene.schema import (
     MaterialSpec,
     ObstacleSpec,
     RegionSpec,
+    RigidGroupSpec,
     RigidSpec,
     SceneError,
     SceneSettings,
@@ -484,6 +485,7 @@ def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
 _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
     RegionSpec: _check_region,
     FixedSpec: _check_region,
+    RigidGroupSpec: _check_region,
     StackedMaterialSpec: _check_stacked,
     UnilateralPlaneSpec: _check_unilateral_plane,
     ControllerSpec: _check_controller,

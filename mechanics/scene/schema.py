@@ -328,6 +328,14 @@ class FixedSpec(RegionSpec):
 
 
 @dataclass(kw_only=True)
+class RigidGroupSpec(RegionSpec):
+    """``[[body.rigidGroup]]``: the region's nodes (one selector, at least 3 not on one line) move together as one
+    rigid piece, carried by a frame that has no mass of its own and that nothing drives (SOFA: a free Rigid3
+    frame under a RigidMapping, Tripod's centre piece); the nodes keep their masses
+    (mechanics.constraints.rigid_group)."""
+
+
+@dataclass(kw_only=True)
 class ForceSpec(RegionSpec):
     """``[[body.force]]``: ``totalForce`` spread equally over a region's nodes, or a follower ``pressure`` on the
     triangle set ``set``."""
@@ -537,6 +545,8 @@ class BodySpec:
         help="Points kept on one side of a plane through three others.")
     centerEffectors: list[CenterEffectorSpec] = _key(TableList(CenterEffectorSpec), factory=list,
                                                      toml="centerEffector", help="Tracked mean positions.")
+    rigidGroups: list[RigidGroupSpec] = _key(TableList(RigidGroupSpec), factory=list, toml="rigidGroup",
+                                             help="Regions whose nodes move as one rigid piece.")
     collisionMesh: str | None = _key(
         FilePath(), None, compare=False,
         help="Triangle surface (relative to the scene file) that touches obstacles and other bodies instead of the "
@@ -571,6 +581,7 @@ class ControllerSpec:
 EXCLUSIVE_KEYS: dict[type, tuple[tuple[str, ...], ...]] = {
     RegionSpec: (REGION_KEYS,),
     FixedSpec: (REGION_KEYS,),
+    RigidGroupSpec: (REGION_KEYS,),
     StackedMaterialSpec: (("box", "tetrahedra"),),
     ForceSpec: (REGION_KEYS, ("totalForce", "pressure")),
     CableSpec: (("points", "indices"),),
