@@ -15,8 +15,10 @@ frame is translated when its pose is prescribed:
   the angle is read from (the prefab's ``angleIn`` chain) are bound for controllers, and the ones that read it
   back (``angleOut``) too.
 
-A frame that nothing prescribes (Tripod's ``FreeCenter``: a free rigid body) is not translated: its nodes stay
-deformable, and the report says so.
+A frame that nothing prescribes (Tripod's ``FreeCenter``: a free rigid frame, ``RigidGroup.free``) carries its
+nodes as one rigid piece: the translator makes them a ``[[body.rigidGroup]]`` (a frame without mass of its own,
+as Tripod's has none). A frame that cannot be followed for another reason is reported and its nodes stay
+deformable.
 """
 
 from __future__ import annotations
@@ -118,6 +120,8 @@ class RigidGroup:
     pose: FramePose | None
     why: str = ""
     used: list[Component] = field(default_factory=list)
+    #: nothing holds or drives the frame: a free frame (its nodes move as one rigid piece, ``[[body.rigidGroup]]``)
+    free: bool = False
 
 
 def _components(node: Node, types: set[str]) -> list[Component]:
@@ -260,8 +264,7 @@ class _Frames:
                     pose.used.append(state)
                 return pose, why
         self.free.append(state)
-        return None, (f"{what}: a free rigid frame (nothing holds or drives it; softsim has no free rigid bodies "
-                      f"yet)")
+        return None, f"{what}: a free rigid frame (nothing holds or drives it)"
 
     def articulated(self, mapping: Component, state: Component, index: int, depth: int
                     ) -> tuple[FramePose | None, str]:
@@ -351,12 +354,14 @@ def rigid_groups(root: Node, body: Node) -> list[RigidGroup]:
             frame, per_point, rigid = carried[k]
             key = (id(frame), per_point[j])
             if key not in groups:
+                met = len(frames.free)
                 pose, why = frames.pose(frame, per_point[j])
                 groups[key] = RigidGroup(frame, per_point[j], [], pose, why,
                                          used=[mapping, rigid, *[s for s in inputs if s is not None]])
-                if pose is None and frames.free:
+                if pose is None and len(frames.free) > met:
                     groups[key].frame = frames.free[-1]
                     groups[key].used.append(frames.free[-1])
+                    groups[key].free = True
             groups[key].nodes.append(node_id)
     return sorted(groups.values(), key=lambda g: (g.frame.getPathName(), g.index))
 

@@ -323,7 +323,7 @@ class _Translator:
             fixed += self.fixed(context, body, name)
         for what, index in self.fixed_bindings.items():
             self.bindings[(what, "translation")] = f"body.{name}.fixed[{index}].translation"
-        fixed += self.rigid_frames(node, name, len(fixed))
+        fixed += self.rigid_frames(node, name, len(fixed), body)
         if fixed:  # moving the rest positions moves the fixed regions' targets (a translation of every node)
             regions = ",".join(str(i) for i in range(len(fixed)))
             self.bindings[(state.getPathName(), "rest_position")] = f"rest_position:{name}:{regions}"
@@ -343,15 +343,23 @@ class _Translator:
         self.actuators(node, body, name, placement, mesh_file)
         return body
 
-    def rigid_frames(self, node: Node, name: str, first: int) -> list[dict[str, Any]]:
+    def rigid_frames(self, node: Node, name: str, first: int, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The body's nodes carried by prescribed rigid frames (Rigidify + RigidMapping, a held frame or a servo's
-        joint), as fixed regions from index ``first`` on; a frame nothing prescribes is reported
+        joint), as fixed regions from index ``first`` on; those of a free frame (nothing holds or drives it) as a
+        ``[[body.rigidGroup]]`` of ``body``; a frame that cannot be followed is reported
         (:mod:`app.sofa_import.rigid`)."""
         groups = rigid_groups(self.root, node)
         regions: list[dict[str, Any]] = []
         for group in groups:
             self.use(*group.used)
             frame = f"{group.frame.getPathName()}[{group.index}]"
+            if group.free and len(group.nodes) >= 3:
+                body.setdefault("rigidGroup", []).append({"indices": sorted(group.nodes)})
+                index = len(body["rigidGroup"]) - 1
+                self.report.notes.append(f"{group.frame.getPathName()}: a free rigid frame (nothing holds or drives "
+                                         f"it) carrying {len(group.nodes)} nodes of {name}: body.{name}.rigidGroup["
+                                         f"{index}] (they move as one rigid piece; the frame has no mass of its own)")
+                continue
             if group.pose is None:
                 self.report.skip(group.frame.getPathName(), group.frame.type, f"{group.why}: the {len(group.nodes)} "
                                  f"nodes of {name} it carries rigidly stay deformable", mechanics=True)

@@ -62,16 +62,19 @@ def test_step4_servo_groups_become_turning_fixed_regions(tmp_path):
     # step4's animate: arm.angleIn = -factor * pi / 4 over 1 s, as keyframes in degrees
     assert [(c.key, c.keyframes) for c in spec.controllers] == [
         (f"body.MechanicalModel.fixed[{i}].angle", ((0.0, 0.0), (1.0, -45.0))) for i in range(3)]
-    # the centre's SphereROI (centre [0, 30, 0], radius 7.5) is a free rigid frame: reported, its nodes deformable
+    # the centre's SphereROI (centre [0, 30, 0], radius 7.5) is carried by a free rigid frame: a rigid group
     centre = np.flatnonzero(np.linalg.norm(points - [0.0, 30.0, 0.0], axis=1) <= 7.5)
-    assert f"the {len(centre)} nodes of MechanicalModel it carries rigidly stay deformable" in text
-    assert "/Modelling/Tripod/RigidifiedStructure/FreeCenter/dofs" in text
-    assert "not translated, matters for the mechanics (1)" in text.lower()
+    (group,) = body.rigidGroups
+    np.testing.assert_array_equal(group.indices, centre)
+    assert (f"/Modelling/Tripod/RigidifiedStructure/FreeCenter/dofs: a free rigid frame (nothing holds or drives "
+            f"it) carrying {len(centre)} nodes of MechanicalModel: body.MechanicalModel.rigidGroup[0]") in text
+    assert "matters for the mechanics" not in text.lower()
 
 
 def test_step4_runs_and_turns_the_arms_by_45_degrees(tmp_path):
     """110 frames of 10 ms in dynamic mode, every one converged; after the 1 s animation each group sits where a
-    rotation by -45 degrees about its servo's axis puts it (scipy's rotation, to 1e-9)."""
+    rotation by -45 degrees about its servo's axis puts it (scipy's rotation, to 1e-9), and the free centre's
+    nodes are a rigid motion of their rest positions (1e-6 mm)."""
     scene = Scene(imported("step4.py", tmp_path).spec)
     points = scene.model.rest_positions
     for _ in range(110):
@@ -82,11 +85,14 @@ def test_step4_runs_and_turns_the_arms_by_45_degrees(tmp_path):
         nodes = box_nodes(points, i)
         turn = Rotation.from_rotvec(math.radians(-45.0) * orientation.apply([1.0, 0.0, 0.0]))
         np.testing.assert_allclose(scene.positions[nodes], position + turn.apply(points[nodes] - position), atol=1e-9)
-    # the arms lift the body against gravity: the centre rises (measured +1.31 mm after 1.1 s; a sanity check, SOFA
-    # itself was not run)
+    # the arms lift the body against gravity: the centre rises (measured +1.24 mm after 1.1 s, +1.31 while the
+    # centre was deformable; a sanity check, SOFA itself was not run)
     centre = np.flatnonzero(np.linalg.norm(points - [0.0, 30.0, 0.0], axis=1) <= 7.5)
     lift = float((scene.positions[centre, 1] - points[centre, 1]).mean())
     assert lift > 0.5
+    now, rest = scene.positions[centre], points[centre]
+    turn, _ = Rotation.align_vectors(now - now.mean(axis=0), rest - rest.mean(axis=0))  # scipy's best rotation
+    assert np.abs(turn.apply(rest - rest.mean(axis=0)) - (now - now.mean(axis=0))).max() < 1e-6
 
 
 def test_step5_tripod_controller_turns_the_servos(tmp_path):
@@ -222,6 +228,6 @@ def test_step7_imports_without_the_robot(tmp_path):
     result = imported("step7.py", tmp_path)
     text = result.report.text()
     assert "/SerialPortBridgeGeneric (SerialPortBridgeGeneric): the serial link to the real robot's servos" in text
-    assert "not translated, matters for the mechanics (2)" in text.lower()  # the bridge and the free centre
+    assert "not translated, matters for the mechanics (1)" in text.lower()  # the bridge (the free centre is)
     keys = {c.key for c in result.spec.controllers if c.key is not None}
     assert keys == {f"body.MechanicalModel.fixed[{i}].{k}" for i in range(3) for k in ("angle", "translation")}
