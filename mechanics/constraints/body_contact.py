@@ -39,6 +39,7 @@ from scipy.spatial import cKDTree
 
 from softsim.mechanics.constraints.base import check_positions
 from softsim.mechanics.constraints.contact import ContactRows
+from softsim.mechanics.constraints.triangle_distance import plane_gap, plane_gap_hessian
 from softsim.mechanics.errors import ParameterError
 
 logger = logging.getLogger(__name__)
@@ -432,39 +433,100 @@ class BodyContactConstraint(ContactRows):
             missed += int(np.sum((gap < self.contactDistance - tolerance) & ~np.isin(nodes, self.contact_nodes)))
         return missed
 
+    # ------------------------------------------------------------------ following normals
+    def following(self) -> np.ndarray:
+        """(c,) bool: the frictionless contacts. Their normal row is the gradient of the node's signed gap to the
+        plane of its triangle at the current positions (:func:`~mechanics.constraints.triangle_distance.plane_gap`:
+        the normal and the projection's weights taken again, the triangle kept), so the constrained equilibrium
+        is the stationary point of the contact problem itself, the force normal to the triangle where the node
+        touches it, and its derivatives are exact; :meth:`force_stiffness` gives the gap's second derivative.
+        Friction contacts keep the closest point and the frame found at detection (as SOFA does), their
+        tangential rows measuring the relative motion in it."""
+        return self.mu == 0.0
+
+    def _geometry(self, x: np.ndarray, ids: np.ndarray):
+        """Weights (k, 3), normals (k, 3) and signed gaps (k,) of the contacts ``ids`` at positions ``x`` (n, 3):
+        the node against its triangle's plane."""
+        return plane_gap(x[self.contact_nodes[ids]], x[self.contact_triangles[ids]])
+
+    def _frame_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Weights and normals (c, 3) at positions ``x`` (n, 3): taken again for the :meth:`following`
+        contacts, those found at detection for the others."""
+        following = self.following()
+        if not following.any():
+            return self.weights, self.normals
+        ids = np.flatnonzero(following)
+        weights, normals = self.weights.copy(), self.normals.copy()
+        weights[ids], normals[ids], _gaps = self._geometry(np.asarray(x, dtype=np.float64).reshape(-1, 3), ids)
+        return weights, normals
+
+    def normals_at(self, x: np.ndarray) -> np.ndarray:
+        """The contacts' normals (c, 3) at positions ``x`` (n, 3) (see :meth:`following`)."""
+        return self._frame_at(x)[1]
+
     # ------------------------------------------------------------------ protocol
-    def _row_directions(self) -> tuple[np.ndarray, np.ndarray]:
+    def _row_directions(self, normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per row: its direction ``(r, 3)`` and its contact ``(r,)``; contacts in order, each as n[, t, s]."""
-        directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
+        directions = np.stack([normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
         keep = self._row_mask()
         return directions[keep], np.nonzero(keep)[0]
 
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
-        """Per row: ``+d`` on the node, ``-w_i d`` on the triangle's nodes (d = n, t or s), ``(n_rows, 3n)``."""
-        directions, contact = self._row_directions()
+        """Per row: ``+d`` on the node, ``-w_i d`` on the triangle's nodes (d = n, t or s), ``(n_rows, 3n)``; a
+        :meth:`following` contact's n and w are those at ``x`` (the gradient of its signed gap)."""
+        weights, normals = self._frame_at(x)
+        directions, contact = self._row_directions(normals)
         n_rows = directions.shape[0]
         nodes = np.column_stack([self.contact_nodes, self.contact_triangles])[contact]  # (r, 4)
-        factors = np.column_stack([np.ones(self.n_contacts), -self.weights])[contact]  # (r, 4)
+        factors = np.column_stack([np.ones(self.n_contacts), -weights])[contact]  # (r, 4)
         values = factors[:, :, None] * directions[:, None, :]  # (r, 4, 3)
         cols = 3 * nodes[:, :, None] + np.arange(3)[None, None, :]
         rows = np.repeat(np.arange(n_rows), 12)
         return sp.csr_matrix((values.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * self.n_nodes))
 
+    def force_stiffness(self, x: np.ndarray, force: np.ndarray):
+        """``-lambda_n d^2 g / dy^2`` over each :meth:`following` contact's node and triangle nodes (y, 12 DOFs), g
+        its signed gap (:func:`~mechanics.constraints.triangle_distance.plane_gap_hessian`); None when no contact
+        follows. Triplets, see :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        following = self.following()
+        if not following.any():
+            return None
+        ids = np.flatnonzero(following)
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        per_contact = np.zeros(self._row_mask().shape)
+        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        hessian = plane_gap_hessian(x[self.contact_nodes[ids]], x[self.contact_triangles[ids]])
+        blocks = -per_contact[ids, 0][:, None, None] * hessian
+        pattern = getattr(self, "_stiffness_pattern", None)
+        if pattern is None or pattern[0] is not self.contact_nodes or not np.array_equal(pattern[1], ids):
+            # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern
+            points = np.column_stack([self.contact_nodes[ids], self.contact_triangles[ids]])  # (k, 4)
+            dofs = (3 * points[:, :, None] + np.arange(3)[None, None, :]).reshape(ids.size, 12)
+            rows = np.broadcast_to(dofs[:, :, None], blocks.shape).reshape(-1).copy()
+            cols = np.broadcast_to(dofs[:, None, :], blocks.shape).reshape(-1).copy()
+            pattern = self._stiffness_pattern = (self.contact_nodes, ids, rows, cols)
+        return pattern[2], pattern[3], blocks.reshape(-1)
+
     def _relative(self, x: np.ndarray) -> np.ndarray:
-        """p - q per contact (c, 3) at positions x."""
+        """p - q per contact (c, 3) at positions x, q at the weights found at detection."""
         q = np.einsum("ck,ckd->cd", self.weights, x[self.contact_triangles])
         return x[self.contact_nodes] - q
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
-        """Normal rows: ``(p - q).n - contactDistance`` at ``x_free``; tangential rows: the relative tangential
-        motion from ``x``."""
+        """Normal rows: the signed gap at ``x_free`` minus contactDistance (a :meth:`following` contact's to its
+        triangle's plane there, another's ``(p - q).n`` at its detection weights and normal); tangential rows:
+        the relative tangential motion from ``x``."""
         x = check_positions(self.name, x, self.n_nodes)
         x_free = check_positions(self.name, x_free, self.n_nodes)
         if self.n_contacts == 0:
             return np.zeros(0)
         relative = self._relative(x_free)
-        return self._row_values(np.einsum("ij,ij->i", relative, self.normals) - self.contactDistance,
-                                relative - self._relative(x))
+        gap = np.einsum("ij,ij->i", relative, self.normals)
+        following = self.following()
+        if following.any():
+            ids = np.flatnonzero(following)
+            gap[ids] = self._geometry(x_free, ids)[2]
+        return self._row_values(gap - self.contactDistance, relative - self._relative(x))
 
 
 def _ring_triangles(triangles: np.ndarray) -> dict[int, set]:

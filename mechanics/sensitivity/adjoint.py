@@ -343,21 +343,26 @@ def _force_scale(state: EquilibriumState) -> float:
 
 def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
     """Contact rows are exact when their rows are functions of the equilibrium: against planes (one normal),
-    and frictionless against spheres, boxes and capsules (the normal follows the node, its curvature is in the
-    tangent). Friction against a curved obstacle keeps the frame found at detection, and contacts between
-    bodies are not differentiated: GradientError when such a contact is active."""
+    frictionless against spheres, boxes and capsules (the normal follows the node, its curvature is in the
+    tangent), and frictionless between bodies (the row follows the node and its triangle's plane, the gap's
+    second derivative is in the tangent). Friction against a curved obstacle or between bodies keeps the frame
+    found at detection: GradientError when such a contact is active."""
     if state.system is None:
         return
     for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
         if not active.held[rows].any() or not hasattr(constraint, "contact_nodes"):
             continue
-        obstacles = getattr(constraint, "obstacles", None)
-        if obstacles is None:
-            raise GradientError(f"{constraint.name}: active contacts between bodies are not differentiated yet: "
-                                "their normals and contact points are taken when they are detected, so the rows "
-                                "are not functions of the equilibrium alone (docs/gradients.md)")
         held = _held_contacts(constraint, active.held[rows])
         follows = constraint.following()
+        obstacles = getattr(constraint, "obstacles", None)
+        if obstacles is None:
+            frozen = [int(i) for i in held if not follows[i]]
+            if frozen:
+                raise GradientError(f"{constraint.name}: active friction contacts between bodies: their contact "
+                                    "point, normal and tangent frame are taken at the frame's detection, so the "
+                                    "gradient would not be exact; between bodies only frictionless contacts are "
+                                    "differentiated (docs/gradients.md)")
+            continue
         frozen = [int(i) for i in held if not follows[i]
                   and type(obstacles[constraint.contact_obstacles[i]]).__name__ != "PlaneObstacle"]
         if frozen:

@@ -3,7 +3,8 @@
 - ``CABLE.displacement`` (L0 - L), ``CABLE.cableLength`` (L), ``CABLE.force`` (its multiplier);
 - ``CAVITY.volumeGrowth``, ``CAVITY.cavityVolume``, ``CAVITY.pressure`` (its multiplier);
 - ``EFFECTOR.x`` / ``.y`` / ``.z`` (``.x0``, ``.y1``... with several points) and ``EFFECTOR.distance``;
-- ``CONTACT.normalForce`` (the sum of the contact rows' normal multipliers);
+- ``CONTACT.normalForce`` (the sum of the contact rows' normal multipliers), against obstacles and between
+  bodies (``collision.normalForce``);
 - probes: ``node[i].x`` / ``.y`` / ``.z`` (node i's position, the scene's node ids, bodies concatenated in file
   order) and ``node[i].displacement`` (|x_i - X_i|).
 
@@ -65,7 +66,7 @@ def _supported(inner, key: str) -> bool:
         return key in ("volumeGrowth", "cavityVolume", "pressure")
     if kind == "PositionEffector":
         return True
-    if kind == "ContactConstraint":
+    if kind in ("ContactConstraint", "BodyContactConstraint"):
         return key == "normalForce"
     return False
 
@@ -101,7 +102,7 @@ def output_gradient(state, name: str) -> OutputGradient:
         dx = J
     elif kind == "PositionEffector":
         dx = _widen(state, _effector(inner, state.x[offset // 3:offset // 3 + inner.n_nodes], quantity), offset)
-    elif kind == "ContactConstraint" and rows is not None:
+    elif kind in ("ContactConstraint", "BodyContactConstraint") and rows is not None:
         mask = inner._row_mask()
         per_contact = np.zeros(mask.shape)
         per_contact[:, 0] = 1.0

@@ -1,0 +1,185 @@
+"""Sensitivities through frictionless contacts between bodies (issue 33): the gap of a node to the plane of its
+triangle taken at the current positions, its derivatives, and gradients of the finger pressing into a soft block
+against Richardson central differences of re-solved frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from softsim.mechanics import Scene
+from softsim.mechanics.constraints import BodyContactConstraint, ContactSurface
+from softsim.mechanics.constraints.triangle_distance import plane_gap, plane_gap_hessian
+from softsim.mechanics.sensitivity import GradientError, gradient_report
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = ROOT / "tests" / "data" / "softrobots" / "finger_block.toml"
+CABLE = 20.0  # mm: the finger presses into the block's underside with 11 contacts
+OUTPUTS = ["cable.force", "node[117].y", "collision.normalForce"]
+TRIANGLE = np.array([[0.0, 0.0, 0.0], [2.0, 0.2, 0.1], [0.3, 1.7, -0.2]])
+
+
+def _gap(y: np.ndarray):
+    weights, normal, gap = plane_gap(y[:3][None], y[3:].reshape(1, 3, 3))
+    return gap[0], np.concatenate([normal[0], *(-w * normal[0] for w in weights[0])])
+
+
+@pytest.mark.parametrize("point", [[0.6, 0.5, 0.8], [0.6, 0.5, -0.8], [1.5, -0.6, 0.5], [-0.4, -0.3, 0.6],
+                                   [2.6, 0.1, -0.5]])
+def test_plane_gap_derivatives_against_differences(point):
+    """The gap's gradient is [n, -w_a n, -w_b n, -w_c n] and plane_gap_hessian its derivative (central
+    differences, h = 1e-6), above and below the triangle and with the projection beyond an edge or a corner
+    (weights outside [0, 1])."""
+    y = np.concatenate([point, TRIANGLE.reshape(-1)])
+    h = 1e-6
+    gap, gradient = _gap(y)
+    differences = np.array([(_gap(y + h * e)[0] - _gap(y - h * e)[0]) / (2 * h) for e in np.eye(12)])
+    np.testing.assert_allclose(gradient, differences, atol=1e-9)
+    hessian = plane_gap_hessian(y[:3][None], TRIANGLE[None])[0]
+    columns = np.column_stack([(_gap(y + h * e)[1] - _gap(y - h * e)[1]) / (2 * h) for e in np.eye(12)])
+    np.testing.assert_allclose(hessian, columns, atol=1e-8)
+    np.testing.assert_allclose(hessian, hessian.T, atol=1e-14)
+    assert np.abs(hessian).max() > 0.1
+    # the distance to the plane, independently: along the unit normal of the cross product
+    normal = np.cross(TRIANGLE[1] - TRIANGLE[0], TRIANGLE[2] - TRIANGLE[0])
+    assert gap == pytest.approx((np.array(point) - TRIANGLE[0]) @ normal / np.linalg.norm(normal), abs=1e-14)
+
+
+def _pair():
+    """Three nodes of one surface near a triangle of another (the contacts' nodes 3, 4, 5 on triangle 0-1-2)."""
+    x = np.array([[0, 0, 0], [2, 0.2, 0.1], [0.3, 1.7, -0.2], [0.6, 0.5, 0.25], [1.5, -0.3, 0.2],
+                  [-0.2, -0.25, 0.15], [0.7, 0.6, 5.0]], dtype=float)
+    surfaces = [ContactSurface("a", np.array([[0, 1, 2]]), np.array([0, 1, 2])),
+                ContactSurface("b", np.array([[3, 4, 6]]), np.array([3, 4, 5]))]
+    return x, surfaces
+
+
+def test_body_contact_force_stiffness_against_differences_of_the_jacobian():
+    """BodyContactConstraint's frictionless rows follow the nodes: J(x) is the derivative of the normal rows'
+    violation, and force_stiffness is -d(J(x)^T lambda)/dx (central differences); friction contacts keep the
+    detection's rows (no stiffness, J independent of x)."""
+    x, surfaces = _pair()
+    contact = BodyContactConstraint(surfaces, [(0, 1, 0.0)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
+    contact.update(x)
+    assert contact.n_contacts == 3 and contact.following().all()
+    h = 1e-6
+    flat = x.reshape(-1)
+
+    def at(k, sign):
+        step = np.zeros(21)
+        step[k] = sign * h
+        return (flat + step).reshape(-1, 3)
+
+    J = contact.jacobian(x).toarray()
+    differences = np.column_stack([(contact.violation(x, at(k, 1), None) - contact.violation(x, at(k, -1), None))
+                                   / (2 * h) for k in range(21)])
+    np.testing.assert_allclose(J, differences, atol=1e-9)
+    force = np.array([2.0, 5.0, 3.0])
+    rows, cols, values = contact.force_stiffness(x, force)
+    S = sp.coo_matrix((values, (rows, cols)), shape=(21, 21)).toarray()
+    reference = np.column_stack([-(contact.jacobian(at(k, 1)).T @ force - contact.jacobian(at(k, -1)).T @ force)
+                                 / (2 * h) for k in range(21)])
+    np.testing.assert_allclose(S, reference, atol=1e-8)
+    assert np.abs(S).max() > 1.0
+    frictional = BodyContactConstraint(surfaces, [(0, 1, 0.5)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
+    frictional.update(x)
+    assert not frictional.following().any()
+    assert frictional.force_stiffness(x, np.ones(frictional.n_rows)) is None
+    np.testing.assert_array_equal(frictional.jacobian(x).toarray(), frictional.jacobian(at(10, 1)).toarray())
+
+
+def _solved(extra=None):
+    """finger_block.toml solved tightly in one frame to the cable's CABLE mm, with ``extra`` {key: value}."""
+    scene = Scene.load(BLOCK)
+    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
+    scene.set("solver.newton.correction_tolerance_threshold", 1e-10)
+    scene.set("solver.constraint.type", "exact")
+    scene.set("body.finger.cable.cable.value", CABLE)
+    for key, value in (extra or {}).items():
+        if key.startswith("scene.gravity."):
+            gravity = list(scene.get("scene.gravity"))
+            gravity["xyz".index(key[-1])] = value
+            scene.set("scene.gravity", gravity)
+        else:
+            scene.set(key, value)
+    report = scene.step()
+    assert report.converged, report.message
+    return scene
+
+
+def _read(scene, name):
+    if name.startswith("node["):
+        return float(scene.positions[int(name[5:name.index("]")])]["xyz".index(name[-1])])
+    return scene.outputs()[name]
+
+
+@pytest.fixture(scope="module")
+def pressed():
+    return _solved()
+
+
+def test_body_contacts_end_at_the_contact_problems_stationary_point(pressed):
+    """At the converged frame every active contact keeps its node contactDistance (0.2 mm) from the plane of its
+    triangle at the final positions, and its force is along that plane's normal: the frame is the stationary
+    point of the contact problem, not of rows frozen at detection."""
+    sim = pressed.simulation
+    system, force = sim.last_report.equilibrium.system, sim.last_report.equilibrium.force
+    contact = next(c for c in system.constraints if isinstance(c, BodyContactConstraint))
+    rows = system.rows_of(contact)
+    active = np.flatnonzero(force[rows] > 0.0)
+    assert active.size >= 8
+    x = pressed.positions
+    _weights, normals, gaps = plane_gap(x[contact.contact_nodes[active]], x[contact.contact_triangles[active]])
+    np.testing.assert_allclose(gaps, 0.2, atol=1e-9)
+    np.testing.assert_allclose(contact.contact_forces[active] / force[rows][active, None], normals, atol=1e-12)
+
+
+def test_body_contact_gradients_against_finite_differences(pressed):
+    """The finger pressing into the soft block (11 frictionless contacts held, nodes of both bodies in their rows):
+    d(cable force, the tip node's height, the total contact force)/d(the finger's E, the block's E, the cable's
+    value, gravity) agree with Richardson central differences of re-solved frames to 1e-6 relative (measured
+    6e-9)."""
+    steps = {"body.finger.material.youngModulus": 0.5, "body.block.material.youngModulus": 0.1,
+             "body.finger.cable.cable.value": 1e-3, "scene.gravity.y": 5.0}
+    report = gradient_report(pressed, OUTPUTS, list(steps))
+    contact_rows = report.held_rows - 1  # the cable's row is the other one held
+    assert contact_rows >= 8
+    worst = 0.0
+    for key, step in steps.items():
+        value = float(report.parameters[key])
+        samples = [{name: _read(moved, name) for name in OUTPUTS}
+                   for moved in (_solved({key: value + shift}) for shift in (step, -step, step / 2, -step / 2))]
+        for name in OUTPUTS:
+            reference = (4 * (samples[2][name] - samples[3][name]) / step
+                         - (samples[0][name] - samples[1][name]) / (2 * step)) / 3
+            error = abs(report.values[name][key] - reference) / abs(reference)
+            worst = max(worst, error)
+            assert error < 1e-6, (name, key, report.values[name][key], reference, error)
+    assert worst < 1e-7
+
+
+def test_held_friction_contacts_between_bodies_are_refused():
+    """A friction contact between bodies keeps the detection's frame, so a held one is refused with a
+    GradientError naming it; held frictionless ones pass the check. (On finger_block, friction frames either
+    slide, a NotDifferentiableError, or do not converge: the check is exercised on the contacts of _pair.)"""
+    from types import SimpleNamespace
+
+    from softsim.mechanics.sensitivity.active_set import ActiveSet
+    from softsim.mechanics.sensitivity.adjoint import _check_contacts
+
+    x, surfaces = _pair()
+    for friction, refused in ((0.0, False), (0.5, True)):
+        contact = BodyContactConstraint(surfaces, [(0, 1, friction)], contactDistance=0.1, alarmDistance=0.6,
+                                        n_nodes=7)
+        contact.update(x)
+        state = SimpleNamespace(system=SimpleNamespace(constraints=[contact], row_ranges=[slice(0, contact.n_rows)]))
+        held = np.ones(contact.n_rows, dtype=bool)
+        active = ActiveSet(held, np.zeros(contact.n_rows, dtype=bool), [])
+        if refused:
+            with pytest.raises(GradientError, match="friction contacts between bodies"):
+                _check_contacts(state, active)
+        else:
+            _check_contacts(state, active)
