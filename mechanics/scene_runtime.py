@@ -498,23 +498,29 @@ class Scene:
     def _rigid_shape_contacts(self, alarms: list[float]) -> list:
         """A free rigid body against each obstacle (its friction; the larger contactDistance of the two) and each
         pair of rigid bodies (the smaller friction, the larger contactDistance), named ``A_B`` (mechanics.
-        rigid_contact); ``alarms`` are the rigid bodies' alarm distances."""
+        rigid_contact); ``alarms`` are the rigid bodies' alarm distances. A body that starts inside the other
+        shape is named in the warnings."""
         spec, contacts = self.spec, []
         for i, (rigid, rigid_spec) in enumerate(zip(self.rigids, spec.rigids)):
             for obstacle, obstacle_spec in zip(self.obstacles, spec.obstacles):
                 distance = max(rigid_spec.contactDistance, obstacle_spec.contactDistance)
-                contacts.append(RigidShapeContact(rigid, obstacle, contactDistance=distance,
-                                                  alarmDistance=max(alarms[i], 2.0 * distance),
-                                                  friction=obstacle_spec.friction,
-                                                  name=f"{rigid.name}_{obstacle_spec.name}"))
+                contacts.append((obstacle_spec.name, RigidShapeContact(
+                    rigid, obstacle, contactDistance=distance, alarmDistance=max(alarms[i], 2.0 * distance),
+                    friction=obstacle_spec.friction, name=f"{rigid.name}_{obstacle_spec.name}")))
             for j in range(i + 1, len(self.rigids)):
                 other = spec.rigids[j]
                 distance = max(rigid_spec.contactDistance, other.contactDistance)
-                contacts.append(RigidShapeContact(rigid, self.rigids[j], contactDistance=distance,
-                                                  alarmDistance=max(alarms[i], alarms[j], 2.0 * distance),
-                                                  friction=min(rigid_spec.friction, other.friction),
-                                                  name=f"{rigid.name}_{other.name}"))
-        return contacts
+                contacts.append((other.name, RigidShapeContact(
+                    rigid, self.rigids[j], contactDistance=distance,
+                    alarmDistance=max(alarms[i], alarms[j], 2.0 * distance),
+                    friction=min(rigid_spec.friction, other.friction), name=f"{rigid.name}_{other.name}")))
+        for other, contact in contacts:  # at the poses the file gives
+            contact.update(np.zeros((0, 3)))
+            depth = -(contact.gaps.min() + contact.contactDistance) if contact.n_contacts else 0.0
+            if depth > 0.0:
+                self.warnings.append(f"rigid.{contact.body.name}: starts {depth:.3g} inside {other} (the contact "
+                                     f"pushes it out in the first frames)")
+        return [contact for _, contact in contacts]
 
     def _unilateral_plane(self, body, plane, mesh) -> UnilateralPlaneConstraint:
         path = f"body.{body.name}.unilateralPlane.{plane.name}"

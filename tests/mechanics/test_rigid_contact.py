@@ -243,3 +243,18 @@ def test_a_rising_floor_carries_a_box():
     floor_now = FLOOR + 20.0 * (scene.simulation.time - 0.1)
     assert box.state.v == pytest.approx([0.0, 20.0, 0.0], abs=1e-6)
     assert box.state.c[1] == pytest.approx(floor_now + 4.0 + CD, abs=1e-9)
+
+
+def test_a_body_that_starts_inside_a_shape_is_named_in_the_warnings():
+    """A sphere placed 1.5 mm into the floor and 2 mm into another sphere: two warnings with the depths (the
+    shapes' own surfaces, contactDistance not counted); the floor then pushes it out: after 10 steps it rests at
+    r + cd."""
+    scene = build([{"name": "ball", "shape": "sphere", "radius": 4.0, "mass": 0.005,
+                    "position": [50.0, FLOOR + 2.5, 5.0], "contactDistance": CD},
+                   {"name": "other", "shape": "sphere", "radius": 4.0, "mass": 0.005,
+                    "position": [56.0, FLOOR + 2.5, 5.0], "contactDistance": CD}], [floor()])
+    assert "rigid.ball: starts 1.5 inside floor (the contact pushes it out in the first frames)" in scene.warnings
+    assert "rigid.other: starts 1.5 inside floor (the contact pushes it out in the first frames)" in scene.warnings
+    assert "rigid.ball: starts 2 inside other (the contact pushes it out in the first frames)" in scene.warnings
+    run(scene, 30)
+    assert scene.rigids[0].state.c[1] == pytest.approx(FLOOR + 4.0 + CD, abs=1e-6)
