@@ -424,7 +424,7 @@ class Scene:
             constraints += [_make_effector(body, e, mesh) for e in body.effectors]
             constraints += [self._unilateral_plane(body, plane, mesh) for plane in body.unilateralPlanes]
             constraints += [self._center_effector(body, effector, mesh) for effector in body.centerEffectors]
-            constraints += [self._rigid_group(body, i, group, mesh) for i, group in enumerate(body.rigidGroups)]
+            constraints += [self._rigid_group(body, i, group, mesh, fixed) for i, group in enumerate(body.rigidGroups)]
             per_body.append(constraints)
             # contact candidates: the free surface nodes (a fixed node cannot move, its contact row would be zero)
             checked.append((body, mesh.points, fixed, constraints, np.setdiff1d(mesh.surface_triangles(), fixed)))
@@ -534,12 +534,18 @@ class Scene:
         except ParameterError as error:  # a point outside the body
             raise _error(self.spec, f"{path}.points", str(error)) from None
 
-    def _rigid_group(self, body, index: int, group, mesh) -> RigidGroupConstraint:
+    def _rigid_group(self, body, index: int, group, mesh, fixed: np.ndarray) -> RigidGroupConstraint:
         """``[[body.rigidGroup]]``: its nodes move as one rigid piece (mechanics.constraints.rigid_group), named
-        ``BODY_rigidGroupI``."""
+        ``BODY_rigidGroupI``; none of them may be a fixed node (``fixed``, local ids: a fixed region already holds
+        its nodes, and rows on them alone would be empty)."""
         path = f"body.{body.name}.rigidGroup[{index}]"
         try:
             nodes = meshes.select_nodes(mesh, _region_dict(group))
+            held = np.intersect1d(nodes, fixed)
+            if held.size:
+                raise ParameterError(f"{held.size} of its {np.unique(nodes).size} nodes are fixed nodes (body."
+                                     f"{body.name}.fixed); a fixed region already holds its nodes: select free nodes "
+                                     f"only, or fix the whole piece")
             return RigidGroupConstraint(mesh.points, nodes, name=f"{body.name}_rigidGroup{index}")
         except (meshes.MeshError, ParameterError) as error:
             raise _error(self.spec, path, str(error)) from None

@@ -125,9 +125,12 @@ def test_bad_groups_are_refused():
     with pytest.raises(ParameterError, match="on one line"):
         RigidGroupConstraint(np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), [0, 1, 2])
     with pytest.raises(SceneError, match=r"body.beam.rigidGroup\[0\].*on one line"):
-        beam(lambda body: body.update(rigidGroup=[{"indices": [0, 1]}]), -10.0)
+        beam(lambda body: body.update(rigidGroup=[{"box": [49.9, -0.1, -0.1, 50.1, 0.1, 10.1]}]), -10.0)  # 3 in a line
     with pytest.raises(SceneError, match=r"rigidGroup\[0\]"):
         beam(lambda body: body.update(rigidGroup=[{"box": MIDDLE, "indices": [0, 1, 2]}]), -10.0)
+    clamp_and_next = [-0.1, -0.1, -0.1, 5.1, 10.1, 10.1]  # the clamped layer x = 0 and the free one x = 5
+    with pytest.raises(SceneError, match=r"body.beam.rigidGroup\[0\]: 9 of its 18 nodes are fixed nodes"):
+        beam(lambda body: body.update(rigidGroup=[{"box": clamp_and_next}]), -10.0)
 
 
 def test_gradients_go_through_a_rigid_group():
