@@ -8,6 +8,7 @@ positions, so that the frame step, the dynamic solver and the Simulation see one
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -85,6 +86,16 @@ class CompositeElasticity:
     def exact_tangent(self) -> bool:
         """True when every body's tangent is the exact Hessian of its energy."""
         return all(getattr(body, "exact_tangent", False) for body in self.bodies)
+
+    @contextlib.contextmanager
+    def definite_tangent(self):
+        """Every body's positive semi-definite tangent within the block
+        (:meth:`mechanics.fem.TetElasticity.definite_tangent`)."""
+        with contextlib.ExitStack() as stack:
+            for body in self.bodies:
+                if hasattr(body, "definite_tangent"):
+                    stack.enter_context(body.definite_tangent())
+            yield
 
     @property
     def inversion_admissible(self) -> bool:

@@ -65,6 +65,8 @@ class ConstrainedTangent:
         self.responses = ResponseCache()
         #: the last frame's move between equilibria (mechanics.equilibrium.Secant), for the next one's predictor
         self.history = None
+        #: whether the solver's factorization is of the elasticity's definite tangent, not the exact one
+        self.definite = False
 
     @property
     def current_solver(self):

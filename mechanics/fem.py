@@ -6,6 +6,7 @@ every pair of nodes sharing a tetrahedron, sorted column indices) is built once;
 only its ``.data`` through a precomputed block scatter map, inside one fused numba loop over elements.
 """
 
+import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
@@ -184,6 +185,25 @@ class TetElasticity:
         """True when :meth:`tangent` is the exact Jacobian of the force (every model but the corotational one
         with SOFA's tangent, which omits the derivative of the rotations, or with the SPD projection)."""
         return self.model != "corotational" or (self.corotational_tangent == "exact" and not self.spd_projection)
+
+    @contextlib.contextmanager
+    def definite_tangent(self):
+        """Within the block, the tangent (every assembly call) is positive semi-definite: SOFA's R K0 R^T for the
+        corotational model, dP/dF with its negative eigenvalues clamped per element for the hyperelastic ones
+        (the linear model's is already). The forces are unchanged.
+
+        Far from an equilibrium the exact tangent is often indefinite (a bent finger released, compressed
+        elements): its Newton step is then no descent direction and the iterations wander. The constrained
+        equilibrium takes its steps there with this tangent (:mod:`mechanics.equilibrium`)."""
+        saved = (self.corotational_tangent, self.spd_projection)
+        if self.model == "corotational":
+            self.corotational_tangent = "sofa"
+        elif self.model != "linear":
+            self.spd_projection = True
+        try:
+            yield
+        finally:
+            self.corotational_tangent, self.spd_projection = saved
 
     @property
     def inversion_admissible(self) -> bool:

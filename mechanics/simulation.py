@@ -208,14 +208,22 @@ class Simulation:
             self._last_static_report = report
             self.frame += 1
             self.mode_of_last_frame = "static"
-            report.limited = self._limited_actuators()
+            report.limited = self._limited_actuators(settled=report.converged)
         self.last_report = report
         return report
 
-    def _limited_actuators(self) -> list[str]:
+    def _limited_actuators(self, settled: bool = True) -> list[str]:
         """The names of the actuators a bound or rate limit held in the frame just stored (their ``limited``
-        alone: building every constraint's whole ``outputs`` each frame made a still frame slower)."""
-        return [c.name for c in self.constraints if getattr(c, "limited", 0.0) == 1.0]
+        alone: building every constraint's whole ``outputs`` each frame made a still frame slower).
+        ``settled``: the frame converged; otherwise an actuator on a bound of its other quantity is where the
+        solve stopped, not held by that bound, and each actuator's ``limited`` output says so too."""
+        limited = []
+        for constraint in self.constraints:
+            if hasattr(constraint, "limited"):
+                constraint.settled = settled
+                if constraint.limited == 1.0:
+                    limited.append(constraint.name)
+        return limited
 
     def _async_solvers(self) -> list:
         """The frame's linear solvers that are asynchronous preconditioners (Newton's, the equilibrium's)."""

@@ -155,10 +155,10 @@ def test_an_interrupted_sweep_resumes_and_every_sample_is_there_once(tmp_path):
 
 
 def test_a_failing_sample_is_a_row_with_its_status(tmp_path):
-    """A cable pulled 10 m diverges, a value the scene refuses while building is invalid: both are rows, the
+    """A cable pulled 1 km diverges, a value the scene refuses while building is invalid: both are rows, the
     sweep completes, and the command's exit status says some samples are not ok (4)."""
     samples = tmp_path / "samples.csv"
-    samples.write_text(f"{CABLE},body.finger.cable.cable.valueType\n4.0,displacement\n1e4,displacement\n")
+    samples.write_text(f"{CABLE},body.finger.cable.cable.valueType\n4.0,displacement\n1e6,displacement\n")
     code = sweep_main([str(FINGER), "--samples", str(samples), "--frames", "2", "--out", str(tmp_path / "out"),
                        "--workers", "1"])
     assert code == 4

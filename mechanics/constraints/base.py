@@ -316,17 +316,18 @@ def short_of(achieved: float, commanded: float) -> float:
 
 
 def limit_binds(commanded: float, imposed: float | None, achieved: float, other: float, lo: float,
-                hi: float) -> float:
+                hi: float, settled: bool = True) -> float:
     """The ``limited`` output of an actuator: 1.0 only when a limit actually holds it, else 0.0.
 
     ``commanded`` is its value, ``imposed`` the target its rows imposed after the range and rate clipping
     (None before a frame), ``achieved`` what it reached (the displacement or growth it controls, or the force
     or pressure), ``other`` its other quantity and [``lo``, ``hi``] that quantity's bounds (infinite when
     unset). It binds when the clipping moved the target, or when the command is missed with the other quantity
-    on one of its bounds; an actuator short of its value because the frame did not converge is not limited."""
+    on one of its bounds; an actuator short of its value because the frame did not converge (``settled`` False:
+    its state is wherever the solve stopped, e.g. still at rest with a slack cable) is not limited."""
     if imposed is not None and short_of(imposed, commanded):
         return 1.0
-    if not short_of(achieved, commanded):
+    if not settled or not short_of(achieved, commanded):
         return 0.0
     on_bound = any(math.isfinite(bound) and not short_of(other, bound) for bound in (lo, hi))
     return float(on_bound)

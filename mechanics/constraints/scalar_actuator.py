@@ -159,9 +159,12 @@ class ScalarActuator(Constraint):
         limited."""
         if self.inverse_target is not None:
             return float(bool(self.inverse_bound))
+        settled = getattr(self, "settled", True)
         if self.imposes_motion:
-            return limit_binds(float(self.value), self.imposed, self.motion, self.effort, *self._range(self.EFFORT))
-        return limit_binds(float(self.value), self.imposed, self.effort, self.motion, *self._range(self.MOTION))
+            return limit_binds(float(self.value), self.imposed, self.motion, self.effort, *self._range(self.EFFORT),
+                               settled)
+        return limit_binds(float(self.value), self.imposed, self.effort, self.motion, *self._range(self.MOTION),
+                           settled)
 
     # ------------------------------------------------------------------ inverse mode
     def inverse_limits(self, motion: float, effort: float) -> InverseLimits:
