@@ -1,9 +1,9 @@
 """The Scene panel: the scene's components as a tree, as runSofa shows a scene graph.
 
-Bodies (with their material, fixed regions, loads, cables, cavities and effectors), obstacles, attachments and
-the solvers. Selecting an entry lists its parameters with their values and units below the tree, highlights it
-in the 3D view (``highlight(kind, name)``, when the panel is given one) and offers to edit it in the Parameters
-panel (its filter set to the entry's key path).
+Bodies (with their material, fixed regions, loads, cables, cavities, effectors and rigid groups), obstacles,
+free rigid bodies, attachments and the solvers. Selecting an entry lists its parameters with their values and
+units below the tree, highlights it in the 3D view (``highlight(kind, name)``, when the panel is given one) and
+offers to edit it in the Parameters panel (its filter set to the entry's key path).
 """
 
 from __future__ import annotations
@@ -54,16 +54,22 @@ def _body(body) -> Component:
                  for c in body.cavities]
     children += [Component(f"Effector {e.name}", f"{prefix}.effector.{e.name}", "effector", e.name)
                  for e in body.effectors]
+    children += [Component(f"Rigid group {i}", f"{prefix}.rigidGroup[{i}]", "body", body.name)
+                 for i in range(len(body.rigidGroups))]
     return Component(f"Body {body.name}", prefix, "body", body.name, tuple(children))
 
 
 def scene_components(spec) -> list[Component]:
-    """The tree of a scene spec: Bodies, Obstacles, Attachments (when there are any), Solvers, Scene."""
+    """The tree of a scene spec: Bodies, Obstacles, Rigid bodies, Attachments (when there are any), Solvers,
+    Scene."""
     tree = [Component("Bodies", children=tuple(_body(b) for b in spec.bodies))]
     if spec.obstacles:
         tree.append(Component("Obstacles", children=tuple(
             Component(f"{o.type.capitalize()} {o.name}", f"obstacle.{o.name}", "obstacle", o.name)
             for o in spec.obstacles)))
+    if spec.rigids:
+        tree.append(Component("Rigid bodies", children=tuple(
+            Component(f"Rigid {r.shape} {r.name}", f"rigid.{r.name}") for r in spec.rigids)))
     if spec.attachments:
         tree.append(Component("Attachments", children=tuple(
             Component(f"Attachment {a.name}: {a.bodyA} - {a.bodyB}", f"attachment.{a.name}")
