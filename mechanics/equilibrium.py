@@ -582,7 +582,8 @@ def _increment(ctx: _Context, state: _State, t: float):
     newton = ctx.newton
     state = ctx.evaluate(state.x, state.force, t)
     reference = max(state.unbalanced, ROUND_OFF_FACTOR * getattr(ctx.problem, "last_force_scale", 0.0))
-    last_unbalanced, refactorized_last, steps, factorizations = None, False, 0, 0
+    last_unbalanced, refactorized_last, steps = None, False, 0
+    factorizations_before = ctx.factorizations
     factorized_at: float | None = None  # the relative imbalance where this increment last factorized
     merits: list[float] = []
     accuracy = 0.0
@@ -624,6 +625,7 @@ def _increment(ctx: _Context, state: _State, t: float):
             # unless the chord step is expected to reach the tolerance at once
             made_at = FAR_FROM_EQUILIBRIUM_EXACT if factorized_at is None else factorized_at
             refactorize = state.relative * CHORD_RATE_FACTOR * made_at > ctx.residual_tolerance
+        factorizations = ctx.factorizations - factorizations_before
         out_of_steps = steps >= max_steps or (refactorize and factorizations >= max_factorizations)
         if out_of_steps and ctx.exact and steps < CONVERGING_EXTRA_STEPS * max_steps and _converging(merits):
             out_of_steps = False  # Newton's last steps are closing in: cutting now would throw them away
@@ -637,37 +639,19 @@ def _increment(ctx: _Context, state: _State, t: float):
         refactorized_last = refactorize
         if refactorize:
             factorized_at = state.relative
-            definite = ctx.exact and state.relative > DEFINITE_TANGENT_ABOVE
-            with definite_tangent(ctx.problem.elasticity, definite):
-                K_free = ctx.problem.tangent(state.x)
-            terms = force_stiffness(state.check, state.x, state.force) if ctx.exact else []
-            ctx.tangent.definite = definite
-            try:
-                solver.factorize(ctx.tangent.matrix(K_free, terms))
-            except (LinearSolverError, np.linalg.LinAlgError) as error:  # singular: a smaller increment may help
-                return state, accuracy, "cut", f"the tangent could not be factorized ({error})"
-            factorizations += 1
-            ctx.factorizations += 1
         last_unbalanced = state.unbalanced
         steps += 1
         ctx.steps += 1
-        check = state.check
-        try:
-            KinvJt, free_step = ctx.tangent.responses.solve(solver, check.J_free.T.toarray(), extra=state.residual,
-                                                            tolerance=INEXACT_FORCING)
-        except (LinearSolverError, np.linalg.LinAlgError) as error:  # a runaway state's non-finite residual
-            return state, accuracy, "cut", f"the step could not be solved ({error})"
-        x_lin = state.x + ctx.problem.expand(free_step)
-        candidate = type(check)(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
-                                check.blocks, check.compliance, check.row_ranges)
-        try:
-            correction_dx, candidate_report, W = ctx.project(
-                ctx.constraint_solver, solver, candidate, state.force, KinvJt=KinvJt,
-                solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
-        except ValueError as error:
-            return state, accuracy, "cut", f"constraint projection failed: {error}"
-        step_x = x_lin + ctx.problem.expand(correction_dx) - state.x
-        step_force = candidate_report.force - state.force
+        definite = ctx.exact and state.relative > DEFINITE_TANGENT_ABOVE
+        step = _newton_step(ctx, state, refactorize, definite)
+        if isinstance(step, str):
+            return state, accuracy, "cut", step
+        candidate, candidate_report, W, step_x, step_force = step
+        if not np.all(np.isfinite(step_force)):  # no step length helps
+            return state, accuracy, "cut", (f"the constraint solver diverged (error {candidate_report.error:.3g} "
+                                            f"after {candidate_report.iterations} iterations)")
+        if not np.all(np.isfinite(step_x)):
+            return state, accuracy, "cut", "the step is not finite"
         trial, why = None, ""
         current_merit = state.merit(ctx.body_size)
         for halving in range(MAX_STEP_HALVINGS + 1):
@@ -694,6 +678,41 @@ def _increment(ctx: _Context, state: _State, t: float):
             # a smaller increment may give the complementarity solver a better-posed problem; when none does,
             # the frame fails with this reason
             return state, accuracy, "cut", solve_failure(candidate_report, accuracy)
+
+
+def _newton_step(ctx: _Context, state: _State, refactorize: bool, definite: bool):
+    """One constrained Newton step from ``state``: the tangent factorized at ``state.x`` when ``refactorize``
+    (the elasticity's definite tangent when ``definite``), the free step, the rows linearised at it, their
+    projection. Returns ``(linearised rows, complementarity report, W, step of x (n, 3), step of the multipliers
+    (m,))``, or the reason (str) why no step could be computed."""
+    solver = ctx.solver
+    if refactorize:
+        with definite_tangent(ctx.problem.elasticity, definite):
+            K_free = ctx.problem.tangent(state.x)
+        terms = force_stiffness(state.check, state.x, state.force) if ctx.exact else []
+        ctx.tangent.definite = definite
+        try:
+            solver.factorize(ctx.tangent.matrix(K_free, terms))
+        except (LinearSolverError, np.linalg.LinAlgError) as error:  # singular: a smaller increment may help
+            return f"the tangent could not be factorized ({error})"
+        ctx.factorizations += 1
+    check = state.check
+    try:
+        KinvJt, free_step = ctx.tangent.responses.solve(solver, check.J_free.T.toarray(), extra=state.residual,
+                                                        tolerance=INEXACT_FORCING)
+    except (LinearSolverError, np.linalg.LinAlgError) as error:  # a runaway state's non-finite residual
+        return f"the step could not be solved ({error})"
+    x_lin = state.x + ctx.problem.expand(free_step)
+    candidate = type(check)(check.constraints, check.J_free, check.dfree + check.J_free @ free_step,
+                            check.blocks, check.compliance, check.row_ranges)
+    try:
+        correction_dx, candidate_report, W = ctx.project(
+            ctx.constraint_solver, solver, candidate, state.force, KinvJt=KinvJt,
+            solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
+    except ValueError as error:
+        return f"constraint projection failed: {error}"
+    step_x = x_lin + ctx.problem.expand(correction_dx) - state.x
+    return candidate, candidate_report, W, step_x, candidate_report.force - state.force
 
 
 def definite_tangent(elasticity, definite: bool):
