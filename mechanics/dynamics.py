@@ -65,6 +65,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from softsim.mechanics.block_solver import BlockDiagonalSolver
+from softsim.mechanics.constraint_solvers.semismooth import solve_with_newton_fallback
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import EQUALITY, Blocks
 from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, declarations, defaults
@@ -491,7 +492,12 @@ class DynamicSolver:
             dfree += s * (rigid.J @ np.linalg.solve(rigid.H, rigid.r))
         W = 0.5 * (W + W.T)
         initial = self._last_force if self._last_force is not None and self._last_force.size == e.size else None
-        report = self._constraint_solver().solve(W, dfree, blocks, initial_force=initial)
+        if rigid is not None and rigid.coupled:
+            # a light rigid body's contacts: projected Gauss-Seidel can crawl (see semismooth's docstring), so a
+            # problem it does not converge on is solved by semi-smooth Newton, then checked by the same solver
+            report = solve_with_newton_fallback(self._constraint_solver(), W, dfree, blocks, initial_force=initial)
+        else:
+            report = self._constraint_solver().solve(W, dfree, blocks, initial_force=initial)
         times["constraint_solve"] += time.perf_counter() - started
         lam = np.asarray(report.force, dtype=np.float64)
         if rigid is not None:
