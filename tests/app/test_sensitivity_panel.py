@@ -59,9 +59,9 @@ def test_bars_follow_the_frames_and_obey_homogeneity(panel, qtbot):
 
 def test_a_frame_without_a_gradient_says_why(panel, qtbot):
     session = panel.session
-    # one factorization per increment, ten per frame: a 20 mm jump ends short, not converged
+    # one factorization per increment, ten per frame: a 30 mm jump ends short, not converged
     assert session.set_parameter("solver.newton.newton_iterations", 1) is None
-    assert session.set_parameter("body.finger.cable.cable.value", 20.0) is None
+    assert session.set_parameter("body.finger.cable.cable.value", 30.0) is None
     _step(qtbot, panel, 1)
     # a request sent before the edits reached the simulation may answer first ("a value changed after the last
     # frame"): wait for the answer about the frame that ran
