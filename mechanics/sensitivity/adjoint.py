@@ -37,7 +37,7 @@ from softsim.mechanics.equilibrium import body_size
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import FORCE
 from softsim.mechanics.sensitivity.active_set import ActiveSet, classify
-from softsim.mechanics.sensitivity.errors import GradientError, NotConvergedError, NotDifferentiableError
+from softsim.mechanics.sensitivity.errors import GradientError, NotDifferentiableError, solved_frame
 from softsim.mechanics.sensitivity.outputs import output_gradient
 from softsim.mechanics.sensitivity.parameters import parameter
 
@@ -99,20 +99,10 @@ class GradientReport:
 def equilibrium_state(scene) -> EquilibriumState:
     """The scene's last frame as an :class:`EquilibriumState`, or the typed error saying why it has none."""
     sim = scene.simulation
-    report = sim.last_report
-    if report is None:
-        raise NotConvergedError("no frame has been solved yet: gradients are taken at a converged frame "
-                                "(call step() first)")
+    report = solved_frame(sim)
     if sim.mode != "static":
         raise GradientError("gradients are available in static mode only (scene.mode = \"static\"); dynamic mode's "
                             "sensitivities depend on the whole trajectory (docs/gradients.md)")
-    if not report.converged:
-        reason = report.message or report.status
-        raise NotConvergedError(f"frame {report.frame} did not converge ({report.status}: {reason}): it is no "
-                                "equilibrium, so it has no gradient")
-    if sim.edited:
-        raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
-                            "gradients")
     if report.inverse is not None:
         raise GradientError("an inverse frame's sensitivities are taken with respect to its goals: "
                             "gradient_report (mechanics.sensitivity.inverse, docs/gradients.md)")

@@ -25,3 +25,20 @@ class NotDifferentiableError(GradientError):
 
     def __reduce__(self):  # rebuilt from its points when it crosses a process boundary
         return type(self), (self.points,)
+
+
+def solved_frame(sim):
+    """The last frame's report of Simulation ``sim`` if it can have a gradient: a frame was solved, it
+    converged and nothing was edited since; else the typed error saying why not."""
+    report = sim.last_report
+    if report is None:
+        raise NotConvergedError("no frame has been solved yet: gradients are taken at a converged frame "
+                                "(call step() first)")
+    if not report.converged:
+        reason = report.message or report.status
+        raise NotConvergedError(f"frame {report.frame} did not converge ({report.status}: {reason}): it is no "
+                                "equilibrium, so it has no gradient")
+    if sim.edited:
+        raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
+                            "gradients")
+    return report

@@ -46,7 +46,12 @@ import scipy.sparse.linalg as spla
 from softsim.mechanics.constraint_system import build_constraint_system
 from softsim.mechanics.equilibrium import body_size
 from softsim.mechanics.inverse.problem import REGULARIZATION, row_roles
-from softsim.mechanics.sensitivity.errors import GradientError, NotConvergedError, NotDifferentiableError
+from softsim.mechanics.sensitivity.errors import (
+    GradientError,
+    NotConvergedError,
+    NotDifferentiableError,
+    solved_frame,
+)
 from softsim.mechanics.sensitivity.outputs import output_gradient
 
 _GOAL = re.compile(r"^body\.(?P<body>[^.\[\]]+)\.effector\.(?P<effector>[^.\[\]]+)\.effectorGoal"
@@ -261,17 +266,7 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
 
 
 def _check_frame(scene) -> None:
-    sim = scene.simulation
-    report = sim.last_report
-    if report is None:
-        raise NotConvergedError("no frame has been solved yet: gradients are taken at a converged frame "
-                                "(call step() first)")
-    if not report.converged:
-        raise NotConvergedError(f"frame {report.frame} did not converge ({report.status}: "
-                                f"{report.message or report.status}): it has no gradient")
-    if sim.edited:
-        raise GradientError("a value changed after the last frame: solve a frame (step()) before asking for "
-                            "gradients")
+    report = solved_frame(scene.simulation)
     info = report.inverse
     if scene.spec.solver.newton.correction == "linear":
         raise GradientError("the frame ended with the linear correction (solver.newton.correction = \"linear\"), "

@@ -14,6 +14,7 @@ from softsim.mechanics import Scene
 from softsim.mechanics.constraints import BodyContactConstraint, ContactSurface
 from softsim.mechanics.constraints.triangle_distance import plane_gap, plane_gap_hessian
 from softsim.mechanics.sensitivity import GradientError, gradient_report
+from tests.mechanics.sensitivity_checks import tighten, worst_against_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = ROOT / "tests" / "data" / "softrobots" / "finger_block.toml"
@@ -94,9 +95,7 @@ def test_body_contact_force_stiffness_against_differences_of_the_jacobian():
 def _solved(extra=None):
     """finger_block.toml solved tightly in one frame to the cable's CABLE mm, with ``extra`` {key: value}."""
     scene = Scene.load(BLOCK)
-    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
-    scene.set("solver.newton.correction_tolerance_threshold", 1e-10)
-    scene.set("solver.constraint.type", "exact")
+    tighten(scene)
     scene.set("body.finger.cable.cable.value", CABLE)
     for key, value in (extra or {}).items():
         if key.startswith("scene.gravity."):
@@ -108,12 +107,6 @@ def _solved(extra=None):
     report = scene.step()
     assert report.converged, report.message
     return scene
-
-
-def _read(scene, name):
-    if name.startswith("node["):
-        return float(scene.positions[int(name[5:name.index("]")])]["xyz".index(name[-1])])
-    return scene.outputs()[name]
 
 
 @pytest.fixture(scope="module")
@@ -147,17 +140,11 @@ def test_body_contact_gradients_against_finite_differences(pressed):
     report = gradient_report(pressed, OUTPUTS, list(steps))
     contact_rows = report.held_rows - 1  # the cable's row is the other one held
     assert contact_rows >= 8
-    worst = 0.0
-    for key, step in steps.items():
-        value = float(report.parameters[key])
-        samples = [{name: _read(moved, name) for name in OUTPUTS}
-                   for moved in (_solved({key: value + shift}) for shift in (step, -step, step / 2, -step / 2))]
-        for name in OUTPUTS:
-            reference = (4 * (samples[2][name] - samples[3][name]) / step
-                         - (samples[0][name] - samples[1][name]) / (2 * step)) / 3
-            error = abs(report.values[name][key] - reference) / abs(reference)
-            worst = max(worst, error)
-            assert error < 1e-6, (name, key, report.values[name][key], reference, error)
+
+    def solve(key, shift):
+        return _solved({key: float(report.parameters[key]) + shift})
+
+    worst = worst_against_differences(report, OUTPUTS, steps, solve, 1e-6)
     assert worst < 1e-7
 
 

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from softsim.mechanics import Scene
 from softsim.mechanics.constraints import BoxObstacle, CapsuleObstacle, ContactConstraint, PlaneObstacle, SphereObstacle
 from softsim.mechanics.sensitivity import gradient_report
+from tests.mechanics.sensitivity_checks import tighten, worst_against_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOOR = ROOT / "tests" / "data" / "sensitivity" / "finger_floor.toml"
@@ -27,9 +28,7 @@ def _solved(path, frames, extra=None):
     """The scene ``path`` solved tightly through ``frames`` (a list of {key: value} set before each frame), with
     ``extra`` {key: value} set before the last one."""
     scene = Scene.load(path)
-    scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
-    scene.set("solver.newton.correction_tolerance_threshold", 1e-10)
-    scene.set("solver.constraint.type", "exact")
+    tighten(scene)
     for i, values in enumerate(frames):
         values = dict(values, **(extra or {})) if i == len(frames) - 1 else values
         for key, value in values.items():
@@ -39,34 +38,15 @@ def _solved(path, frames, extra=None):
     return scene
 
 
-def _read(scene, name):
-    if name.startswith("node["):
-        return float(scene.positions[int(name[5:name.index("]")])]["xyz".index(name[-1])])
-    return scene.outputs()[name]
-
-
-def _last_frame_differences(path, frames, outputs, key, value, step):
-    """Richardson-extrapolated central differences (error O(step^4)) of the last frame re-solved with ``key``
-    moved, from the same earlier frames."""
-    samples = []
-    for shift in (step, -step, step / 2, -step / 2):
-        scene = _solved(path, frames, {key: value + shift})
-        samples.append({name: _read(scene, name) for name in outputs})
-    return {name: (4 * (samples[2][name] - samples[3][name]) / step
-                   - (samples[0][name] - samples[1][name]) / (2 * step)) / 3 for name in outputs}
-
-
 def _compare(path, frames, outputs, steps):
     """The largest relative difference between the gradients at the last frame and the differences."""
     scene = _solved(path, frames)
     report = gradient_report(scene, outputs, list(steps))
-    worst = 0.0
-    for key, step in steps.items():
-        reference = _last_frame_differences(path, frames, outputs, key, float(report.parameters[key]), step)
-        for name in outputs:
-            error = abs(report.values[name][key] - reference[name]) / abs(reference[name])
-            worst = max(worst, error)
-            assert error < TOLERANCE, (name, key, report.values[name][key], reference[name], error)
+
+    def solve(key, shift):
+        return _solved(path, frames, {key: float(report.parameters[key]) + shift})
+
+    worst = worst_against_differences(report, outputs, steps, solve, TOLERANCE)
     return scene, report, worst
 
 
@@ -133,24 +113,16 @@ def _compare_moved(path, outputs, steps):
     key."""
     scene = _solved(path, [{}])
     report = gradient_report(scene, outputs, list(steps))
-    worst = 0.0
-    for key, step in steps.items():
-        samples = []
-        for shift in (step, -step, step / 2, -step / 2):
-            if key.startswith("obstacle."):  # a component of the center or of a capsule's end
-                vector_key = key[:-2]
-                vector = list(scene.get(vector_key))
-                vector["xyz".index(key[-1])] += shift
-                moved = _solved(path, [{vector_key: vector}])
-            else:
-                moved = _solved(path, [{key: float(report.parameters[key]) + shift}])
-            samples.append({name: _read(moved, name) for name in outputs})
-        for name in outputs:
-            reference = (4 * (samples[2][name] - samples[3][name]) / step
-                         - (samples[0][name] - samples[1][name]) / (2 * step)) / 3
-            error = abs(report.values[name][key] - reference) / abs(reference)
-            worst = max(worst, error)
-            assert error < TOLERANCE, (name, key, report.values[name][key], reference, error)
+
+    def solve(key, shift):
+        if key.startswith("obstacle."):  # a component of the center or of a capsule's end
+            vector_key = key[:-2]
+            vector = list(scene.get(vector_key))
+            vector["xyz".index(key[-1])] += shift
+            return _solved(path, [{vector_key: vector}])
+        return _solved(path, [{key: float(report.parameters[key]) + shift}])
+
+    worst = worst_against_differences(report, outputs, steps, solve, TOLERANCE)
     return scene, report, worst
 
 
