@@ -27,9 +27,7 @@ import argparse
 import math
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, markdown_table, write_json  # noqa: E402
+from _window import open_scene_window, rerun_under_xvfb  # noqa: E402
 
 SCENES = ("finger", "trunk", "gripper_grasp")
 PROBE_INTERVAL_MS = 10
@@ -54,11 +53,6 @@ TARGET_MAX_MS = 100.0
 TARGET_DRAWN_FPS = 30.0
 DRAWN_SHARE = 0.9  # drawn >= 90 % of min(solved, 30): a frame that comes while a draw waits is skipped
 SETTLE_FRAMES = 2
-
-
-def _rerun_under_xvfb() -> int:
-    command = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, *sys.argv]
-    return subprocess.run(command, check=False, env=dict(os.environ, PYTHONPATH=str(ROOT))).returncode
 
 
 class Probe:
@@ -166,20 +160,12 @@ def _actuator_output(path: str) -> str:
 def measure(scene: str, seconds: float) -> dict:
     """Open ``resources/scenes/<scene>.toml`` in the main window, warm up, drag the first actuator's slider for
     ``seconds`` and keep probing until the final value is shown converged."""
-    import pyvista as pv
     from PyQt6.QtWidgets import QApplication
 
     from softsim.app.cli import _delete_window
-    from softsim.app.main_window import MainWindow
-    from softsim.app.settings import Settings
 
     app = QApplication.instance()  # made by main(): a QApplication must outlive every window
-    pv.OFF_SCREEN = False
-    window = MainWindow(Settings(tempfile.mkdtemp(prefix="softsim-bench-")))
-    window.resize(1280, 800)
-    window.show()
-    if not window.open_path(ROOT / "resources" / "scenes" / f"{scene}.toml", dialog=False):
-        raise RuntimeError(f"cannot open {scene}: {window.session.last_error}")
+    window = open_scene_window(scene, "softsim-bench-")
     probe = Probe()
     session = window.session
     session.step_once(WARM_UP_FRAMES)  # numba's cache and the first factorization, before any timing
@@ -276,7 +262,7 @@ def main(argv=None) -> int:
         if shutil.which("xvfb-run") is None:
             print("bench_gui needs an X display or xvfb-run", file=sys.stderr)
             return 2
-        return _rerun_under_xvfb()
+        return rerun_under_xvfb(PYTHONPATH=str(ROOT))
     seconds = 4.0 if args.quick else args.seconds
     from PyQt6.QtWidgets import QApplication
 

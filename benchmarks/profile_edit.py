@@ -34,6 +34,8 @@ TREE = os.environ.get("SOFTSIM_PROFILE_TREE")
 if TREE:
     sys.path.insert(0, TREE)
 
+from _window import open_scene_window, rerun_under_xvfb  # noqa: E402
+
 #: the functions whose cumulative time per edit the table shows (file suffix, function name)
 SHARES = {
     "session.set_parameter": ("app/session.py", "set_parameter"),
@@ -42,11 +44,6 @@ SHARES = {
     "Scene tree": ("app/panels/scene_tree.py", "<lambda>"),
     "undo record": ("app/undo.py", "_record"),
 }
-
-
-def _rerun_under_xvfb() -> int:
-    command = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, *sys.argv]
-    return subprocess.run(command, check=False).returncode
 
 
 def _wait(app, condition, timeout: float = 120.0) -> None:
@@ -62,22 +59,14 @@ def measure(scene: str, edits: int, top: int) -> dict:
     """Per-edit GUI-thread cost on ``scene``: median CPU and wall ms over ``edits`` edits, then the profiled
     shares (ms per edit) over as many again."""
     import numpy as np
-    import pyvista as pv
     from PyQt6.QtWidgets import QApplication
 
     import softsim
     from softsim.app.cli import _delete_window
-    from softsim.app.main_window import MainWindow
     from softsim.app.panels.actuators import ActuatorsPanel
-    from softsim.app.settings import Settings
 
     app = QApplication.instance() or QApplication([])
-    pv.OFF_SCREEN = False
-    window = MainWindow(Settings(tempfile.mkdtemp(prefix="softsim-profile-")))
-    window.resize(1280, 800)
-    window.show()
-    if not window.open_path(ROOT / "resources" / "scenes" / f"{scene}.toml", dialog=False):
-        raise RuntimeError(f"cannot open {scene}: {window.session.last_error}")
+    window = open_scene_window(scene, "softsim-profile-")
     session = window.session
     panel = next(dock.widget() for dock in window.docks if isinstance(dock.widget(), ActuatorsPanel))
     control = next(iter(panel.controls.values()))
@@ -147,7 +136,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
-        return _rerun_under_xvfb()
+        return rerun_under_xvfb()
     if args.json:
         Path(args.json).write_text(json.dumps(measure(args.scene, args.edits, args.top)))
         return 0
