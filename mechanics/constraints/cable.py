@@ -174,8 +174,20 @@ class CableConstraint(ScalarActuator):
     # ------------------------------------------------------------------ geometry
     def length(self, x: np.ndarray) -> float:
         """Cable length ``L(x)`` for node positions ``x`` ``(n, 3)``."""
-        x = check_positions(self.name, x, self.n_nodes)
-        return cable_length_and_gradient(self.point_set.positions(x), self.pullPoint)[0]
+        return self._length_and_gradient(check_positions(self.name, x, self.n_nodes))[0]
+
+    def _length_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(L, dL/dpoints (k, 3))`` at ``x`` (n, 3). The answer for the last positions (and pull point) is kept:
+        building the rows asks for the length three times at the same state (the row, its violation and the
+        rate-limited target). The gradient is shared: do not change it in place."""
+        cached = getattr(self, "_geometry", None)
+        pull = self.pullPoint
+        if (cached is not None and np.array_equal(cached[0], x) and cached[3] is self.point_set
+                and (cached[4] is None if pull is None else np.array_equal(cached[4], pull))):
+            return cached[1], cached[2]
+        length, gradient = cable_length_and_gradient(self.point_set.positions(x), pull)
+        self._geometry = (x.copy(), length, gradient, self.point_set, None if pull is None else np.copy(pull))
+        return length, gradient
 
     @property
     def L0(self) -> float:
@@ -192,7 +204,7 @@ class CableConstraint(ScalarActuator):
         x = check_positions(self.name, x, self.n_nodes)
         if not self.active:
             return sp.csr_matrix((0, 3 * self.n_nodes))
-        _, gradient = cable_length_and_gradient(self.point_set.positions(x), self.pullPoint)
+        _, gradient = self._length_and_gradient(x)
         return self.point_set.rows_to_dofs(-gradient[None, :, :])
 
     def force_stiffness(self, x: np.ndarray, force: np.ndarray):

@@ -124,6 +124,21 @@ def test_cable_violation_sign_and_linearisation():
     assert exact == pytest.approx(3.0 - np.sqrt(5.0))  # L(x_free) = 7 + sqrt(5)
 
 
+def test_cable_length_follows_positions_changed_in_place_and_a_moved_pull_point():
+    """The cable keeps the length of the last positions it was asked about: the same array changed in place, or
+    a pull point moved by set_parameters, gives the new length (node 13 = (2, 2, 2), node 4 = (0, 2, 2))."""
+    X, tets = box_mesh((2, 2, 2), size=(4.0, 4.0, 4.0))
+    cable = CableConstraint(X, tets, indices=[13, 4], pullPoint=[2.0, 2.0, 10.0])
+    x = X.copy()
+    assert cable.length(x) == pytest.approx(10.0)  # |P - x13| + |x13 - x4| = 8 + 2
+    x[13, 2] += 1.0
+    assert cable.length(x) == pytest.approx(7.0 + np.sqrt(5.0))
+    np.testing.assert_allclose(cable.jacobian(x).toarray()[0], -central_gradient(cable.length, x, 1e-6),
+                               rtol=1e-7, atol=1e-9)
+    cable.set_parameters(pullPoint=np.array([2.0, 2.0, 12.0]))
+    assert cable.length(x) == pytest.approx(9.0 + np.sqrt(5.0))
+
+
 def test_cable_displacement_blocks_clipping():
     X, tets = box_mesh((2, 2, 2), size=(4.0, 4.0, 4.0))
     cable = CableConstraint(
