@@ -141,6 +141,10 @@ def semismooth_newton(W: np.ndarray, dfree: np.ndarray, blocks: Blocks, f0: np.n
 #: the largest problem (rows) :func:`solve_with_newton_fallback` runs Newton on: each Newton iteration is a dense
 #: (m, m) least-squares solve
 NEWTON_MAX_ROWS = 300
+#: Newton iterations per start in :func:`solve_with_newton_fallback` (the PneunetGripper's grasp: 85 of 95 frames
+#: converge with 100, 94 with 400, all 95 with 1000; the line search's short steps across stick-slip changes
+#: make the slowest problems take several hundred)
+NEWTON_ITERATIONS = 1000
 
 
 def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks: Blocks, *,
@@ -159,7 +163,7 @@ def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks:
     best = report
     starts = [np.zeros(m), report.force] + ([] if initial_force is None else [np.asarray(initial_force)])
     for start in starts:
-        force, _, _ = semismooth_newton(W, dfree, blocks, start, max_iterations=100)
+        force, _, _ = semismooth_newton(W, dfree, blocks, start, max_iterations=NEWTON_ITERATIONS)
         again = solver.solve(W, dfree, blocks, initial_force=force)
         if again.converged or again.error < best.error:
             again.solver = f"{again.solver} from semi-smooth Newton"
