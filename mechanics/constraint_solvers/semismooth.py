@@ -145,6 +145,9 @@ NEWTON_MAX_ROWS = 300
 #: first: 85 of 95 frames converged with 100, 94 with 400, all 95 with 1000; the line search's short steps across
 #: stick-slip changes make the slowest problems take several hundred)
 NEWTON_ITERATIONS = 1000
+#: ... at most NEWTON_WORK / m^3 of them (at least 20) on a problem of m rows: each is a dense least-squares solve
+#: of O(m^3), so a 300-row problem that never converges costs about a second, not a minute
+NEWTON_WORK = 4e8
 
 
 def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks: Blocks, *,
@@ -162,9 +165,10 @@ def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks:
     if report.converged or m == 0 or m > max_rows:
         return report
     best = report
+    iterations = min(NEWTON_ITERATIONS, max(20, int(NEWTON_WORK / m**3)))
     starts = [report.force] + ([] if initial_force is None else [np.asarray(initial_force)]) + [np.zeros(m)]
     for start in starts:
-        force, _, _ = semismooth_newton(W, dfree, blocks, start, max_iterations=NEWTON_ITERATIONS)
+        force, _, _ = semismooth_newton(W, dfree, blocks, start, max_iterations=iterations)
         again = solver.solve(W, dfree, blocks, initial_force=force)
         if again.converged or again.error < best.error:
             again.solver = f"{again.solver} from semi-smooth Newton"
