@@ -1,10 +1,11 @@
-"""What the window benchmarks share (bench_gui.py, profile_edit.py): running under Xvfb and opening a shipped
-scene in the main window. No side effects on import (profile_edit.py chooses the measured tree on its path
-first)."""
+"""What the window benchmarks share (bench_gui.py, profile_edit.py, profile_frames.py): running under Xvfb,
+opening a shipped scene in the main window, and measuring an older revision alternately with this tree. No side
+effects on import (profile_edit.py chooses the measured tree on its path first)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,3 +37,28 @@ def open_scene_window(scene: str, prefix: str):
     if not window.open_path(ROOT / "resources" / "scenes" / f"{scene}.toml", dialog=False):
         raise RuntimeError(f"cannot open {scene}: {window.session.last_error}")
     return window
+
+
+def alternate_trees(before: str | None, rounds: int, run) -> list[tuple[str, dict]]:
+    """``run(tree)`` on this checkout (``tree`` None) and, with git revision ``before``, on a temporary worktree of
+    it too (``tree``: that checkout's root, which holds its ``softsim`` package), the older first, alternating for
+    ``rounds`` rounds (one run without ``before``). Returns [(label, result)] in the order run; the worktree is
+    removed afterwards."""
+    runs: list[tuple[str, dict]] = []
+    folder = None
+    try:
+        trees: list[tuple[str, Path | None]] = [("this tree", None)]
+        if before:
+            folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder / "softsim"), before],
+                           check=True, capture_output=True)
+            trees.insert(0, (f"before ({before})", folder / "softsim"))
+        for _round in range(rounds if before else 1):
+            for label, tree in trees:
+                runs.append((label, run(tree)))
+    finally:
+        if folder is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder / "softsim")],
+                           check=False, capture_output=True)
+            shutil.rmtree(folder, ignore_errors=True)
+    return runs

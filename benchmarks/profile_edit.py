@@ -34,7 +34,7 @@ TREE = os.environ.get("SOFTSIM_PROFILE_TREE")
 if TREE:
     sys.path.insert(0, TREE)
 
-from _window import open_scene_window, rerun_under_xvfb  # noqa: E402
+from _window import alternate_trees, open_scene_window, rerun_under_xvfb  # noqa: E402
 
 #: the functions whose cumulative time per edit the table shows (file suffix, function name)
 SHARES = {
@@ -140,23 +140,7 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(measure(args.scene, args.edits, args.top)))
         return 0
-    runs: list[tuple[str, dict]] = []
-    worktree_folder = None
-    try:
-        trees: list[tuple[str, Path | None]] = [("this tree", None)]
-        if args.before:
-            worktree_folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
-                            str(worktree_folder / "softsim"), args.before], check=True, capture_output=True)
-            trees.insert(0, (f"before ({args.before})", worktree_folder))
-        for _round in range(args.rounds if args.before else 1):
-            for label, tree in trees:
-                runs.append((label, _run_tree(tree, args)))
-    finally:
-        if worktree_folder is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(worktree_folder / "softsim")], check=False, capture_output=True)
-            shutil.rmtree(worktree_folder, ignore_errors=True)
+    runs = alternate_trees(args.before, args.rounds, lambda tree: _run_tree(tree, args))
     print(f"\nOne {args.scene} actuator edit on the GUI thread (median of {args.edits} edits; shares from cProfile "
           f"over {args.edits} more, ms per edit, profiler overhead included)\n")
     header = ["tree", "CPU ms", "wall ms", "profiled ms", *SHARES]
@@ -166,7 +150,7 @@ def main(argv=None) -> int:
         cells = [label, f"{run['cpu_ms']:.2f}", f"{run['wall_ms']:.2f}", f"{run['profiled_ms']:.2f}",
                  *(f"{run['shares'][name]:.2f}" for name in SHARES)]
         print("| " + " | ".join(cells) + " |")
-    for label, run in runs[-len(trees) if args.before else -1:]:
+    for label, run in runs[-2 if args.before else -1:]:
         print(f"\n{label}: top {args.top} by cumulative time ({run['tree']})")
         print("\n".join(run["top"]))
     return 0

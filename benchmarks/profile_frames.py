@@ -41,6 +41,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # bench_gui (its _common puts this tree's root first on the path)
 
+from _window import alternate_trees, rerun_under_xvfb  # noqa: E402
+
 #: the handlers whose cumulative time the table shows (file suffix, function name) and what they are counted per
 SHARES = {
     "session.poll": ("app/session.py", "poll", "received"),
@@ -54,11 +56,6 @@ SHARES = {
     "Sensitivity": ("app/panels/sensitivity.py", "update_frame", "received"),
     "set_parameter": ("app/session.py", "set_parameter", "edit"),
 }
-
-
-def _rerun_under_xvfb() -> int:
-    command = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", sys.executable, *sys.argv]
-    return subprocess.run(command, check=False).returncode
 
 
 def _thread_cpu() -> dict[str, float]:
@@ -181,6 +178,7 @@ def _run_tree(tree: Path | None, args) -> dict:
     script = Path(__file__).resolve()
     if tree is not None:
         script = Path(shutil.copy(script, tree / "benchmarks" / script.name))
+        shutil.copy(HERE / "_window.py", tree / "benchmarks" / "_window.py")  # older trees have none
     with tempfile.TemporaryDirectory(prefix="softsim-profile-") as folder:
         output = Path(folder) / "result.json"
         command = [sys.executable, str(script), "--scene", args.scene, "--seconds", str(args.seconds),
@@ -214,27 +212,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
-        return _rerun_under_xvfb()
+        return rerun_under_xvfb()
     if args.json:
         Path(args.json).write_text(json.dumps(measure(args.scene, args.seconds, args.top, args.play)))
         return 0
-    runs: list[tuple[str, dict]] = []
-    worktree_folder = None
-    try:
-        trees: list[tuple[str, Path | None]] = [("this tree", None)]
-        if args.before:
-            worktree_folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
-                            str(worktree_folder / "softsim"), args.before], check=True, capture_output=True)
-            trees.insert(0, (f"before ({args.before})", worktree_folder / "softsim"))
-        for _round in range(args.rounds if args.before else 1):
-            for label, tree in trees:
-                runs.append((label, _run_tree(tree, args)))
-    finally:
-        if worktree_folder is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(worktree_folder / "softsim")], check=False, capture_output=True)
-            shutil.rmtree(worktree_folder, ignore_errors=True)
+    runs = alternate_trees(args.before, args.rounds, lambda tree: _run_tree(tree, args))
     what = "plays" if args.play else "plays and its first slider is dragged at 25 Hz"
     print(f"\nThe GUI process while {args.scene} {what} for {args.seconds:g} s (CPU from /proc, without the "
           f"profiler)\n")
@@ -253,7 +235,7 @@ def main(argv=None) -> int:
     print("|" + "---|" * len(header))
     for label, run in runs:
         print("| " + " | ".join([label, *(f"{run['shares'][name][0]:.2f}" for name in SHARES)]) + " |")
-    for label, run in runs[-len(trees):]:
+    for label, run in runs[-2 if args.before else -1:]:
         print(f"\n{label}: top {args.top} by cumulative time, ms per drawn frame ({run['tree']}; "
               f"{run['profiled']['received']} received, {run['profiled']['drawn']} drawn, "
               f"{run['profiled']['edits']} edits)")
