@@ -83,12 +83,17 @@ INTERMEDIATE_TOLERANCE = 1e-4
 #: on the way to the answer, as Newton's steps do, but not by orders of magnitude)
 MERIT_GROWTH = 10.0
 INVERSION_CHECKED_STEPS = True
-#: with the exact tangent, steps taken at a relative imbalance above this use the elasticity's positive
-#: semi-definite tangent (SOFA's R K0 R^T, or the hyperelastic laws' clamped one): far from the answer the exact
-#: tangent is often indefinite (a bent finger released), its step is no descent direction and Newton wanders.
-#: The shipped finger's jumps 10, 20, 30, 40, 5, 45, 0 and 25 mm took 142 steps with the exact tangent throughout
-#: (45 mm: 48, 0 mm: 31), 62 with this switch (at most 10 per jump); 0.3 and 0.03 gave 65 and 67
+#: with the exact tangent, once a step taken from a merit above this failed to cut the merit below WANDER_FACTOR
+#: of its value, the frame's later steps above this relative imbalance use the elasticity's positive semi-definite
+#: tangent (SOFA's R K0 R^T, or the hyperelastic laws' clamped one): far from the answer the exact tangent can be
+#: indefinite (a bent finger released), its step is then no descent direction and Newton wanders. Where the exact
+#: steps make progress from far (a cavity inflated in one frame), they keep the exact tangent, whose steps
+#: converge much faster there. Measured, total equilibrium steps with the exact tangent throughout / the definite
+#: one above 0.1 from the first step / this rule: the shipped finger's eight jumps 142 / 62 / 73 (at most 12 per
+#: jump); its 0 -> 47.34 mm jump 11 with both; springy 8 / 43 / 9; bunny 5 / 26 / 5; pneunet_gripper 19 / 64 /
+#: 64; trunk_nolimit's 20 mm jump fails / 84 / 84. WANDER_FACTOR 0.5 gave springy 43
 DEFINITE_TANGENT_ABOVE = 0.1
+WANDER_FACTOR = 0.9
 
 
 @dataclass
@@ -305,6 +310,8 @@ class _Context:
         self.inversion_checked = INVERSION_CHECKED_STEPS
         self.last_report = None
         self.last_system = None
+        #: a step with the exact tangent from far did not cut the merit: later far steps take the definite one
+        self.wandering = False
 
     def _at(self, x: np.ndarray) -> tuple:
         """(R (n_free,), the rows at x, the force scale) at ``x`` (n, 3); the last two are kept, since a state is
@@ -642,7 +649,7 @@ def _increment(ctx: _Context, state: _State, t: float):
         last_unbalanced = state.unbalanced
         steps += 1
         ctx.steps += 1
-        definite = ctx.exact and state.relative > DEFINITE_TANGENT_ABOVE
+        definite = ctx.exact and ctx.wandering and state.relative > DEFINITE_TANGENT_ABOVE
         step = _newton_step(ctx, state, refactorize, definite)
         if isinstance(step, str):
             return state, accuracy, "cut", step
@@ -671,6 +678,9 @@ def _increment(ctx: _Context, state: _State, t: float):
                                             f"implausible state: {why}")
         if steps == 1:
             reference = max(reference, trial.unbalanced)
+        if ctx.exact and not definite and current_merit > DEFINITE_TANGENT_ABOVE and (
+                trial.merit(ctx.body_size) > WANDER_FACTOR * current_merit):
+            ctx.wandering = True  # the exact tangent's step from far did not help: see DEFINITE_TANGENT_ABOVE
         state = trial
         ctx.last_system, ctx.last_report = candidate, candidate_report
         accuracy = solve_accuracy(candidate, W, candidate_report.force)
