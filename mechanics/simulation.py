@@ -217,13 +217,9 @@ class Simulation:
         alone: building every constraint's whole ``outputs`` each frame made a still frame slower).
         ``settled``: the frame converged; otherwise an actuator on a bound of its other quantity is where the
         solve stopped, not held by that bound, and each actuator's ``limited`` output says so too."""
-        limited = []
         for constraint in self.constraints:
-            if hasattr(constraint, "limited"):
-                constraint.settled = settled
-                if constraint.limited == 1.0:
-                    limited.append(constraint.name)
-        return limited
+            constraint.settled = settled
+        return [c.name for c in self.constraints if getattr(c, "limited", 0.0) == 1.0]
 
     def _async_solvers(self) -> list:
         """The frame's linear solvers that are asynchronous preconditioners (Newton's, the equilibrium's)."""

@@ -78,6 +78,9 @@ class ScalarActuator(Constraint):
         #: bound it found active ("" when none)
         self.inverse_target: float | None = None
         self.inverse_bound = ""
+        #: whether the last stored frame converged (set by the simulation): only then is an actuator short of its
+        #: value with its other quantity on a bound held by that bound (``limited``)
+        self.settled = True
 
     # ------------------------------------------------------------------ what subclasses give
     @abc.abstractmethod
@@ -159,12 +162,11 @@ class ScalarActuator(Constraint):
         limited."""
         if self.inverse_target is not None:
             return float(bool(self.inverse_bound))
-        settled = getattr(self, "settled", True)
         if self.imposes_motion:
             return limit_binds(float(self.value), self.imposed, self.motion, self.effort, *self._range(self.EFFORT),
-                               settled)
+                               self.settled)
         return limit_binds(float(self.value), self.imposed, self.effort, self.motion, *self._range(self.MOTION),
-                           settled)
+                           self.settled)
 
     # ------------------------------------------------------------------ inverse mode
     def inverse_limits(self, motion: float, effort: float) -> InverseLimits:
