@@ -14,7 +14,8 @@ __all__ = ["TetMesh", "TriangleSurface", "tet_signed_volumes"]
 def tet_signed_volumes(points: np.ndarray, tets: np.ndarray) -> np.ndarray:
     """Signed volumes ``det[x1-x0, x2-x0, x3-x0] / 6`` of shape (m,); positive for positive orientation.
 
-    Written per coordinate (contiguous columns, no (m, 4, 3) gather): a few times faster on big meshes."""
+    Written per coordinate: contiguous columns and no (m, 4, 3) gather, whose copy dominates on big meshes
+    (benchmarks/RESULTS.md, "Measurements moved out of docstrings")."""
     points = np.asarray(points, dtype=np.float64)
     tets = np.asarray(tets, dtype=np.int64)
     x, y, z = (np.ascontiguousarray(points[:, k]) for k in range(3))

@@ -112,8 +112,8 @@ def polar_newton(F, R):
     equal to it to round-off. A reflection when det F < 0, like SOFA's polar. Returns False (R untouched) for a nearly
     singular F or no convergence in 30 iterations; the caller then falls back to :func:`rotation_from_f`.
 
-    Written with scalar locals: the same loop over 3x3 scratch arrays runs several times slower (numba cannot
-    keep array entries in registers across stores).
+    Written with scalar locals, which numba keeps in registers; it cannot keep the entries of 3x3 scratch arrays
+    there across stores.
     """
     r00 = F[0, 0]
     r01 = F[0, 1]

@@ -158,8 +158,8 @@ def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks:
     Newton's answer, so convergence is judged by the solver's own error measure and tolerance. Returns the first
     of these reports that converged, else the one with the smallest error (the first solve's when none is
     smaller); a report from Newton's answer has ``solver`` "<type> from semi-smooth Newton" and counts the
-    second run's iterations. Starting from the solver's answer is the cheapest: on the PneunetGripper's grasp,
-    the 95 frames took 6 times longer when zero was tried first."""
+    second run's iterations. The solver's answer comes first because it is the start nearest the answer, and the
+    cheapest (benchmarks/RESULTS.md, "Measurements moved out of docstrings")."""
     report = solver.solve(W, dfree, blocks, initial_force=initial_force)
     m = dfree.size
     if report.converged or m == 0 or m > max_rows:

@@ -16,10 +16,11 @@ logger = logging.getLogger(__name__)
 def configure_threads() -> None:
     """Set the thread settings the solvers were measured with, for this process.
 
-    - ``KMP_BLOCKTIME=20`` (unless set): MKL's OpenMP threads spin for 200 ms after each Pardiso call by default
-      and then compete with the element assembly of the next Newton iteration for the cores; 0 would make every
-      small solve pay a thread wake-up; 20 ms keeps them awake within an interactive frame. The OpenMP runtime
-      reads it when MKL loads, so this must run before the first factorization.
+    - ``KMP_BLOCKTIME=20`` (unless set): with the OpenMP runtime's default, MKL's threads keep spinning long after
+      each Pardiso call and compete with the element assembly of the next Newton iteration for the cores; 0
+      would make every small solve pay a thread wake-up; 20 ms keeps them awake within an interactive frame
+      (benchmarks/RESULTS.md, the KMP_BLOCKTIME row). The OpenMP runtime reads it when MKL loads, so this must
+      run before the first factorization.
     - numpy's OpenBLAS limited to one thread: after any numpy BLAS call (a vector norm), OpenBLAS's idle threads
       keep spinning and take the cores MKL's threads need, which slows the numeric factorization that follows.
       numpy's BLAS work here is small (norms, dense products of constraint-space matrices).
