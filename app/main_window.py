@@ -177,7 +177,8 @@ class MainWindow(QMainWindow):
         self.record_timing = "wall"  # the clock of the next recording's video (RECORD_TIMINGS)
         self.pace_choice = "none"  # Simulation > Frame-rate cap (PACES)
         self.docks = []
-        self._draws = LatestPacer(self._draw, factor=RENDER_INTERVAL_FACTOR, parent=self,
+        #: the pacer of the view's draws: frames are offered, the newest drawn when the last draw's cost allows
+        self.draws = LatestPacer(self._draw, factor=RENDER_INTERVAL_FACTOR, parent=self,
                                   extra_cost=lambda: self.viewport.last_paint_seconds)
         self.history = EditHistory(self.session, self)
         self._build_actions()
@@ -646,11 +647,11 @@ class MainWindow(QMainWindow):
         """Take a new frame: drawn by the pacer (app.pacing) as soon as RENDER_INTERVAL_FACTOR times the last
         draw's cost (writing the arrays and the paint it asks for) has passed, the newest frame winning; drawing
         then takes at most 1 / (1 + factor) of the GUI thread however slow the OpenGL is."""
-        self._draws.offer(frame)
+        self.draws.offer(frame)
 
     def flush_frame(self) -> None:
         """Draw the newest frame now if the pacer is holding it back (rendered before returning)."""
-        if self._draws.flush():
+        if self.draws.flush():
             self.viewport.render()
 
     def _draw(self, frame) -> None:
@@ -884,7 +885,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         self.stop_recording()
-        self._draws.discard()
+        self.draws.discard()
         self.session.release_views()  # nothing reaches the widgets once they start to go
         self.session.shutdown()
         self.viewport.close()

@@ -51,10 +51,18 @@ class PickingMixin:
         self.draw()
 
     def _display_point(self, point: np.ndarray) -> tuple[float, float]:
+        """VTK display coordinates (device pixels, y up) of a point (3,) in the scene."""
         self.renderer.SetWorldPoint(*point, 1.0)
         self.renderer.WorldToDisplay()
         x, y, _ = self.renderer.GetDisplayPoint()
         return x, y
+
+    def widget_position(self, point: np.ndarray) -> tuple[float, float]:
+        """Where a point (3,) of the scene appears in the view: Qt widget coordinates (logical pixels, y down),
+        the inverse of :meth:`display_coordinates`."""
+        x, y = self._display_point(point)
+        scale = self.devicePixelRatioF()
+        return x / scale, self.height() - 1 - y / scale
 
     def goal_at(self, display_x: float, display_y: float) -> tuple[str, int] | None:
         """The goal handle within GOAL_PICK_PIXELS of display coordinates: (effector, point index), or None."""

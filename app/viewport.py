@@ -514,8 +514,7 @@ class Viewport(PickingMixin, QtInteractor):
                 actor.GetProperty().SetPointSize(16)
                 actor.GetProperty().SetRenderPointsAsSpheres(True)
                 self._effector_marker = (actor, poly, name)
-        actors = self._named_actors.get((kind, name)) or self._named_actors.get((kind, None), [])
-        for actor in actors:
+        for actor in self.actors(kind, name):
             prop = actor.GetProperty()
             self._highlighted.append((prop, (prop.GetColor(), prop.GetEdgeColor(), prop.GetEdgeVisibility(),
                                              prop.GetOpacity(), prop.GetLineWidth(), prop.GetPointSize())))
@@ -527,6 +526,26 @@ class Viewport(PickingMixin, QtInteractor):
             prop.SetPointSize(prop.GetPointSize() * 1.8)
         self.highlighted = (kind, name) if kind is not None else None
         self.render()
+
+    def actors(self, kind: str | None, name: str | None = None) -> list:
+        """The VTK actors drawing the scene component ``kind`` called ``name`` (the kinds of :meth:`highlight`,
+        and "rigid"); the bodies and the fixed nodes are drawn as one actor each, whatever ``name``. [] when
+        nothing draws it."""
+        return list(self._named_actors.get((kind, name)) or self._named_actors.get((kind, None), []))
+
+    @property
+    def effector_marker(self) -> np.ndarray | None:
+        """The points (k, 3) of the marker drawn on the highlighted effector; None when no effector is
+        highlighted."""
+        return None if self._effector_marker is None else np.array(self._effector_marker[1].points)
+
+    @property
+    def drag_line(self) -> np.ndarray | None:
+        """The ends (2, 3) of the line drawn from the dragged node to the mouse's target (as drawn: with the
+        deformation scale); None when no node is dragged."""
+        if self._drag_actor is None or not self._drag_actor.GetVisibility():
+            return None
+        return np.array(self._drag_line.points)
 
     def _effector_points(self, name: str) -> np.ndarray:
         """The effector's points (k, 3) in the frame shown (:func:`app.frames.effector_points`)."""

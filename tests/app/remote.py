@@ -107,8 +107,7 @@ def solver_state(scene) -> dict:
     """The constraint solver's type and correction factor, and the linear solver's type and CG iterations."""
     simulation = scene.simulation
     solver = simulation.constraint_solver
-    tangent = getattr(simulation, "_constrained_tangent", None)
-    current = getattr(tangent, "current_solver", None)
+    current = simulation.constrained_tangent.current_solver
     return {"constraint_type": type(solver).__name__,
             "spectralCorrectionFactor": getattr(solver, "spectralCorrectionFactor", None),
             "linear_type": type(simulation.newton.linear_solver).__name__,

@@ -6,6 +6,7 @@ import pytest
 from PyQt6.QtCore import QPoint, Qt
 from PyQt6.QtWidgets import QApplication, QMessageBox
 
+from softsim.app.frames import effector_points
 from softsim.app.resources import default_scene, resource_path
 from softsim.app.viewport import HIGHLIGHT_RGB
 from tests.app import remote
@@ -58,7 +59,8 @@ def test_the_view_owns_most_of_the_window_and_the_actuators_need_no_sideways_scr
         assert not actuators.scroll.horizontalScrollBar().isVisible()
         for bar in main_window.toolbars:  # every toolbar shows all of itself (no overflow arrow)
             assert bar.width() >= bar.sizeHint().width(), (width, bar.objectName())
-        assert main_window._toolbar_break == (width == 1024)  # the display toolbar on a row of its own
+        # the display toolbar on a row of its own
+        assert main_window.toolBarBreak(main_window.toolbars[1]) == (width == 1024)
 
 
 def test_the_view_keeps_its_size_while_a_scene_plays_with_warnings(main_window, qtbot):
@@ -231,7 +233,8 @@ def test_an_edit_while_paused_solves_a_static_frame_and_a_dynamic_scene_says_wha
 def test_the_scene_tree_lists_the_components_shows_parameters_and_highlights(main_window, qtbot):
     assert main_window.open_path(default_scene())
     tree = main_window.dock("scene_dock").widget()
-    titles = [item.text(0) for item in tree._items()]
+    every = Qt.MatchFlag.MatchWildcard | Qt.MatchFlag.MatchRecursive
+    titles = [item.text(0) for item in tree.tree.findItems("*", every)]
     for title in ("Bodies", "Body finger", "Material: corotational", "Fixed region 0", "Cable cable (displacement)",
                   "Effector tip", "Solvers", "Constraint solver: BlockGaussSeidel"):
         assert title in titles, title
@@ -241,10 +244,13 @@ def test_the_scene_tree_lists_the_components_shows_parameters_and_highlights(mai
     assert tree.table.rowCount() == len(rows)
     viewport = main_window.viewport
     assert viewport.highlighted == ("cable", "cable")
-    actor = viewport._named_actors[("cable", "cable")][0]
+    [actor] = viewport.actors("cable", "cable")
     assert actor.GetProperty().GetColor() == pytest.approx(HIGHLIGHT_RGB)
     tree.select("body.finger.effector.tip")
-    assert viewport.highlighted == ("effector", "tip") and viewport._effector_marker is not None
+    assert viewport.highlighted == ("effector", "tip")
+    # a marker on the effector's points, where the frame shown has them
+    np.testing.assert_allclose(viewport.effector_marker,
+                               effector_points(main_window.session.latest_frame.outputs, "tip"), atol=1e-12)
     assert actor.GetProperty().GetColor() == pytest.approx((1.0, 0.55, 0.1))  # the cable is back to normal
     tree.edit_button.click()
     assert main_window.dock("parameters_dock").widget().filter.text() == "body.finger.effector.tip."

@@ -54,9 +54,8 @@ def test_dragging_the_goal_handle_moves_the_tip_there(main_window, qtbot):
     viewport.set_camera_preset("front")
     viewport.render()
     goal = viewport.goals["tip"][0]
-    display_x, display_y = viewport._display_point(goal)
-    scale = viewport.devicePixelRatioF()
-    start = QPoint(round(display_x / scale), round(viewport.height() - 1 - display_y / scale))
+    x, y = viewport.widget_position(goal)
+    start = QPoint(round(x), round(y))
     end = start + QPoint(0, -60)
     history_before = main_window.history.count()
     qtbot.mousePress(viewport, Qt.MouseButton.LeftButton, pos=start)

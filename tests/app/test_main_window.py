@@ -83,16 +83,6 @@ def test_pulling_the_cable_bends_the_finger(main_window, qtbot):
     assert changed > 0.01, f"only {changed:.4f} of the pixels changed"
 
 
-def _display_point(viewport, world) -> tuple[float, float]:
-    """Qt widget coordinates (logical pixels, y down) of a world point."""
-    renderer = viewport.renderer
-    renderer.SetWorldPoint(*world, 1.0)
-    renderer.WorldToDisplay()
-    dx, dy, _ = renderer.GetDisplayPoint()
-    scale = viewport.devicePixelRatioF()
-    return dx / scale, viewport.height() - 1 - dy / scale
-
-
 def test_a_node_dragged_with_the_mouse_moves_the_body_and_it_returns_on_release(main_window, qtbot):
     assert main_window.open_path(default_scene())
     viewport = main_window.viewport
@@ -105,7 +95,7 @@ def test_a_node_dragged_with_the_mouse_moves_the_body_and_it_returns_on_release(
     lo, hi = rest.min(axis=0), rest.max(axis=0)
     near_tip = rest[:, 0] < lo[0] + 1e-6
     aim = np.array([lo[0] + 2.0, rest[near_tip, 1].mean(), hi[2]])  # on the front face, 2 mm from the tip
-    x, y = _display_point(viewport, aim)
+    x, y = viewport.widget_position(aim)
     picked = []
     viewport.node_picked.connect(lambda node, position: picked.append(node))
     start = QPoint(round(x), round(y))
@@ -122,12 +112,13 @@ def test_a_node_dragged_with_the_mouse_moves_the_body_and_it_returns_on_release(
     assert frame.drag_node == node
     lift = frame.x[node, 1] - rest[node, 1]
     assert lift > 5.0, f"the dragged node rose {lift:.2f} mm"
-    assert main_window.viewport._drag_actor.GetVisibility()
+    # the drag line runs from the node to the mouse's target (deformation scale 1: as simulated)
+    np.testing.assert_allclose(viewport.drag_line, [frame.x[node], frame.drag_target], atol=1e-9)
     qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
                        QPoint(start.x(), start.y() - 90))
     assert not viewport.dragging
     frame = run_frames(qtbot, main_window, 6)
-    assert frame.drag_node == -1
+    assert frame.drag_node == -1 and viewport.drag_line is None
     # back to the gravity equilibrium (static frames, one re-equilibration iteration each)
     assert np.linalg.norm(frame.x[node] - rest[node]) < 0.01 * lift
 
@@ -406,20 +397,20 @@ def test_the_panels_show_the_frame_the_view_draws_and_a_deleted_panel_gets_no_fr
     readout = panel.controls["cable"].readouts["cable.displacement"]
     shown = []
     session.frame_shown.connect(shown.append)
-    main_window._draws.last_seconds = 3600.0  # the pacer holds every frame back until flushed
+    main_window.draws.last_seconds = 3600.0  # the pacer holds every frame back until flushed
     assert session.set_parameter(CABLE, 4.0) is None
     qtbot.waitUntil(lambda: session.model.frame.outputs["cable.displacement"] > 3.9, timeout=60000)
     assert shown == [] and float(readout.text()) < 3.9  # received, not drawn: the readout waits for the draw
     main_window.flush_frame()
     assert shown == [session.model.frame] and float(readout.text()) == pytest.approx(4.0, abs=1e-6)
-    main_window._draws.last_seconds = 0.0
+    main_window.draws.last_seconds = 0.0
     # a second actuators panel on the same session, deleted: the next frame shown does not reach its widgets
     extra = ActuatorsPanel(session)
     calls = []
     extra.update_frame = calls.append  # the instance's own, connected below with the panel as owner
     session.frame_shown.connect(extra.update_frame, owner=extra)
-    extra.deleteLater()
-    qtbot.waitUntil(lambda: not any(c is extra.update_frame for c in session.frame_shown._callbacks), timeout=60000)
+    with qtbot.waitSignal(extra.destroyed, timeout=60000):
+        extra.deleteLater()
     session.shown(session.model.frame)  # would raise "wrapped C/C++ object ... has been deleted" if still connected
     assert calls == []
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QSpinBox
+from PyQt6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QSpinBox
 
 from softsim.app.panels import DOCK_NAMES, create_docks
 from softsim.app.panels.actuators import SLIDER_STEPS, actuator_range, force_scale
@@ -512,8 +512,8 @@ def test_readouts_ranges_and_plot_axes_carry_the_scenes_units(docks, session, qt
     step_and_wait(qtbot, session)
     actuators = docks["actuators_dock"]
     control = next(iter(actuators.controls.values()))
-    rows = {control._readout_form.itemAt(i, control._readout_form.ItemRole.LabelRole).widget().text()
-            for i in range(control._readout_form.rowCount())}
+    readouts = list(control.readouts.values())
+    rows = {label.text() for label in control.findChildren(QLabel) if label.buddy() in readouts}  # their titles
     assert {"cableLength [mm]", "displacement [mm]", "force [mN]"} <= rows
     assert " mm (" in control.range_label.text()
     plots = docks["plots_dock"]

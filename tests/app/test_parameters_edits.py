@@ -46,8 +46,9 @@ def walks(monkeypatch):
 
 
 def shown(panel: ParametersPanel) -> dict:
-    """Every editor's value and enabled state, by key path."""
-    return {path: (editor.value, editor.isEnabled(), panel._labels[path].isEnabled())
+    """Every editor's value and enabled state and its label's (the label beside it in its section's form), by key
+    path."""
+    return {path: (editor.value, editor.isEnabled(), editor.parentWidget().layout().labelForField(editor).isEnabled())
             for path, editor in panel.editors.items()}
 
 

@@ -17,7 +17,7 @@ def test_the_cube_is_drawn_where_each_frame_puts_it(main_window, qtbot, tmp_path
     parsed = parse_data(data, source=str(scene), base_dir=spec.base_dir)
     scene.write_text(dump_scene(parsed, base_dir=tmp_path))
     assert main_window.open_path(scene), main_window.session.last_error
-    actors = main_window.viewport._rigid_actors
+    actors = main_window.viewport.actors("rigid", "cube")
     assert len(actors) == 1
     frame = run_frames(qtbot, main_window, 3)
     pose = frame.rigid_poses[0]

@@ -35,13 +35,12 @@ def test_closing_the_window_releases_the_render_window(qtbot):
     viewport_ref = weakref.ref(window.viewport)
     window_ref = weakref.ref(window)
     window.close()
-    assert window.viewport._closed
     assert window.viewport.render_window is None
     window.deleteLater()
     del window
     qtbot.wait(50)
     gc.collect()
-    assert viewport_ref() is None or viewport_ref()._closed
+    assert viewport_ref() is None or viewport_ref().render_window is None
     assert window_ref() is None  # nothing outside the window (the worker's wake-up included) keeps it alive
 
 
