@@ -195,7 +195,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
                                          g, h)
             elif want_K and exact:
                 _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pr, rest_rotations[e], mu[e], lam[e], vol[e],
-                                         dNe, Ke, Sm, Minv, dR, dE, dP, v6)
+                                         dNe, Ke, Sm, Minv, dR, dE, dP, v6, g)
             elif want_K:
                 _dyads(R, dNe, g, s, None, mu[e])
                 _scatter_blocks(k_data, block_base, row_stride, tet, e, vol[e], dNe, g, s, lam[e], mu[e], 0.0, G)

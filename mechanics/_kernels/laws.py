@@ -233,15 +233,19 @@ def _project_psd(A):
 
 
 @njit(cache=True, nogil=True)
-def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe, Ke, S, Minv, dR, dE, dP, v):
+def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe, Ke, S, Minv, dR, dE, dP, v, g):
     """The consistent (exact) element Jacobian K_e = -d f_e/dx_e (12, 12) of SOFA's corotational force
     f_a = -V R S(R^T F) dN_a, S(E) = 2 mu (sym E - I) + lam (tr E - 3) I, with the derivative of SOFA's
     rotation R included: dP = dR S + R (2 mu sym dE + lam tr dE I), dE = dR^T F + R^T dF.
 
-    The matrix is not symmetric (SOFA's force is not the gradient of an energy). Without the dR terms it is
-    SOFA's R K0 R^T. ROT_SVD below SOFA_SVD_MIN_DET (SOFA's SVD branch of an inverted element) keeps dR = 0,
-    i.e. SOFA's tangent for that element. ``Q`` (ROT_LARGE), ``D`` and ``Pp`` (ROT_POLAR/ROT_SVD) are as left by
-    :func:`mechanics._kernels.rotations._element_rotation`; the other arrays are scratch.
+    The matrix is not symmetric (SOFA's force is not the gradient of an energy). It is SOFA's R K0 R^T (the
+    dE = R^T dF part: K_ab = V (mu dN_a.dN_b I + lam u_a u_b^T + mu u_b u_a^T), u_a = R dN_a) plus the
+    rotation's part dP_r = dR S + R (2 mu sym(dR^T F) + lam tr(dR^T F) I) for the nodes b >= 1 that R depends
+    on (ROT_LARGE: nodes 1 and 2; the polar methods: 1 to 3). R depends only on the edges from node 0, so node
+    0's rotation part is minus the others' sum. ROT_SVD below SOFA_SVD_MIN_DET (SOFA's SVD branch of an
+    inverted element) keeps dR = 0, i.e. SOFA's tangent for that element. ``Q`` (ROT_LARGE), ``D`` and ``Pp``
+    (ROT_POLAR/ROT_SVD) are as left by :func:`mechanics._kernels.rotations._element_rotation`; the other arrays
+    (``g`` (4, 3) among them) are scratch.
     """
     for i in range(3):  # S = 2 mu eps + lam tr(eps) I, eps = sym(R^T F) - I
         for j in range(3):
@@ -253,7 +257,19 @@ def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe
     for i in range(3):
         for j in range(3):
             S[i, j] = mu * (dE[i, j] + dE[j, i]) - (2.0 * mu if i == j else 0.0) + (lam * tr if i == j else 0.0)
+    for a in range(4):  # SOFA's R K0 R^T
+        for i in range(3):
+            g[a, i] = R[i, 0] * dNe[a, 0] + R[i, 1] * dNe[a, 1] + R[i, 2] * dNe[a, 2]
+    for a in range(4):
+        for b in range(4):
+            sab = mu * (dNe[a, 0] * dNe[b, 0] + dNe[a, 1] * dNe[b, 1] + dNe[a, 2] * dNe[b, 2])
+            for i in range(3):
+                for k in range(3):
+                    Ke[3 * a + i, 3 * b + k] = vol * (lam * g[a, i] * g[b, k] + mu * g[b, i] * g[a, k]
+                                                      + (sab if i == k else 0.0))
     polar = rot == ROT_POLAR or (rot == ROT_SVD and _det3(F) >= SOFA_SVD_MIN_DET)
+    if not (rot == ROT_LARGE or polar):
+        return
     if polar:  # Minv = (tr S_p I - S_p)^-1 with S_p = Pp^T Ds
         for i in range(3):
             for j in range(3):
@@ -269,28 +285,27 @@ def _sofa_consistent_tangent(rot, x, tet, F, R, Q, D, Pp, R01, mu, lam, vol, dNe
                 a = Minv[i, j] / det
                 Minv[i, j] = Minv[j, i] / det
                 Minv[j, i] = a
-    for b in range(4):
+    last = 2 if rot == ROT_LARGE else 3
+    for b in range(1, last + 1):
         for k in range(3):
-            if rot == ROT_LARGE or polar:
-                _sofa_rotation_derivative(rot, x, tet, Q, D, Pp, R01, Minv, b, k, dR, v)
-            else:
-                for i in range(3):
-                    for j in range(3):
-                        dR[i, j] = 0.0
-            for i in range(3):  # dE = dR^T F + R^T dF, dF = e_k dN_b^T
+            _sofa_rotation_derivative(rot, x, tet, Q, D, Pp, R01, Minv, b, k, dR, v)
+            for i in range(3):  # dE = dR^T F
                 for j in range(3):
-                    dE[i, j] = (dR[0, i] * F[0, j] + dR[1, i] * F[1, j] + dR[2, i] * F[2, j]
-                                + R[k, i] * dNe[b, j])
+                    dE[i, j] = dR[0, i] * F[0, j] + dR[1, i] * F[1, j] + dR[2, i] * F[2, j]
             trd = dE[0, 0] + dE[1, 1] + dE[2, 2]
-            for i in range(3):  # dP = dR S + R dS, dS = mu (dE + dE^T) + lam tr(dE) I
+            for i in range(3):  # dS = mu (dE + dE^T) + lam tr(dE) I, in dE's place
+                for j in range(i, 3):
+                    ds = mu * (dE[i, j] + dE[j, i])
+                    dE[i, j] = ds
+                    dE[j, i] = ds
+                dE[i, i] += lam * trd
+            for i in range(3):  # dP = dR S + R dS
                 for j in range(3):
-                    s = 0.0
-                    for m in range(3):
-                        ds = mu * (dE[m, j] + dE[j, m]) + (lam * trd if m == j else 0.0)
-                        s += dR[i, m] * S[m, j] + R[i, m] * ds
-                    dP[i, j] = s
+                    dP[i, j] = (dR[i, 0] * S[0, j] + dR[i, 1] * S[1, j] + dR[i, 2] * S[2, j]
+                                + R[i, 0] * dE[0, j] + R[i, 1] * dE[1, j] + R[i, 2] * dE[2, j])
             column = 3 * b + k
             for a in range(4):
                 for i in range(3):
-                    Ke[3 * a + i, column] = vol * (dP[i, 0] * dNe[a, 0] + dP[i, 1] * dNe[a, 1]
-                                                   + dP[i, 2] * dNe[a, 2])
+                    value = vol * (dP[i, 0] * dNe[a, 0] + dP[i, 1] * dNe[a, 1] + dP[i, 2] * dNe[a, 2])
+                    Ke[3 * a + i, column] += value
+                    Ke[3 * a + i, k] -= value
