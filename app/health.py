@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from softsim.mechanics.scene import actuators
 from softsim.mechanics.units import output_quantity, unit_label
 
 __all__ = ["Problem", "frame_problems"]
@@ -126,23 +127,22 @@ def _actuators(frame, spec, units: str | None) -> list[Problem]:
     """Every actuator short of its target (beyond round-off; a slack cable is not), with the cause."""
     outputs, report = frame.outputs, frame.report
     problems = []
-    for body in spec.bodies:
-        for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
-            for item in items:
-                if _slack(kind, item, outputs):
-                    continue
-                achieved = outputs.get(f"{item.name}.{item.valueType}")
-                flagged = bool(outputs.get(f"{item.name}.limited"))
-                if achieved is None and not flagged:
-                    continue
-                if achieved is not None and _round_off(item, achieved, outputs):
-                    continue
-                unit = _unit(output_quantity(item.valueType), units)
-                text = f"{kind} '{item.name}' is short of its target: {item.valueType} "
-                text += (f"{achieved:.4g}{unit} of {float(item.value):.4g}{unit}" if achieved is not None
-                         else f"not {float(item.value):.4g}{unit}")
-                cause = _cause(item.name, report, frame, kind, item, units)
-                problems.append(Problem("actuator_limited", f"{text} ({cause})"))
+    for actuator in actuators(spec):
+        kind, item = actuator.kind, actuator.item
+        if _slack(kind, item, outputs):
+            continue
+        achieved = outputs.get(f"{item.name}.{item.valueType}")
+        flagged = bool(outputs.get(f"{item.name}.limited"))
+        if achieved is None and not flagged:
+            continue
+        if achieved is not None and _round_off(item, achieved, outputs):
+            continue
+        unit = _unit(output_quantity(item.valueType), units)
+        text = f"{kind} '{item.name}' is short of its target: {item.valueType} "
+        text += (f"{achieved:.4g}{unit} of {float(item.value):.4g}{unit}" if achieved is not None
+                 else f"not {float(item.value):.4g}{unit}")
+        cause = _cause(item.name, report, frame, kind, item, units)
+        problems.append(Problem("actuator_limited", f"{text} ({cause})"))
     return problems
 
 

@@ -33,6 +33,7 @@ from softsim.mechanics.fem import TetElasticity  # noqa: E402
 from softsim.mechanics.linear_solvers import DirectSolver  # noqa: E402
 from softsim.mechanics.loads import Gravity, lumped_masses  # noqa: E402
 from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
+from softsim.mechanics.scene import actuators as scene_actuators  # noqa: E402
 from softsim.mechanics.scene_runtime import Scene  # noqa: E402
 from softsim.mechanics.simulation import Simulation  # noqa: E402
 from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
@@ -112,11 +113,8 @@ def scene_case(path: Path, frames: int) -> dict:
     result = time_frames(scene.step, sim, frames)
     set_times = []
     for constraint, increment in _actuators(sim)[:1]:
-        # the scene key of the actuator: its body and kind (multi-body scenes wrap it in an OffsetConstraint)
-        kind, body = next((kind, body.name) for body in scene.spec.bodies
-                          for kind, specs in (("cable", body.cables), ("cavity", body.cavities))
-                          if constraint.name in {spec.name for spec in specs})
-        key = f"body.{body}.{kind}.{constraint.name}.value"
+        # the scene key of the actuator, found by name (multi-body scenes wrap it in an OffsetConstraint)
+        key = next(a.value_path for a in scene_actuators(scene.spec) if a.item.name == constraint.name)
         for _ in range(5):
             started = time.perf_counter()
             scene.set(key, float(constraint.value) + increment)

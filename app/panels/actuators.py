@@ -30,7 +30,7 @@ from PyQt6.QtWidgets import (
 
 from softsim.app.colour_range import readout_floor, without_round_off
 from softsim.app.panels.schema_info import format_real
-from softsim.mechanics.scene import get_value
+from softsim.mechanics.scene import actuators, get_value
 from softsim.mechanics.scene.schema import CableSpec, declarations
 from softsim.mechanics.units import output_quantity, unit_label, with_unit
 
@@ -524,12 +524,12 @@ class ActuatorsPanel(QWidget):
             rest_outputs = dict(frame.outputs)
             for body in spec.bodies:
                 young = get_value(spec, f"body.{body.name}.material.youngModulus")
-                for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
-                    for index, _item in enumerate(items):
-                        control = ActuatorControl(self.session, body.name, kind, index, rest_outputs=rest_outputs,
-                                                  young_modulus=young, points=frame.x, parent=content)
-                        self.controls[control.name] = control
-                        layout.addWidget(control)
+                for actuator in actuators(spec, body.name):
+                    control = ActuatorControl(self.session, body.name, actuator.kind, actuator.index,
+                                              rest_outputs=rest_outputs, young_modulus=young, points=frame.x,
+                                              parent=content)
+                    self.controls[control.name] = control
+                    layout.addWidget(control)
                 for effector in body.effectors:
                     readout = EffectorReadout(effector.name, content)
                     self.effectors[effector.name] = readout

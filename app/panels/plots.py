@@ -30,6 +30,7 @@ from PyQt6.QtWidgets import (
 from softsim.app.pacing import LatestPacer
 from softsim.app.panels.actuators import GEOMETRIC_QUANTITIES, VALUE_QUANTITIES
 from softsim.app.status_labels import set_style_sheet
+from softsim.mechanics.scene import actuators
 from softsim.mechanics.units import with_unit
 
 logger = logging.getLogger(__name__)
@@ -266,13 +267,11 @@ class PlotsPanel(QWidget):
         self._actuator_keys, self._force_keys, self._effector_names = [], [], []
         spec = self.session.spec
         if spec is not None:
-            for body in spec.bodies:
-                for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
-                    for item in items:
-                        for quantity in VALUE_QUANTITIES[kind]:
-                            keys = self._actuator_keys if quantity in GEOMETRIC_QUANTITIES else self._force_keys
-                            keys.append(f"{item.name}.{quantity}")
-                self._effector_names += [e.name for e in body.effectors]
+            for actuator in actuators(spec):
+                for quantity in VALUE_QUANTITIES[actuator.kind]:
+                    keys = self._actuator_keys if quantity in GEOMETRIC_QUANTITIES else self._force_keys
+                    keys.append(f"{actuator.item.name}.{quantity}")
+            self._effector_names = [e.name for body in spec.bodies for e in body.effectors]
         for plot in self.plots.values():
             plot.clear()
         if spec is not None:

@@ -7,7 +7,7 @@ once in mechanics/scene/schema.py; docs/scene-format.md lists them).
 Turning a ``SceneSpec`` into bodies, constraints and solvers is not done here.
 """
 
-from softsim.mechanics.scene.edit import get_value, list_parameters, set_value, set_values, validate_spec
+from softsim.mechanics.scene.edit import actuators, get_value, list_parameters, set_value, set_values, validate_spec
 from softsim.mechanics.scene.load import load_scene, parse_data, parse_scene
 from softsim.mechanics.scene.save import dump_scene, save_scene, to_data
 from softsim.mechanics.scene.schema import (
@@ -54,6 +54,7 @@ __all__ = [
     "SceneSpec",
     "SolverSpec",
     "SphereSpec",
+    "actuators",
     "dump_scene",
     "get_value",
     "list_parameters",

@@ -30,7 +30,8 @@ from softsim.mechanics.scene.load import _PREPARE, SCENE_RULE_KEYS, SCENE_RULE_T
 from softsim.mechanics.scene.save import to_data
 from softsim.mechanics.scene.schema import EXCLUSIVE_KEYS, SceneError, SceneSpec, Table, TableList, schema_fields
 
-__all__ = ["Address", "get_value", "resolve", "set_value", "set_values", "list_parameters", "validate_spec"]
+__all__ = ["Actuator", "Address", "actuators", "get_value", "resolve", "set_value", "set_values", "list_parameters",
+           "validate_spec"]
 
 _SEGMENT = re.compile(r"^([^.\[\]]+)((?:\[\d+\])*)$")
 
@@ -308,6 +309,32 @@ def _child(obj: Any, key: str, index: int | None) -> Any:
     assert found is not None
     value = getattr(obj, found[1])
     return value if index is None else value[index]
+
+
+@dataclasses.dataclass(frozen=True)
+class Actuator:
+    """A cable or cavity of a scene: its body's name, ``kind`` ("cable" or "cavity"), its index in the body's list
+    and its spec item (a ``CableSpec`` or ``CavitySpec``)."""
+
+    body: str
+    kind: str
+    index: int
+    item: Any
+
+    @property
+    def value_path(self) -> str:
+        """The key path of its value (``body.finger.cable.cable.value``)."""
+        return f"body.{self.body}.{self.kind}.{self.item.name}.value"
+
+
+def actuators(spec: SceneSpec, body: str | None = None):
+    """Every cable and cavity of ``spec`` (of the body called ``body`` only, when given) as an :class:`Actuator`:
+    body by body, cables before cavities (the Actuators panel's order)."""
+    for entry in spec.bodies:
+        if body is None or entry.name == body:
+            for kind, items in (("cable", entry.cables), ("cavity", entry.cavities)):
+                for index, item in enumerate(items):
+                    yield Actuator(entry.name, kind, index, item)
 
 
 def list_parameters(spec: SceneSpec) -> list[tuple[str, Any]]:

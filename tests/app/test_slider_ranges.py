@@ -8,15 +8,15 @@ scene's value, as a user dragging the slider fast or typing values does. Every f
 scene sets a rate limit (the trunk's maxDispVariation, the pneunet's maxPressureVariation) the frame moves the
 actuator by that limit and reports it as limited, which is converged too.
 
-Measured on this project's machine: 2 to 11 equilibrium steps per frame, 0.1 to 0.6 s per frame on a loaded
-machine (the trunk's eight cables, the finger, the pneunet, the balloon and the gripper on its floor)."""
+Measured: 2 to 11 equilibrium steps per frame (the trunk's eight cables, the finger, the pneunet, the balloon and
+the gripper on its floor)."""
 
 import pytest
 
 from softsim.app.panels.actuators import actuator_range
 from softsim.app.resources import resource_path
 from softsim.mechanics import Scene
-from softsim.mechanics.scene.edit import get_value
+from softsim.mechanics.scene import actuators, get_value
 
 SHIPPED_STATIC = ["finger", "pneunet", "balloon", "gripper", "trunk"]
 #: equilibrium steps a jump may take (the issue's target is 10; measured at most 11, the finger's 0 -> 47.34 mm)
@@ -27,12 +27,11 @@ def _actuators(scene):
     """(value key, slider range, the scene's value) of every cable and cavity of ``scene``, as the panel sees
     them at the first frame."""
     spec, rest = scene.spec, dict(scene.outputs())
-    for body in spec.bodies:
-        young = get_value(spec, f"body.{body.name}.material.youngModulus")
-        for kind, items in (("cable", body.cables), ("cavity", body.cavities)):
-            for item in items:
-                span = actuator_range(kind, item, rest_outputs=rest, young_modulus=young, points=scene.positions)
-                yield f"body.{body.name}.{kind}.{item.name}.value", span, float(item.value)
+    for actuator in actuators(spec):
+        young = get_value(spec, f"body.{actuator.body}.material.youngModulus")
+        span = actuator_range(actuator.kind, actuator.item, rest_outputs=rest, young_modulus=young,
+                              points=scene.positions)
+        yield actuator.value_path, span, float(actuator.item.value)
 
 
 @pytest.mark.parametrize("name", SHIPPED_STATIC)
