@@ -84,14 +84,16 @@ INTERMEDIATE_TOLERANCE = 1e-4
 MERIT_GROWTH = 10.0
 INVERSION_CHECKED_STEPS = True
 #: with the exact tangent, once a step taken from a merit above this failed to cut the merit below WANDER_FACTOR
-#: of its value, the frame's later steps above this relative imbalance use the elasticity's positive semi-definite
-#: tangent (SOFA's R K0 R^T, or the hyperelastic laws' clamped one): far from the answer the exact tangent can be
-#: indefinite (a bent finger released), its step is then no descent direction and Newton wanders. Where the exact
-#: steps make progress from far (a cavity inflated in one frame), they keep the exact tangent, whose steps
-#: converge much faster there. Measured, total equilibrium steps with the exact tangent throughout / the definite
-#: one above 0.1 from the first step / this rule: the shipped finger's eight jumps 142 / 62 / 73 (at most 12 per
-#: jump); its 0 -> 47.34 mm jump 11 with both; springy 8 / 43 / 9; bunny 5 / 26 / 5; pneunet_gripper 19 / 64 /
-#: 64; trunk_nolimit's 20 mm jump fails / 84 / 84. WANDER_FACTOR 0.5 gave springy 43
+#: of its value, the frame's next steps above this relative imbalance use the elasticity's positive semi-definite
+#: tangent (SOFA's R K0 R^T, or the hyperelastic laws' clamped one), until one of those fails alike, which switches
+#: back to the exact tangent. Far from the answer the exact tangent can be indefinite (a bent finger released): its
+#: step is then no descent direction and Newton wanders. But the definite tangent ignores the rotation's
+#: stiffness, and where the body turns a lot (a gripper's finger inflated in one frame) its steps wander instead.
+#: Measured, total equilibrium steps with the exact tangent throughout / the definite one above 0.1 from the first
+#: step / the switch without switching back / this rule: the shipped finger's eight jumps 142 / 62 / 73 / 77 (at
+#: most 12 per jump); springy 8 / 43 / 9 / 9; bunny 5 / 26 / 5 / 5; pneunet_gripper 19 / 64 / 64 / 21;
+#: trunk_nolimit's 20 mm jump fails / 84 / 84 / 83; the finger's 30 mm jump 13 / - / 13 / 10; finger_block's 17 / -
+#: / 17 / 14. WANDER_FACTOR 0.5 gave springy 43
 DEFINITE_TANGENT_ABOVE = 0.1
 WANDER_FACTOR = 0.9
 
@@ -678,9 +680,11 @@ def _increment(ctx: _Context, state: _State, t: float):
                                             f"implausible state: {why}")
         if steps == 1:
             reference = max(reference, trial.unbalanced)
-        if ctx.exact and not definite and current_merit > DEFINITE_TANGENT_ABOVE and (
+        if ctx.exact and current_merit > DEFINITE_TANGENT_ABOVE and (
                 trial.merit(ctx.body_size) > WANDER_FACTOR * current_merit):
-            ctx.wandering = True  # the exact tangent's step from far did not help: see DEFINITE_TANGENT_ABOVE
+            # this step's tangent did not help from far: the next far step takes the other (see
+            # DEFINITE_TANGENT_ABOVE)
+            ctx.wandering = not definite
         state = trial
         ctx.last_system, ctx.last_report = candidate, candidate_report
         accuracy = solve_accuracy(candidate, W, candidate_report.force)
