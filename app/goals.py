@@ -35,7 +35,6 @@ class GoalHandles(QObject):
         super().__init__(parent)
         self.session = session
         self.viewport = viewport
-        self._dragged: tuple[str, np.ndarray] | None = None
         self.throttle = Throttle(self._send, parent=self)
         session.scene_opened.connect(lambda _scene=None: self.refresh(), owner=self)
         session.parameter_changed.connect(lambda _path, _value: self.refresh(), owner=self)

@@ -119,7 +119,6 @@ class ParametersPanel(QWidget):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.filter)
         layout.addWidget(self.scroll)
-        self._content: QWidget | None = None
         self._rebuild_pending = False
         session.scene_opened.connect(self.rebuild)
         session.parameter_changed.connect(self._on_parameter_changed)
@@ -163,7 +162,6 @@ class ParametersPanel(QWidget):
                 layout.addWidget(section)
         layout.addStretch(1)
         self.scroll.setWidget(content)  # deletes the previous content widget
-        self._content = content
         self._apply_filter(self.filter.text())
 
     def _add_row(self, section: CollapsibleSection, info: ParameterInfo, spec) -> None:

@@ -40,7 +40,6 @@ class SpringNetwork:
         pattern_keys = pattern_rows * n_dofs + pattern.indices
         self._scatter = np.searchsorted(pattern_keys, keys)
         self._matrix = pattern
-        self.tangent_calls = 0
 
     def _geometry(self, x):
         d = x[self.edges[:, 1]] - x[self.edges[:, 0]]
@@ -64,7 +63,6 @@ class SpringNetwork:
         return f
 
     def tangent(self, x):
-        self.tangent_calls += 1
         d, length, s = self._geometry(x)
         n = d / length[:, None]
         tension = self.stiffness * s + self.cubic * s**3
