@@ -79,6 +79,7 @@ from softsim.mechanics.scene.schema import (
     declared_values,
 )
 from softsim.mechanics.scene_checks import check_scene
+from softsim.mechanics.servo_inverse import Servo, ServoInverse
 from softsim.mechanics.simulation import Simulation
 
 logger = logging.getLogger(__name__)
@@ -195,6 +196,14 @@ def _add_stacked(spec, body, mesh, young: np.ndarray, poisson: np.ndarray) -> tu
     return mu * (3.0 * lam + 2.0 * mu) / (lam + mu), lam / (2.0 * (lam + mu))
 
 
+def servo_driven(spec) -> bool:
+    """Whether the scene's inverse model drives actuated servos (mechanics.servo_inverse): its frames are then
+    forward frames at the angles it chooses, solved like any static forward frame."""
+    inverse = spec.solver.inverse
+    return bool(inverse is not None and inverse.active
+                and any(region.actuated for body in spec.bodies for region in body.fixed))
+
+
 def _corotational_tangent_kwargs(material, spec) -> dict:
     """TetElasticity's ``corotational_tangent`` and ``spd_projection`` for ``material.corotationalTangent``
     ("exact_spd" is the exact tangent with its negative eigenvalues clamped; the projection is switched on for
@@ -211,7 +220,8 @@ def _corotational_tangent_kwargs(material, spec) -> dict:
     value = material.corotationalTangent
     sofa_rotation = material.rotation_method in ("large", "polar", "svd")
     symmetric_needed = (spec.solver.linear.type != "direct" or spec.scene.mode != "static"
-                        or (spec.solver.inverse is not None and spec.solver.inverse.active))
+                        or (spec.solver.inverse is not None and spec.solver.inverse.active
+                            and not servo_driven(spec)))
     if value == "sofa" or symmetric_needed or (sofa_rotation and value == "exact_spd"):
         return {"corotational_tangent": "sofa", "spd_projection": False}
     return {"corotational_tangent": "exact",
@@ -462,12 +472,37 @@ class Scene:
             model, constraint_solver=constraint_solver, dt=spec.scene.dt, **_dynamic_parameters(spec.solver.dynamic))
         constraints += self._rigid_bodies(dynamic_solver, checked, offsets, model.n_nodes)
         name = spec.bodies[0].name if len(spec.bodies) == 1 else spec.scene.name
+        self.servo_inverse = self._servo_inverse()
         self.simulation = Simulation(problem=model.static_problem(), newton=newton,
                                      constraint_solver=constraint_solver, constraints=constraints,
                                      correction=spec.solver.newton.correction, name=name,
                                      dynamic_solver=dynamic_solver, mode=spec.scene.mode,
-                                     inverse=inverse_settings(spec.solver.inverse))
+                                     inverse=self._simulation_inverse())
         self._hold_fixed()
+
+    def _servo_inverse(self) -> ServoInverse | None:
+        """The inverse frames of actuated servos (``[[body.fixed]] actuated = true`` with an active
+        ``[solver.inverse]``: mechanics.servo_inverse), or None. Refused beside inverse cables or cavities."""
+        spec, inverse = self.spec, self.spec.solver.inverse
+        if inverse is None or not inverse.active:
+            return None
+        servos, regions = [], []
+        for body in spec.bodies:
+            for i, region in enumerate(body.fixed):
+                if region.actuated:
+                    servos.append(Servo(f"body.{body.name}.fixed[{i}]", region.minAngle, region.maxAngle,
+                                        region.maxAngleVariation))
+                    regions.append(region)
+        if not servos:
+            return None
+        if any(body.cables or body.cavities for body in spec.bodies):
+            raise _error(spec, servos[0].path + ".actuated", "the inverse model solves either actuated servos or "
+                         "cables and cavities, not both in one scene")
+        return ServoInverse(servos, regions, self._hold_fixed, inverse.epsilon)
+
+    def _simulation_inverse(self):
+        """The Simulation's own inverse settings: none when the servos' inverse frames drive it."""
+        return None if self.servo_inverse is not None else inverse_settings(self.spec.solver.inverse)
 
     def _rigid_bodies(self, dynamic_solver, checked, offsets, n_nodes: int) -> list:
         """The ``[[rigid]]`` bodies (given to the dynamic solver), one contact model each over every body's free
@@ -555,8 +590,13 @@ class Scene:
         if effector.indices is not None and max(effector.indices) >= mesh.n_points:
             raise _error(self.spec, f"{path}.indices", f"node ids must lie in 0..{mesh.n_points - 1}, got "
                          f"{max(effector.indices)}")
-        return CenterEffector(mesh.points, indices=effector.indices, effectorGoal=effector.effectorGoal,
-                              axis=effector.axis, weight=effector.weight, name=effector.name)
+        try:
+            return CenterEffector(mesh.points, indices=effector.indices, effectorGoal=effector.effectorGoal,
+                                  axis=effector.axis, weight=effector.weight, point=effector.point,
+                                  limitShiftToTarget=effector.limitShiftToTarget,
+                                  maxShiftToTarget=effector.maxShiftToTarget, name=effector.name)
+        except ParameterError as error:  # a point off the nodes' affine hull
+            raise _error(self.spec, f"{path}.point", str(error)) from None
 
     def _contact_surfaces(self, checked, offsets, n_nodes: int) -> tuple[list, sp.csr_matrix]:
         """Each body's contact surface as ``(triangles (t, 3), moving points (p,))`` over the extended points (the
@@ -781,6 +821,8 @@ class Scene:
         frame: the state and the values stay as they were."""
         self._run_controllers("on_frame", self.frame_time())
         self._move_obstacles(frames_ahead=1)
+        if self.servo_inverse is not None:
+            return self.servo_inverse.step(self.simulation)
         return self.simulation.step()
 
     def _move_obstacles(self, frames_ahead: int = 0) -> None:
@@ -797,6 +839,8 @@ class Scene:
         return [self.step() for _ in range(frames)]
 
     def reset(self) -> None:
+        if self.servo_inverse is not None:
+            self.servo_inverse.at_equilibrium = False
         self.simulation.reset()
         self._hold_fixed()
         self._move_obstacles()
@@ -811,6 +855,8 @@ class Scene:
             if rigid_states and body.name in rigid_states:
                 body.set_state(rigid_states[body.name])
         self.simulation.restore(x, frame, v=v, time=time)
+        if self.servo_inverse is not None:
+            self.servo_inverse.at_equilibrium = False
         self._hold_fixed()
         self._move_obstacles()
 
@@ -889,7 +935,8 @@ class Scene:
             for rigid in self.rigids:
                 rigid.gravity = np.asarray(spec.scene.gravity, dtype=np.float64)
         elif isinstance(table, InverseSpec) or (isinstance(table, SolverSpec) and key == "inverse"):
-            sim.set_inverse(inverse_settings(spec.solver.inverse))
+            self.servo_inverse = self._servo_inverse()
+            sim.set_inverse(self._simulation_inverse())
             self._apply_tangents()
         elif isinstance(table, SceneSettings) and key == "mode":
             self._check_grounded(ParameterError)
@@ -901,6 +948,8 @@ class Scene:
             self.allow_scripts(self.scripts_allowed)
         elif isinstance(table, FixedSpec) and key in ("translation", "angle", "axis", "center"):
             self._hold_fixed()
+            if self.servo_inverse is not None:
+                self.servo_inverse.at_equilibrium = False
         elif isinstance(table, MaterialSpec | MaterialRegionSpec | StackedMaterialSpec) and key not in (
                 "totalMass", "massDensity"):
             index = address.index("body")

@@ -107,6 +107,8 @@ class FramePose:
     base: Component | None = None
     used: list[Component] = field(default_factory=list)
     source: str = ""
+    #: the joint's JointActuator (SoftRobots.Inverse) on the angle, when the scene solves for it
+    actuator: Component | None = None
 
 
 @dataclass
@@ -122,6 +124,8 @@ class RigidGroup:
     used: list[Component] = field(default_factory=list)
     #: nothing holds or drives the frame: a free frame (its nodes move as one rigid piece, ``[[body.rigidGroup]]``)
     free: bool = False
+    #: a free group: which frame of ``frame`` (the free Rigid3 object) carries it
+    frame_index: int = 0
 
 
 def _components(node: Node, types: set[str]) -> list[Component]:
@@ -232,6 +236,7 @@ class _Frames:
     def __init__(self, root: Node) -> None:
         self.root = root
         self.free: list[Component] = []  # the free frames met
+        self.free_index: list[int] = []  # and which frame of each
 
     def pose(self, state: Component, index: int, depth: int = 0) -> tuple[FramePose | None, str]:
         """What prescribes frame ``index`` of the Rigid3 object ``state``: a pose, or None and why not."""
@@ -264,6 +269,7 @@ class _Frames:
                     pose.used.append(state)
                 return pose, why
         self.free.append(state)
+        self.free_index.append(index)
         return None, f"{what}: a free rigid frame (nothing holds or drives it)"
 
     def articulated(self, mapping: Component, state: Component, index: int, depth: int
@@ -307,12 +313,14 @@ class _Frames:
                 *_components(angles.node, {"RestShapeSpringsForceField", "UniformMass",
                                            "ArticulatedHierarchyContainer"})]
         chain_ends = {chain[-1]} | {(angles.getPathName(), "position")}
+        actuators = [c for node in angles.node.walk() for c in _components(node, {"JointActuator"})
+                     if int(as_float(c.data.get("index", 0), f"{c.getPathName()}.index")) == dof]
         pose = FramePose(angle=math.degrees(radians[dof]),
                          axis=[float(v) for v in orientation.apply(axis_local)],
                          center=[float(v) for v in position + orientation.apply(on_parent)],
                          angle_fields=chain if len(radians) == 1 else [],
                          angle_readers=_readers(self.root, chain_ends) if len(radians) == 1 else [],
-                         base=base, used=used,
+                         base=base, used=used, actuator=actuators[0] if actuators else None,
                          source=f"{joint.getPathName()} (angle from {chain[-1][0]}.{chain[-1][1]})")
         return pose, ""
 
@@ -360,6 +368,7 @@ def rigid_groups(root: Node, body: Node) -> list[RigidGroup]:
                                          used=[mapping, rigid, *[s for s in inputs if s is not None]])
                 if pose is None and len(frames.free) > met:
                     groups[key].frame = frames.free[-1]
+                    groups[key].frame_index = frames.free_index[-1]
                     groups[key].used.append(frames.free[-1])
                     groups[key].free = True
             groups[key].nodes.append(node_id)

@@ -359,6 +359,7 @@ class _Translator:
                 self.report.notes.append(f"{group.frame.getPathName()}: a free rigid frame (nothing holds or drives "
                                          f"it) carrying {len(group.nodes)} nodes of {name}: body.{name}.rigidGroup["
                                          f"{index}] (they move as one rigid piece; the frame has no mass of its own)")
+                self.frame_effectors(group, body, name)
                 continue
             if group.pose is None:
                 self.report.skip(group.frame.getPathName(), group.frame.type, f"{group.why}: the {len(group.nodes)} "
@@ -387,10 +388,40 @@ class _Translator:
                                          f"turning about {region['axis']} through {region['center']}: "
                                          f"body.{name}.fixed[{index}].angle in degrees (the joint "
                                          f"{pose.source}, in radians there)")
+                if pose.actuator is not None:
+                    region.update(self.joint_actuator(pose.actuator, f"body.{name}.fixed[{index}]"))
             regions.append(region)
         if groups:
             self.use(*matching_rois(self.root, groups, self.source.parent))
         return regions
+
+    def joint_actuator(self, actuator: Component, path: str) -> dict[str, Any]:
+        """A servo's JointActuator (SoftRobots.Inverse): the region becomes ``actuated``, its angle chosen by the
+        inverse frames within ``minAngle`` / ``maxAngle`` and ``maxAngleVariation`` per frame (radians there,
+        degrees here)."""
+        what = actuator.getPathName()
+        data = actuator.data
+        self.use(actuator)
+        entry: dict[str, Any] = {"actuated": True}
+        for key in ("minAngle", "maxAngle", "maxAngleVariation"):
+            if key in data:
+                entry[key] = _clean(math.degrees(as_float(data[key], f"{what}.{key}")))
+        for key in ("minEffort", "maxEffort", "maxEffortVariation", "initEffort"):
+            if key in data:
+                self.report.skip(what, actuator.type, f"{key} is not translated (softsim's servos bound the angle "
+                                 f"only)", mechanics=True)
+        if "initAngle" in data and as_float(data["initAngle"], f"{what}.initAngle") != 0.0:
+            self.report.skip(what, actuator.type, "initAngle is not translated (the angle starts at the servo's "
+                             "own)", mechanics=True)
+        inactive = str(actuator.node.data.get("activated", True)).lower() in ("0", "false")
+        self.report.notes.append(
+            f"{what}: the servo's angle is chosen by the inverse frames: {path}.actuated"
+            + (f", within [{entry.get('minAngle', '-inf')}, {entry.get('maxAngle', 'inf')}] degrees" if
+               "minAngle" in entry or "maxAngle" in entry else "")
+            + (f", at most {entry['maxAngleVariation']} degrees per frame" if "maxAngleVariation" in entry else "")
+            + (" (SOFA starts it deactivated until a controller activates it; softsim uses it from the first "
+               "frame)" if inactive else ""))
+        return entry
 
     def material(self, node: Node) -> dict[str, Any]:
         fem = self.components(node, FEM)
@@ -797,11 +828,84 @@ class _Translator:
             entry["axis"] = as_ints(data["axis"], f"{what}.axis")
         if "weight" in data:
             entry["weight"] = as_float(data["weight"], f"{what}.weight")
-        for key in ("limitShiftToTarget", "maxShiftToTarget"):
-            if key in data:
-                self.report.notes.append(f"{what}.{key} is not translated (no such key for centre effectors)")
+        if "limitShiftToTarget" in data:
+            entry["limitShiftToTarget"] = as_bool(data["limitShiftToTarget"])
+        if "maxShiftToTarget" in data:
+            entry["maxShiftToTarget"] = as_float(data["maxShiftToTarget"], f"{what}.maxShiftToTarget")
         self.use(component)
         body.setdefault("centerEffector", []).append(entry)
+
+    def frame_effectors(self, group, body: dict[str, Any], body_name: str) -> None:
+        """The Rigid3 PositionEffectors on a free frame that carries a rigid group (Tripod's FreeCenter effector,
+        steps 8 and 9): each becomes a ``[[body.centerEffector]]`` on the group's nodes tracking the frame's origin
+        (``point``: the affine combination of the nodes that a rigid motion carries exactly). Its rotation rows
+        (``useDirections[3:]``) are reported: softsim's effectors track positions only."""
+        frame = group.frame
+        position = rigid_poses(frame)[group.frame_index][0]
+        for node in frame.node.walk():
+            for component in self.components(node, EFFECTORS):
+                what = component.getPathName()
+                data = component.data
+                if not str(data.get("template", "")).startswith("Rigid"):
+                    continue
+                indices = as_ints(data.get("indices", [0]), f"{what}.indices")
+                if indices != [group.frame_index]:
+                    continue
+                directions = as_ints(data.get("useDirections", [1] * 6), f"{what}.useDirections")
+                if len(directions) != 6:
+                    raise ValueProblem(f"{what}.useDirections: a Rigid3 effector has 6 flags, got {len(directions)}")
+                name = self.actuator_name(node, component)
+                entry: dict[str, Any] = {"name": name, "indices": sorted(group.nodes),
+                                         "point": [_clean(v) for v in position], "axis": directions[:3]}
+                goal = self.rigid_goal(component)
+                if goal is not None:
+                    entry["effectorGoal"] = goal
+                weights = as_floats(data["weight"], f"{what}.weight") if "weight" in data else [1.0]
+                if len(set(weights[:3])) > 1:
+                    self.report.notes.append(f"{what}.weight: one weight per direction; the first, {weights[0]:g}, "
+                                             f"is used")
+                if weights[0] != 1.0:
+                    entry["weight"] = weights[0]
+                if "limitShiftToTarget" in data:
+                    entry["limitShiftToTarget"] = as_bool(data["limitShiftToTarget"])
+                if "maxShiftToTarget" in data:
+                    entry["maxShiftToTarget"] = as_float(data["maxShiftToTarget"], f"{what}.maxShiftToTarget")
+                self.use(component)
+                body.setdefault("centerEffector", []).append(entry)
+                used = "".join("xyz"[i] for i in range(3) if directions[i])
+                self.report.notes.append(
+                    f"{what}: the position of the free frame {frame.getPathName()}[{group.frame_index}] (its origin "
+                    f"{entry['point']}, carried by the rigid group's nodes) on axes {used or 'none'}: "
+                    f"body.{body_name}.centerEffector.{name}")
+                if any(directions[3:]):
+                    turned = "".join("xyz"[i] for i in range(3) if directions[3 + i])
+                    self.report.skip(what, component.type, f"its rotation rows about {turned} (useDirections[3:]) are "
+                                     f"not translated: softsim's effectors track positions; only its position rows "
+                                     f"({used or 'none'}) are, as body.{body_name}.centerEffector.{name}",
+                                     mechanics=True)
+
+    def rigid_goal(self, component: Component) -> list[float] | None:
+        """The position of a Rigid3 effector's goal (the first frame's x, y, z; its orientation is not used)."""
+        if "effectorGoal" not in component.data:
+            return None
+        raw = component.data["effectorGoal"]
+        if isinstance(raw, Link) and isinstance(raw.target, Component | Node):
+            target = raw.target if isinstance(raw.target, Node) else raw.target.node
+            if target is not None:
+                self.goal_nodes.add(id(target))
+        value = follow(component, "effectorGoal")
+        if isinstance(value, Ref):
+            target = value.component
+            self.goal_nodes.add(id(target.node))
+            value = follow(target, "position") if "position" in target.data else None
+            if value is None or isinstance(value, Ref):
+                raise ValueProblem(f"{component.getPathName()}.effectorGoal: links to {target.getPathName()}, whose "
+                                   f"position is not given")
+        numbers = as_floats(value, f"{component.getPathName()}.effectorGoal")
+        if len(numbers) < 3:
+            raise ValueProblem(f"{component.getPathName()}.effectorGoal: a Rigid3 goal needs 7 numbers, got "
+                               f"{len(numbers)}")
+        return [float(v) for v in numbers[:3]]
 
     def planes(self, node: Node, planes: list[Component], body: dict[str, Any], body_name: str,
                placement: _Placement, mesh_file: Path, mapped: bool) -> None:

@@ -1,7 +1,11 @@
-"""SoftRobots.Inverse ``BarycentricCenterEffector``: the mean position of some nodes as an effector.
+"""SoftRobots.Inverse ``BarycentricCenterEffector``: the mean position of some nodes as an effector; or a point
+carried with them as by a rigid piece (SOFA's ``PositionEffector`` on a free Rigid3 frame, Tripod's centre).
 
-With ``k`` nodes and ``c(x) = (1/k) sum_i x_i``, one row per used axis j (``axis`` flags, in x, y, z order):
-``J_j = weight e_j / k`` on every node and ``dfree_j = J_j (x_free - x) + weight (c(x) - goal)_j``. Like the
+With ``k`` nodes and ``c(x) = sum_i w_i x_i``, one row per used axis j (``axis`` flags, in x, y, z order):
+``J_j = weight w_i e_j`` on node i and ``dfree_j = J_j (x_free - x) + weight (c(x) - goal)_j``. The weights are
+``1/k`` (the mean), or, with ``point`` ``P``, the affine weights of least norm with ``sum_i w_i X_i = P`` and ``sum_i
+w_i = 1``: for any rigid motion ``x_i = R X_i + t`` then ``c(x) = R P + t`` exactly (the nodes must span 3D, or P
+lie in their affine hull), so on a ``[[body.rigidGroup]]`` c follows the group's frame point P. Like the
 position effector (:mod:`mechanics.constraints.effector`) it is an objective of the inverse model, never
 enforced by the direct step (``enforced = False``), which only publishes the outputs ``x``, ``y``, ``z`` (the
 mean position) and ``distance`` (to the goal, over the used axes).
@@ -26,9 +30,10 @@ class CenterEffector(Constraint):
     along the ``axis`` flags, rows weighted by ``weight``; ``X`` ``(n, 3)`` are the body's rest positions."""
 
     SPEC = CenterEffectorSpec
-    PARAMETERS = frozenset({"effectorGoal", "axis", "weight"})
+    PARAMETERS = frozenset({"effectorGoal", "axis", "weight", "limitShiftToTarget", "maxShiftToTarget"})
 
     def __init__(self, X: np.ndarray, *, indices=None, effectorGoal=None, axis=(1, 1, 1), weight=1.0,
+                 point=None, limitShiftToTarget: bool = False, maxShiftToTarget: float = 1.0,
                  name: str = "centerEffector") -> None:
         super().__init__(name)
         X = np.asarray(X, dtype=np.float64)
@@ -41,17 +46,21 @@ class CenterEffector(Constraint):
         if nodes.min() < 0 or nodes.max() >= self.n_nodes:
             raise ParameterError(f"{name}: indices must lie in [0, {self.n_nodes - 1}], got {int(nodes.max())}")
         self.nodes = nodes
+        self.weights = np.full(nodes.size, 1.0 / nodes.size) if point is None else affine_weights(X[nodes], point,
+                                                                                                    name)
         self.enforced = False
         self.has_goal = False
         self.effectorGoal = np.zeros((1, 3))
-        self.set_parameters(axis=axis, weight=weight)
+        self.set_parameters(axis=axis, weight=weight, limitShiftToTarget=limitShiftToTarget,
+                            maxShiftToTarget=maxShiftToTarget)
         if effectorGoal is not None:
             self.set_parameters(effectorGoal=effectorGoal)
         self.current_positions = self.center(X)[None, :]
         self.frame_start_positions: np.ndarray | None = None
 
     def set_parameters(self, **parameters) -> None:
-        """``effectorGoal`` (3,), ``axis`` (3 flags), ``weight`` (> 0), checked by the scene's declarations."""
+        """``effectorGoal`` (3,), ``axis`` (3 flags), ``weight`` (> 0), ``limitShiftToTarget``,
+        ``maxShiftToTarget`` (> 0), checked by the scene's declarations."""
         new = self.check(parameters)
         if "effectorGoal" in new:
             if new["effectorGoal"] is None:
@@ -64,6 +73,8 @@ class CenterEffector(Constraint):
             new["axis"] = np.asarray(new["axis"], dtype=bool)
         if "weight" in new:
             new["weight"] = float(new["weight"])
+        if "maxShiftToTarget" in new:
+            new["maxShiftToTarget"] = float(new["maxShiftToTarget"])
         for key, value in new.items():
             setattr(self, key, value)
 
@@ -73,21 +84,21 @@ class CenterEffector(Constraint):
         return np.flatnonzero(self.axis)
 
     def center(self, x: np.ndarray) -> np.ndarray:
-        """The mean position ``(3,)`` of the nodes at ``x`` ``(n, 3)``."""
-        return check_positions(self.name, x, self.n_nodes)[self.nodes].mean(axis=0)
+        """The tracked position ``(3,)`` at ``x`` ``(n, 3)``: ``sum_i w_i x_i`` (the mean, or the carried point)."""
+        return self.weights @ check_positions(self.name, x, self.n_nodes)[self.nodes]
 
     @property
     def n_rows(self) -> int:
         return int(self.directions.size) if self.active else 0
 
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
-        """``(u, 3n)``: ``weight / k`` on axis j of every node, one row per used axis; constant."""
+        """``(u, 3n)``: ``weight w_i`` on axis j of node i, one row per used axis; constant."""
         check_positions(self.name, x, self.n_nodes)
         axes = self.directions if self.active else np.zeros(0, dtype=np.int64)
         k = self.nodes.size
         rows = np.repeat(np.arange(axes.size), k)
         cols = (3 * np.tile(self.nodes, axes.size) + np.repeat(axes, k))
-        values = np.full(rows.size, self.weight / k)
+        values = self.weight * np.tile(self.weights, axes.size)
         return sp.csr_matrix((values, (rows, cols)), shape=(axes.size, 3 * self.n_nodes))
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
@@ -95,12 +106,16 @@ class CenterEffector(Constraint):
         return goal_violation(self, x, x_free, J, lambda x: self.center(x)[None, :], self.weight)
 
     def begin_frame(self, x: np.ndarray) -> None:
-        """The inverse frame calls this at the start of a frame (the goal is not limited: nothing to keep)."""
+        """The inverse frame calls this at the start of a frame: the goal's shift is limited from here."""
         self.frame_start_positions = self.center(x)[None, :]
 
     def goal(self) -> np.ndarray:
-        """The goal ``(1, 3)``."""
-        return self.effectorGoal
+        """The goal ``(1, 3)``: ``effectorGoal``, or with ``limitShiftToTarget`` each component brought within
+        ``maxShiftToTarget`` of the frame's start position (SoftRobots ``Effector::getTarget``)."""
+        if not self.limitShiftToTarget or self.frame_start_positions is None:
+            return self.effectorGoal
+        start = self.frame_start_positions
+        return np.clip(self.effectorGoal, start - self.maxShiftToTarget, start + self.maxShiftToTarget)
 
     def blocks(self, x: np.ndarray) -> Blocks:
         """EQUALITY(target 0) per row (used only by a solver told to enforce the effector)."""
@@ -116,3 +131,19 @@ class CenterEffector(Constraint):
         distance = float(np.linalg.norm((self.current_positions - self.effectorGoal)[0, axes])) if self.has_goal \
             else 0.0
         return {"x": x, "y": y, "z": z, "distance": distance}
+
+
+def affine_weights(points: np.ndarray, point, name: str = "centerEffector") -> np.ndarray:
+    """The affine weights ``w`` (k,) of least norm with ``w @ points = point`` and ``sum(w) = 1`` (``points`` (k,
+    3), ``point`` (3,)); ParameterError when no such weights exist (the points span less than 3D and ``point`` is
+    off their affine hull)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    target = np.asarray(point, dtype=np.float64).reshape(3)
+    A = np.vstack([points.T, np.ones(points.shape[0])])  # (4, k)
+    b = np.append(target, 1.0)
+    w, *_ = np.linalg.lstsq(A, b, rcond=None)
+    scale = max(float(np.abs(points).max()), float(np.abs(target).max()), 1.0)
+    if np.abs(A @ w - b).max() > 1e-9 * scale:
+        raise ParameterError(f"{name}: point {target.tolist()} is not an affine combination of its nodes (they lie "
+                             f"in a plane or on a line that does not hold it)")
+    return w

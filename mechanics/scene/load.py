@@ -429,8 +429,9 @@ def _check_scene(obj: SceneSpec, path: str, ctx: _Context) -> None:
         ctx.error("solver.inverse", "the inverse model runs in static mode; set scene.mode = \"static\" or "
                                     "solver.inverse.active = false")
     if inverse is not None and inverse.active and obj.bodies and not any(
-            b.cables or b.cavities for b in obj.bodies):
-        ctx.warn("solver.inverse", "inverse mode without a [[body.cable]] or [[body.cavity]]: nothing to solve for")
+            b.cables or b.cavities or any(f.actuated for f in b.fixed) for b in obj.bodies):
+        ctx.warn("solver.inverse", "inverse mode without a [[body.cable]], a [[body.cavity]] or an actuated "
+                                   "[[body.fixed]] servo: nothing to solve for")
     if inverse is None or not inverse.active:
         for i, body in enumerate(obj.bodies):
             tracked = [("effector", j, e) for j, e in enumerate(body.effectors)]

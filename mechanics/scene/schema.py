@@ -325,6 +325,15 @@ class FixedSpec(RegionSpec):
     center: tuple[float, float, float] = _key(_VEC3, (0.0, 0.0, 0.0), unit="length",
                                               help="A point on the rotation axis (the frame's origin; placed "
                                                    "coordinates, like the nodes).")
+    actuated: bool = _key(Flag(), False,
+                          help="Inverse mode: the inverse solver chooses angle to bring the effectors to their goals "
+                               "(SoftRobots.Inverse JointActuator on a servo); angle is then its current value.")
+    minAngle: float | None = _key(Real(), None, unit="angle",
+                                  help="Smallest angle the inverse solver may choose." + " Unset: no bound.")
+    maxAngle: float | None = _key(Real(), None, unit="angle",
+                                  help="Largest angle the inverse solver may choose." + " Unset: no bound.")
+    maxAngleVariation: float | None = _key(Real(0.0, lo_open=True), None, unit="angle",
+                                           help="Largest change of angle per inverse frame." + " Unset: no bound.")
 
 
 @dataclass(kw_only=True)
@@ -516,6 +525,15 @@ class CenterEffectorSpec:
                                                           help="Goal of the mean position; unset: no goal.")
     axis: tuple[int, int, int] = _key(Flags(3), (1, 1, 1), help="Which axes count (1) or not (0).")
     weight: float = _key(_POSITIVE, 1.0, help="Weight of this effector's rows.")
+    point: tuple[float, float, float] | None = _key(
+        _VEC3, None, unit="length",
+        help="Track this point (placed coordinates) carried with the nodes as by a rigid piece instead of their mean: "
+             "a fixed affine combination of them, exact while they move rigidly (a rigidGroup's frame origin, SOFA's "
+             "PositionEffector on a Rigid3 frame). Unset: the mean.")
+    limitShiftToTarget: bool = _key(Flag(), False, help="Inverse mode: bring each goal component at most "
+                                                        "maxShiftToTarget from the frame's start position.")
+    maxShiftToTarget: float = _key(_POSITIVE, 1.0, unit="length",
+                                   help="Largest goal shift per frame when limitShiftToTarget is set.")
 
 
 @dataclass(kw_only=True)

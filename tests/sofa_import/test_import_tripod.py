@@ -231,3 +231,65 @@ def test_step7_imports_without_the_robot(tmp_path):
     assert "not translated, matters for the mechanics (1)" in text.lower()  # the bridge (the free centre is)
     keys = {c.key for c in result.spec.controllers if c.key is not None}
     assert keys == {f"body.MechanicalModel.fixed[{i}].{k}" for i in range(3) for k in ("angle", "translation")}
+
+
+# ---------------------------------------------------------------- step 8: inverse control of the servos
+RADIAN = 180.0 / math.pi
+
+
+def test_step8_servos_become_actuated_and_the_centre_an_effector(tmp_path):
+    """step8.py's JointActuators (minAngle -1.5, maxAngle 1.5, maxAngleVariation 0.1 rad) make the three servo
+    regions actuated with those limits in degrees; the Rigid3 PositionEffector on the FreeCenter (useDirections
+    [1, 1, 1, 0, 0, 0], goal the Goal node's [0, 40, 0], maxShiftToTarget 5) becomes a centre effector on the
+    free group's nodes carrying the frame's origin [0, 30, 0]."""
+    result = imported("step8.py", tmp_path)
+    spec, text = result.spec, result.report.text()
+    body = spec.bodies[0]
+    assert spec.solver.inverse is not None and spec.solver.inverse.active
+    for region in body.fixed:
+        assert region.actuated
+        assert region.minAngle == pytest.approx(-1.5 * RADIAN, abs=1e-8)
+        assert region.maxAngle == pytest.approx(1.5 * RADIAN, abs=1e-8)
+        assert region.maxAngleVariation == pytest.approx(0.1 * RADIAN, abs=1e-8)
+    (effector,) = body.centerEffectors
+    (group,) = body.rigidGroups
+    assert effector.indices == group.indices
+    assert effector.point == (0.0, 30.0, 0.0)
+    assert effector.effectorGoal == (0.0, 40.0, 0.0)
+    assert effector.axis == (1, 1, 1)
+    assert effector.limitShiftToTarget and effector.maxShiftToTarget == 5.0
+    assert "JointActuator" not in text.split("Not translated")[-1]
+    assert "PositionEffector" not in text.split("Not translated")[-1]
+    assert "SOFA starts it deactivated" in text
+
+
+def test_step8_inverse_reaches_the_goal_from_the_initial_pose(tmp_path):
+    """The tutorial's order: the initial pose first (step 6's 'A' animation: each servo slid 35 mm forward and
+    turned to -1.4965 rad, from tripod.py's numbers), walked in 30 forward frames, then the inverse frames. Every
+    frame converges, no frame turns a servo by more than maxAngleVariation (0.1 rad), and within 8 frames the
+    FreeCenter's origin is on the goal [0, 40, 0] to 1e-4 mm: checked independently by scipy's best rotation of
+    the free group's nodes carrying the origin (not the effector's affine weights)."""
+    scene = Scene(imported("step8.py", tmp_path).spec)
+    rest = scene.model.rest_positions
+    group = np.asarray(scene.spec.bodies[0].rigidGroups[0].indices)
+    scene.set("solver.inverse.active", False)
+    pose = {i: (servo(i)[1].apply([0.0, 0.0, 35.0]), -1.4965 * RADIAN) for i in range(3)}
+    for k in range(1, 31):
+        for i, (slide, angle) in pose.items():
+            scene.set(f"body.MechanicalModel.fixed[{i}].translation", (slide * k / 30).tolist())
+            scene.set(f"body.MechanicalModel.fixed[{i}].angle", angle * k / 30)
+        report = scene.step()
+        assert report.ok and report.converged, report.message
+    scene.set("solver.inverse.active", True)
+    angles = [[scene.get(f"body.MechanicalModel.fixed[{i}].angle") for i in range(3)]]
+    for _ in range(8):
+        report = scene.step()
+        assert report.ok and report.converged, report.message
+        angles.append([scene.get(f"body.MechanicalModel.fixed[{i}].angle") for i in range(3)])
+    assert np.abs(np.diff(angles, axis=0)).max() <= 0.1 * RADIAN + 1e-9
+    now = scene.positions[group]
+    turn, _ = Rotation.align_vectors(now - now.mean(axis=0), rest[group] - rest[group].mean(axis=0))
+    origin = now.mean(axis=0) + turn.apply(np.array([0.0, 30.0, 0.0]) - rest[group].mean(axis=0))
+    np.testing.assert_allclose(origin, [0.0, 40.0, 0.0], atol=1e-4)
+    assert scene.outputs()["effector.distance"] < 1e-4
+    assert all(-1.5 * RADIAN <= a <= 1.5 * RADIAN for a in angles[-1])
