@@ -7,7 +7,8 @@ def count_calls(monkeypatch, obj, names) -> dict[str, int]:
     """Wrap the methods ``names`` of ``obj`` so that each call adds one to the returned ``{name: count}``.
 
     The wrappers take the method's positional and keyword arguments unchanged; ``monkeypatch`` undoes them
-    at the end of the test.
+    at the end of the test (None: they stay, on an object that goes with the test, such as a scene in a
+    simulation process).
     """
     counts = dict.fromkeys(names, 0)
     for name in counts:
@@ -17,5 +18,5 @@ def count_calls(monkeypatch, obj, names) -> dict[str, int]:
             counts[_name] += 1
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(obj, name, counting)
+        (setattr if monkeypatch is None else monkeypatch.setattr)(obj, name, counting)
     return counts

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.call_counts import count_calls
+
 
 def ask(qtbot, session, function, *args, timeout_ms: int = 120000):
     """Run ``function(scene, *args)`` where the scene lives and wait for its answer (raises its error)."""
@@ -39,17 +41,7 @@ class _Bound:
 
 def count_passes(scene, names) -> None:
     """Count the calls of the elasticity's methods ``names`` (patched on the instance): read with counts()."""
-    elasticity = scene.simulation.problem.elasticity
-    counts = dict.fromkeys(names, 0)
-    for name in names:
-        original = getattr(elasticity, name)
-
-        def counting(*args, _original=original, _name=name, **kwargs):
-            counts[_name] += 1
-            return _original(*args, **kwargs)
-
-        setattr(elasticity, name, counting)
-    scene.__dict__["_test_counts"] = counts
+    scene.__dict__["_test_counts"] = count_calls(None, scene.simulation.problem.elasticity, names)
 
 
 def counts(scene) -> dict:
