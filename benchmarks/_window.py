@@ -4,8 +4,8 @@ effects on import (profile_edit.py chooses the measured tree on its path first).
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,21 +44,14 @@ def alternate_trees(before: str | None, rounds: int, run) -> list[tuple[str, dic
     it too (``tree``: that checkout's root, which holds its ``softsim`` package), the older first, alternating for
     ``rounds`` rounds (one run without ``before``). Returns [(label, result)] in the order run; the worktree is
     removed afterwards."""
+    from _worktree import worktree  # here: profile_frames copies this file alone into older trees
+
     runs: list[tuple[str, dict]] = []
-    folder = None
-    try:
+    with (worktree(before) if before else contextlib.nullcontext()) as older:
         trees: list[tuple[str, Path | None]] = [("this tree", None)]
-        if before:
-            folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder / "softsim"), before],
-                           check=True, capture_output=True)
-            trees.insert(0, (f"before ({before})", folder / "softsim"))
+        if older is not None:
+            trees.insert(0, (f"before ({before})", older))
         for _round in range(rounds if before else 1):
             for label, tree in trees:
                 runs.append((label, run(tree)))
-    finally:
-        if folder is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder / "softsim")],
-                           check=False, capture_output=True)
-            shutil.rmtree(folder, ignore_errors=True)
     return runs

@@ -24,15 +24,11 @@ Usage: python benchmarks/bench_equilibrium.py [--cases NAME ...] [--json PATH] [
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
-import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import replace as dataclass_replace
 from pathlib import Path
 
@@ -41,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, markdown_table, stats_ms, write_json  # noqa: E402
+from _worktree import measure_in, worktree  # noqa: E402
 
 #: the source tree whose solver this process measures (--before: a worktree of an older revision); it must come
 #: before the repository root that _common puts on the path
@@ -122,44 +119,12 @@ def slider_ramps(suite) -> list[dict]:
     return rows
 
 
-@contextlib.contextmanager
-def _worktree(revision: str):
-    """A temporary git worktree of ``revision`` (removed afterwards)."""
-    folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
-    worktree = folder / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), revision], check=True,
-                   capture_output=True)
-    try:
-        yield worktree
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False,
-                       capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _measure_in(tree: Path | None, options: list[str]) -> dict:
-    """This benchmark's measurements (``options`` passed on) in a subprocess whose solver is the one of ``tree``
-    (first on its import path), or this checkout's when ``tree`` is None."""
-    with tempfile.TemporaryDirectory(prefix="softsim-bench-") as folder:
-        output = Path(folder) / "measured.json"
-        command = [sys.executable, str(Path(__file__).resolve()), "--json", str(output), *options]
-        environment = dict(os.environ)
-        environment.pop("SOFTSIM_BENCH_TREE", None)
-        if tree is not None:
-            environment["SOFTSIM_BENCH_TREE"] = str(tree)
-        subprocess.run(command, check=True, env=environment, cwd=str(ROOT))
-        measured = json.loads(output.read_text())
-    if tree is not None and not measured.get("solver_path", "").startswith(str(tree)):
-        raise RuntimeError(f"--before measured {measured.get('solver_path')}, not the worktree {tree}")
-    return measured
-
-
 def _measure_before(revision: str, args) -> dict:
     """This benchmark's measurements on the solver of ``revision`` (a temporary git worktree first on the
     import path of a subprocess running this script)."""
     options = ["--cases", *args.cases] if args.cases else []
-    with _worktree(revision) as tree:
-        return _measure_in(tree, options)
+    with worktree(revision) as tree:
+        return measure_in(tree, __file__, "--json", *options)
 
 
 def _commit() -> str:
@@ -287,10 +252,10 @@ def _sliders_only(args) -> int:
         sliders, old = slider_ramps(load_suite()), {}
     else:
         rounds: dict[str, list] = {"before": [], "after": []}
-        with _worktree(args.before) as tree:
+        with worktree(args.before) as tree:
             for _ in range(max(1, args.rounds)):
-                rounds["before"].append(_measure_in(tree, ["--sliders-only"])["sliders"])
-                rounds["after"].append(_measure_in(None, ["--sliders-only"])["sliders"])
+                rounds["before"].append(measure_in(tree, __file__, "--json", "--sliders-only")["sliders"])
+                rounds["after"].append(measure_in(None, __file__, "--json", "--sliders-only")["sliders"])
         sliders, before = (_best_of(rounds[which]) for which in ("after", "before"))
         old = {s["case"]: s for s in before}
 

@@ -25,11 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, markdown_table, write_json  # noqa: E402
+from _worktree import measure_in, worktree  # noqa: E402
 
 SCENE = ROOT / "resources" / "scenes" / "trunk_inverse.toml"
 GOAL_KEY = "body.trunk.effector.tip.effectorGoal"
@@ -90,37 +87,6 @@ def measure() -> dict:
     return {"solver_path": str(Path(softsim.mechanics.__file__).resolve()), "paths": paths}
 
 
-@contextlib.contextmanager
-def _worktree(revision: str):
-    """A temporary git worktree of ``revision`` (removed afterwards)."""
-    folder = Path(tempfile.mkdtemp(prefix="softsim-before-"))
-    worktree = folder / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), revision], check=True,
-                   capture_output=True)
-    try:
-        yield worktree
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False,
-                       capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _measure_in(tree: Path | None) -> dict:
-    """:func:`measure` in a subprocess whose solver is ``tree``'s (first on its import path), or this checkout's."""
-    with tempfile.TemporaryDirectory(prefix="softsim-bench-") as folder:
-        output = Path(folder) / "measured.json"
-        environment = dict(os.environ)
-        environment.pop("SOFTSIM_BENCH_TREE", None)
-        if tree is not None:
-            environment["SOFTSIM_BENCH_TREE"] = str(tree)
-        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", str(output)], check=True,
-                       env=environment, cwd=str(ROOT))
-        measured = json.loads(output.read_text())
-    if tree is not None and not measured["solver_path"].startswith(str(tree)):
-        raise RuntimeError(f"--before measured {measured['solver_path']}, not the worktree {tree}")
-    return measured
-
-
 def _fastest(rounds: list[dict]) -> dict:
     """The first round's counts with each frame's fastest time over the rounds."""
     result = json.loads(json.dumps(rounds[0]))
@@ -159,11 +125,11 @@ def main(argv=None) -> int:
         Path(args.measure).write_text(json.dumps(measure()))
         return 0
     after_rounds, before_rounds = [], []
-    with (_worktree(args.before) if args.before else contextlib.nullcontext()) as tree:
+    with (worktree(args.before) if args.before else contextlib.nullcontext()) as tree:
         for _ in range(max(1, args.rounds)):
             if tree is not None:
-                before_rounds.append(_measure_in(tree))
-            after_rounds.append(_measure_in(None))
+                before_rounds.append(measure_in(tree, __file__, "--measure"))
+            after_rounds.append(measure_in(None, __file__, "--measure"))
     rows = []
     results = {"after": _fastest(after_rounds)}
     if before_rounds:

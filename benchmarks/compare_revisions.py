@@ -17,6 +17,7 @@ Usage: python benchmarks/compare_revisions.py --before REV [--after REV] [--roun
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -29,7 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import ROOT, markdown_table  # noqa: E402
+from _common import markdown_table  # noqa: E402
+from _worktree import worktree  # noqa: E402
 
 #: run_all.py --quick's scripts and arguments ("{json}": where the script writes its measurements)
 QUICK = {
@@ -70,10 +72,8 @@ def medians(value, path: str = "") -> dict[str, float]:
     return found
 
 
-def checkout(revision: str, folder: Path) -> Path:
-    """A detached worktree of ``revision`` in ``folder``; checks that its package is the one a script imports."""
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), revision], check=True,
-                   capture_output=True)
+def checked(folder: Path) -> Path:
+    """``folder``, a worktree, once it is checked that its package is the one a script run there imports."""
     probe = subprocess.run([sys.executable, "-c", "import softsim.mechanics; print(softsim.mechanics.__file__)"],
                            cwd=folder, env=dict(os.environ, PYTHONPATH=str(folder)), capture_output=True,
                            text=True, check=True).stdout.strip()
@@ -133,14 +133,11 @@ def main(argv=None) -> int:
     parser.add_argument("--scripts", nargs="+", choices=sorted(QUICK), default=list(QUICK))
     parser.add_argument("--output", help="write the table (markdown) here as well")
     args = parser.parse_args(argv)
-    folder = Path(tempfile.mkdtemp(prefix="softsim-compare-"))
-    trees = {}
-    try:
-        for side, revision in (("before", args.before), ("after", args.after)):
-            trees[side] = checkout(revision, folder / side)
-        scratch = folder / "scratch"
-        scratch.mkdir()
-        runs: dict = {}
+    runs: dict = {}
+    with contextlib.ExitStack() as stack:
+        trees = {side: checked(stack.enter_context(worktree(revision, prefix="softsim-compare-")))
+                 for side, revision in (("before", args.before), ("after", args.after))}
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="softsim-compare-")))
         for round_ in range(args.rounds):
             for name in args.scripts:
                 for side in (("before", "after") if round_ % 2 == 0 else ("after", "before")):
@@ -148,11 +145,6 @@ def main(argv=None) -> int:
                     runs.setdefault((side, name), []).append(run_script(trees[side], name, scratch))
                 if args.output:  # what is measured so far, in case the run is cut short
                     Path(args.output).write_text(f"(round {round_ + 1} of {args.rounds})\n" + table(args, runs))
-    finally:
-        for tree in trees.values():
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
-                           capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
     print(table(args, runs))
     if args.output:
         Path(args.output).write_text(table(args, runs))

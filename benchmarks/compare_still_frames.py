@@ -18,18 +18,17 @@ Usage: python benchmarks/compare_still_frames.py CASE REV [REV ...] [--bursts 20
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _worktree import worktree
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -60,6 +59,34 @@ def child(tree: str, case: str) -> None:
         print(json.dumps([wall, cpu]), flush=True)
 
 
+def _alternate(args, trees: list[Path], processes: list) -> tuple[list, list]:
+    """A child process per tree (appended to ``processes``), then ``args.bursts`` bursts of still frames in each
+    in turn, the order reversed every burst; the wall and CPU seconds per frame of each tree."""
+    environment = dict(os.environ)
+    if args.one_thread:
+        environment.update({name: "1" for name in THREAD_VARIABLES})
+    for tree in trees:
+        processes.append(subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), args.case, "-", "--child", str(tree)], cwd=tree,
+            env=dict(environment, PYTHONPATH=str(tree)), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    for process, revision in zip(processes, args.revisions):
+        while (line := process.stdout.readline()) and not line.startswith("ready"):
+            pass
+        if not line:
+            raise RuntimeError(f"{args.case} at {revision} did not load")
+    wall = [[] for _ in trees]
+    cpu = [[] for _ in trees]
+    for burst in range(args.bursts):
+        order = range(len(trees)) if burst % 2 == 0 else reversed(range(len(trees)))
+        for i in order:
+            processes[i].stdin.write(f"{args.frames}\n")
+            processes[i].stdin.flush()
+            measured_wall, measured_cpu = json.loads(processes[i].stdout.readline())
+            wall[i] += measured_wall
+            cpu[i] += measured_cpu
+    return wall, cpu
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("case")
@@ -72,44 +99,16 @@ def main(argv=None) -> int:
     if args.child:
         child(args.child, args.case)
         return 0
-    folder = Path(tempfile.mkdtemp(prefix="softsim-still-"))
-    trees, processes = [], []
-    try:
-        for index, revision in enumerate(args.revisions):
-            tree = folder / str(index)
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision], check=True,
-                           capture_output=True)
-            trees.append(tree)
-        environment = dict(os.environ)
-        if args.one_thread:
-            environment.update({name: "1" for name in THREAD_VARIABLES})
-        for tree in trees:
-            processes.append(subprocess.Popen(
-                [sys.executable, str(Path(__file__).resolve()), args.case, "-", "--child", str(tree)], cwd=tree,
-                env=dict(environment, PYTHONPATH=str(tree)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                text=True))
-        for process, revision in zip(processes, args.revisions):
-            while (line := process.stdout.readline()) and not line.startswith("ready"):
-                pass
-            if not line:
-                raise RuntimeError(f"{args.case} at {revision} did not load")
-        wall = [[] for _ in trees]
-        cpu = [[] for _ in trees]
-        for burst in range(args.bursts):
-            order = range(len(trees)) if burst % 2 == 0 else reversed(range(len(trees)))
-            for i in order:
-                processes[i].stdin.write(f"{args.frames}\n")
-                processes[i].stdin.flush()
-                measured_wall, measured_cpu = json.loads(processes[i].stdout.readline())
-                wall[i] += measured_wall
-                cpu[i] += measured_cpu
-    finally:
-        for process in processes:
-            process.stdin.close()
-            process.wait()
-        for tree in trees:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
-                           capture_output=True)
+    processes = []
+    with contextlib.ExitStack() as worktrees:
+        trees = [worktrees.enter_context(worktree(revision, prefix="softsim-still-")) for revision in args.revisions]
+        try:
+            measured = _alternate(args, trees, processes)
+        finally:
+            for process in processes:
+                process.stdin.close()
+                process.wait()
+    wall, cpu = measured
     first = np.percentile(wall[0], 10)
     print(f"{args.case}: {args.bursts} alternating bursts of {args.frames} still frames per revision, ms per frame"
           f"{' (one thread)' if args.one_thread else ''}\n")
