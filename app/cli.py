@@ -10,8 +10,6 @@ import argparse
 import logging
 import sys
 
-SUBCOMMANDS = ("run", "check", "info", "sweep", "import", "grad")
-
 
 def _gui_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

@@ -42,8 +42,6 @@ logger = logging.getLogger("bench_scenes")
 
 PHASES = ("assembly", "factorization", "newton_solve", "build", "W", "constraint_solve", "correction",
           "reequilibration")
-#: median frame targets (ms) of issue 8, by scene file stem
-TARGETS_MS = {"finger": 5.0, "trunk": 15.0, "cavity_contacts_10k": 60.0}
 
 
 def _actuators(simulation):

@@ -30,8 +30,6 @@ MODELS = ("linear", "corotational", "stvk", "neohookean", "stable_neohookean")
 #: Rotation methods of the corotational model: softsim's rotations of F (``polarF``, the default, and
 #: ``svdF``) and SOFA TetrahedronFEMForceField's ``method`` values with SOFA's formulas.
 ROTATION_METHODS = ("polarF", "svdF", "large", "polar", "svd")
-#: Rotation methods whose R is the rotation of F (the corotated energy's exact tangent needs them).
-ROTATION_METHODS_OF_F = ("polarF", "svdF")
 #: Tangents of the corotational model: SOFA's R K0 R^T (dR/dx neglected) or the exact Hessian of the
 #: corotated energy (rotation methods ``polarF`` and ``svdF`` only).
 COROTATIONAL_TANGENTS = ("sofa", "exact")

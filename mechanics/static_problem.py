@@ -16,7 +16,6 @@ so that the matrix factorized last keeps its values while the next tangent is as
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,7 +88,6 @@ class StaticProblem:
         self.dof_to_free = np.full(3 * n, -1, dtype=np.int64)
         self.dof_to_free[self.free_dofs] = np.arange(self.free_dofs.size)
         self.last_force_scale = 0.0
-        self.last_assembly_time = 0.0
         self._gather: np.ndarray | None = None  # positions of K_free's values in a full tangent's data
         self._gather_pattern = None  # (full indptr, full indices, free indptr, free indices)
         self._buffers: list[sp.csr_matrix] = []  # the two K_free matrices assemblies alternate between
@@ -238,19 +236,15 @@ class StaticProblem:
         before that is overwritten. Copy a matrix to keep it longer.
         """
         x = self._check_positions(x)
-        start = time.perf_counter()
         _, reduced = self._assemble(x, want_forces=False)
-        self.last_assembly_time = time.perf_counter() - start
         return reduced
 
     def system(self, x, extra_force=None, *, load_factor: float = 1.0) -> tuple[np.ndarray, sp.csr_matrix]:
         """``(R (n_free,), K_free csr (n_free, n_free))`` at ``x`` from one force-and-tangent evaluation
         (K_free as returned by :meth:`tangent`)."""
         x = self._check_positions(x)
-        start = time.perf_counter()
         internal, reduced = self._assemble(x, want_forces=True)
         residual = self._residual_from(internal, self.external_force(x, extra_force, load_factor=load_factor))
-        self.last_assembly_time = time.perf_counter() - start
         return residual, reduced
 
     def expand(self, dx_free) -> np.ndarray:
