@@ -160,7 +160,8 @@ def test_the_tentacles_planes_keep_its_segments_apart_in_dynamic_mode():
         planes_of_the_example = [UnilateralPlaneConstraint(scene.mesh.points, scene.mesh.tets, indices=p.indices,
                                                            points=p.points, name=p.name)
                                  for p in spec.bodies[0].unilateralPlanes]
-        gaps[planes] = np.array([plane._gap(scene.positions) for plane in planes_of_the_example])
+        gaps[planes] = np.array([plane_gap_and_gradient(plane.point_set.positions(scene.positions), plane.flipNormal)[0]
+                                 for plane in planes_of_the_example])
         if planes:
             forces = np.array([scene.outputs()[f"upc{k}.force"] for k in range(1, 8)])
             assert np.sum(forces > 0.0) >= 3
