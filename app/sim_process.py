@@ -288,7 +288,7 @@ class FrameReader:
 
 
 # -- the child process ------------------------------------------------------------------------------------
-def _portable_error(error: BaseException) -> BaseException:
+def portable_error(error: BaseException) -> BaseException:
     """``error`` if it survives pickling with its message intact, else one of its built-in bases with its
     message (an error whose constructor does not take its message back, e.g. one built from a list of
     problems, would come back garbled)."""
@@ -350,7 +350,7 @@ class _Child:
             self.send(("message", scene_id, message.level, message.text))
         for reply in output.replies:
             self.send(("reply", reply.token, reply.result, None if reply.error is None
-                       else _portable_error(reply.error)))
+                       else portable_error(reply.error)))
         if output.frame is not None:
             try:
                 payload = pickle.dumps((scene_id, output.frame), protocol=5)
@@ -376,7 +376,7 @@ class _Child:
         except Exception as error:
             if not isinstance(error, (ValueError, OSError)):
                 logger.exception("cannot build the scene")
-            self.send(("reply", token, None, _portable_error(error)))
+            self.send(("reply", token, None, portable_error(error)))
             return
         self.close_scene()
 

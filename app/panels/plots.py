@@ -35,7 +35,7 @@ from softsim.mechanics.units import with_unit
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SeriesPlot", "PlotsPanel", "DEFAULT_HISTORY"]
+__all__ = ["SeriesPlot", "PlotsPanel", "DEFAULT_HISTORY", "frame_summary"]
 
 DEFAULT_HISTORY = 500
 #: the plots are redrawn at most this often (seconds) while frames arrive, and at most every
@@ -322,8 +322,8 @@ class PlotsPanel(QWidget):
             self.constraint_plot.set_data(np.arange(1, errors.size + 1), {"error": errors})
         else:
             self.constraint_plot.clear()
-        self.summary.setText(_summary(frame, short=True))
-        self.summary.setToolTip(_summary(frame))
+        self.summary.setText(frame_summary(frame, short=True))
+        self.summary.setToolTip(frame_summary(frame))
 
     def _update_time_plots(self) -> None:
         frames = np.array([index for index, _ in self.history], dtype=np.float64)
@@ -354,7 +354,7 @@ STATUS_WORDS = {"ok": "converged", "limited": "converged, an actuator at its lim
 SUMMARY_CHARACTERS = 150
 
 
-def _summary(frame, *, short: bool = False) -> str:
+def frame_summary(frame, *, short: bool = False) -> str:
     """One line about the frame's solves, starting with the frame's own verdict (``report.status``, the one the
     banner and the health label show); ``short`` leaves out the reasons (they go into the tooltip) and is cut
     to SUMMARY_CHARACTERS."""

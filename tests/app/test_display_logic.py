@@ -161,23 +161,23 @@ def test_the_cause_of_a_shortfall_is_the_limit_the_unconverged_frame_or_contact(
 def test_the_plots_header_starts_with_the_frames_own_verdict_and_stays_one_short_line():
     """The header says what the banner says (the frame's status), not the free Newton solve's verdict; a
     failed frame's long message goes to the tooltip, the header stays within SUMMARY_CHARACTERS."""
-    from softsim.app.panels.plots import SUMMARY_CHARACTERS, _summary
+    from softsim.app.panels.plots import SUMMARY_CHARACTERS, frame_summary
 
     scene = Scene.load(default_scene())
     scene.set("body.finger.cable.cable.value", 5.0)
     report = scene.step()
     frame = scene.simulation.snapshot(report)
-    assert _summary(frame, short=True).startswith(f"frame {frame.index}: converged | free Newton ")
+    assert frame_summary(frame, short=True).startswith(f"frame {frame.index}: converged | free Newton ")
     stalled = dataclasses.replace(report, equilibrium=dataclasses.replace(report.equilibrium, converged=False,
                                                                           reached=0.4))
-    text = _summary(dataclasses.replace(frame, report=stalled), short=True)
+    text = frame_summary(dataclasses.replace(frame, report=stalled), short=True)
     assert text.startswith(f"frame {frame.index}: NOT CONVERGED") and "reached 40 %, not converged" in text
     assert any(p.kind == "not_converged" for p in frame_problems(dataclasses.replace(frame, report=stalled),
                                                                   scene.spec))
     failed = dataclasses.replace(report, ran=False, message="Newton solve diverged: " + "residual grows " * 40)
-    short = _summary(dataclasses.replace(frame, report=failed), short=True)
+    short = frame_summary(dataclasses.replace(frame, report=failed), short=True)
     assert short.startswith(f"frame {frame.index}: FAILED") and len(short) <= SUMMARY_CHARACTERS
-    assert "residual grows" in _summary(dataclasses.replace(frame, report=failed))  # the tooltip has it all
+    assert "residual grows" in frame_summary(dataclasses.replace(frame, report=failed))  # the tooltip has it all
 
 
 def test_a_recording_plays_on_the_clock_asked_for(tmp_path):

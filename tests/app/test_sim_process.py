@@ -268,15 +268,15 @@ def test_the_window_caps_the_frame_rate_in_real_time_for_a_dynamic_scene(main_wi
 
 
 def test_an_error_that_does_not_pickle_back_keeps_its_message_and_base():
-    from softsim.app.sim_process import _portable_error
+    from softsim.app.sim_process import portable_error
     from softsim.mechanics.scene import SceneError
 
     error = SceneError(["finger.toml: body.finger.fixed[0].set: no set 'x'; known sets: ['base']"])
-    portable = _portable_error(error)
+    portable = portable_error(error)
     assert isinstance(portable, ValueError) and str(portable) == str(error)
     assert str(pickle.loads(pickle.dumps(portable))) == str(error)
     plain = ValueError("plain")
-    assert _portable_error(plain) is plain
+    assert portable_error(plain) is plain
 
 
 def _thread_niceness(pid: int) -> dict[int, int]:
