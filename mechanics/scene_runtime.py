@@ -594,7 +594,8 @@ class Scene:
             return CenterEffector(mesh.points, indices=effector.indices, effectorGoal=effector.effectorGoal,
                                   axis=effector.axis, weight=effector.weight, point=effector.point,
                                   limitShiftToTarget=effector.limitShiftToTarget,
-                                  maxShiftToTarget=effector.maxShiftToTarget, name=effector.name)
+                                  maxShiftToTarget=effector.maxShiftToTarget, rotationAxis=effector.rotationAxis,
+                                  goalRotation=effector.goalRotation, name=effector.name)
         except ParameterError as error:  # a point off the nodes' affine hull
             raise _error(self.spec, f"{path}.point", str(error)) from None
 

@@ -102,6 +102,9 @@ def effector_offsets(effectors, x: np.ndarray) -> np.ndarray:
     their rows' ``dfree`` at ``x``: ``weight_j (p_i - goal_i)_j``)."""
     parts = []
     for effector in effectors:
+        if hasattr(effector, "offsets"):  # a centre effector, its rotation rows included
+            parts.append(effector.offsets(x))
+            continue
         axes = effector.directions
         weight = np.broadcast_to(np.asarray(effector.weight, dtype=np.float64), 3)[axes]
         parts.append(((effector_points(effector, x) - effector.goal())[:, axes] * weight).reshape(-1))

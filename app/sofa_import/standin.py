@@ -27,7 +27,36 @@ from softsim.app.sofa_import.graph import Component, Data, Node
 __all__ = ["ImportFailure", "run_python_scene", "stand_in", "KEYS"]
 
 #: the libraries the stand-in replaces: a module under them that it lacks is refused by name
-_ROOTS = ("Sofa", "SofaRuntime", "SofaPython3", "splib3", "stlib3", "softrobots", "SofaTypes", "Sofa.Gui")
+_ROOTS = ("Sofa", "SofaRuntime", "SofaPython3", "splib3", "stlib3", "softrobots", "SofaTypes", "Sofa.Gui", "serial")
+
+
+class SerialException(OSError):
+    """pyserial's ``serial.SerialException``, standing in."""
+
+
+class SerialPort:
+    """pyserial's ``serial.Serial``, standing in (Tripod step 9's controllers open the robot's port with it):
+    softsim talks to no hardware. A port opens nothing (as pyserial leaves a port given as None closed), reading
+    gives no bytes, and writing or opening stops with a message naming the port."""
+
+    def __init__(self, port=None, baudrate: int = 9600, *args: Any, timeout=None, **kwargs: Any) -> None:
+        self.port, self.baudrate, self.timeout = port, baudrate, timeout
+        self.is_open = False
+
+    def open(self) -> None:
+        raise SerialException(f"softsim drives no hardware: the serial port {self.port!r} is not opened")
+
+    def readline(self, *args: Any) -> bytes:
+        return b""
+
+    def read(self, size: int = 1) -> bytes:
+        return b""
+
+    def write(self, data: Any) -> int:
+        raise SerialException(f"softsim drives no hardware: nothing is sent to the serial port {self.port!r}")
+
+    def close(self) -> None:
+        self.is_open = False
 
 #: Sofa.constants.Key (SofaPython3's key names -> the character a KeypressedEvent carries)
 KEYS = {"plus": "+", "minus": "-", "space": " ", "leftarrow": chr(18), "uparrow": chr(19),
@@ -112,6 +141,8 @@ def _build_modules() -> dict[str, types.ModuleType]:
         "stlib3.physics.rigid": rigid, "stlib3.physics.collision": collision, "stlib3.visuals": visuals,
         "stlib3.solver": solver,
         "softrobots": _module("softrobots", actuators=actuators), "softrobots.actuators": actuators,
+        # pyserial, which Tripod step 9's controllers import to talk to the robot: no hardware is driven
+        "serial": _module("serial", Serial=SerialPort, SerialException=SerialException),
     }
     # the vec3 module's functions are plain functions (staticmethods unwrapped)
     modules["splib3.numerics.vec3"] = _module("splib3.numerics.vec3", **{

@@ -859,7 +859,7 @@ class _Translator:
                                          "point": [_clean(v) for v in position], "axis": directions[:3]}
                 goal = self.rigid_goal(component)
                 if goal is not None:
-                    entry["effectorGoal"] = goal
+                    entry["effectorGoal"] = goal[:3]
                 weights = as_floats(data["weight"], f"{what}.weight") if "weight" in data else [1.0]
                 if len(set(weights[:3])) > 1:
                     self.report.notes.append(f"{what}.weight: one weight per direction; the first, {weights[0]:g}, "
@@ -873,19 +873,22 @@ class _Translator:
                 self.use(component)
                 body.setdefault("centerEffector", []).append(entry)
                 used = "".join("xyz"[i] for i in range(3) if directions[i])
+                turned = "".join("xyz"[i] for i in range(3) if directions[3 + i])
+                if turned:  # the frame's orientation against the goal's, from the frame's own at rest
+                    entry["rotationAxis"] = directions[3:]
+                    if goal is not None:
+                        rest = rigid_poses(frame)[group.frame_index][1]
+                        turn = Rotation.from_quat(goal[3:7]) * rest.inv()
+                        entry["goalRotation"] = [_clean(v) for v in turn.as_euler("xyz", degrees=True)]
                 self.report.notes.append(
-                    f"{what}: the position of the free frame {frame.getPathName()}[{group.frame_index}] (its origin "
-                    f"{entry['point']}, carried by the rigid group's nodes) on axes {used or 'none'}: "
-                    f"body.{body_name}.centerEffector.{name}")
-                if any(directions[3:]):
-                    turned = "".join("xyz"[i] for i in range(3) if directions[3 + i])
-                    self.report.skip(what, component.type, f"its rotation rows about {turned} (useDirections[3:]) are "
-                                     f"not translated: softsim's effectors track positions; only its position rows "
-                                     f"({used or 'none'}) are, as body.{body_name}.centerEffector.{name}",
-                                     mechanics=True)
+                    f"{what}: the free frame {frame.getPathName()}[{group.frame_index}] (its origin "
+                    f"{entry['point']}, carried by the rigid group's nodes), position on axes {used or 'none'}"
+                    + (f" and rotation about {turned}" if turned else "")
+                    + f": body.{body_name}.centerEffector.{name}")
 
     def rigid_goal(self, component: Component) -> list[float] | None:
-        """The position of a Rigid3 effector's goal (the first frame's x, y, z; its orientation is not used)."""
+        """A Rigid3 effector's goal: the first frame ``[x, y, z, qx, qy, qz, qw]`` (a goal of 3 numbers: the
+        identity orientation)."""
         if "effectorGoal" not in component.data:
             return None
         raw = component.data["effectorGoal"]
@@ -902,10 +905,12 @@ class _Translator:
                 raise ValueProblem(f"{component.getPathName()}.effectorGoal: links to {target.getPathName()}, whose "
                                    f"position is not given")
         numbers = as_floats(value, f"{component.getPathName()}.effectorGoal")
-        if len(numbers) < 3:
+        if len(numbers) == 3:
+            numbers = [*numbers, 0.0, 0.0, 0.0, 1.0]
+        if len(numbers) < 7:
             raise ValueProblem(f"{component.getPathName()}.effectorGoal: a Rigid3 goal needs 7 numbers, got "
                                f"{len(numbers)}")
-        return [float(v) for v in numbers[:3]]
+        return [float(v) for v in numbers[:7]]
 
     def planes(self, node: Node, planes: list[Component], body: dict[str, Any], body_name: str,
                placement: _Placement, mesh_file: Path, mapped: bool) -> None:

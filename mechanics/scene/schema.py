@@ -534,6 +534,14 @@ class CenterEffectorSpec:
                                                         "maxShiftToTarget from the frame's start position.")
     maxShiftToTarget: float = _key(_POSITIVE, 1.0, unit="length",
                                    help="Largest goal shift per frame when limitShiftToTarget is set.")
+    rotationAxis: tuple[int, int, int] = _key(
+        Flags(3), (0, 0, 0),
+        help="Also track the nodes' orientation (the rotation that best takes their rest positions onto their "
+             "positions) about these axes (1) toward goalRotation, in radians weighted by weight (SOFA's "
+             "PositionEffector on a Rigid3 frame, useDirections[3:]). Needs effectorGoal.")
+    goalRotation: tuple[float, float, float] = _key(
+        _VEC3, (0.0, 0.0, 0.0), unit="angle",
+        help="The goal orientation with rotationAxis: rotation about x, then y, then z (fixed axes), from rest.")
 
 
 @dataclass(kw_only=True)

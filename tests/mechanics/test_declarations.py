@@ -180,7 +180,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 203
+    assert len(generics) == 205
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -216,7 +216,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 368
+    assert checked == 370
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))

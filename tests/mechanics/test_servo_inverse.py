@@ -151,3 +151,29 @@ def test_servo_inverse_turned_off_and_refused_beside_cables():
     with pytest.raises(SceneError, match="either actuated servos or cables"):
         Scene(parse_data(data, source=scene.spec.source, base_dir=scene.spec.base_dir))
     assert math.isfinite(scene.servo_inverse.epsilon)
+
+
+def test_rotation_rows_of_a_centre_effector_against_scipy_and_finite_differences():
+    """``rotationAxis``: the offset is scipy's rotation vector of R R_goal^T for nodes turned rigidly by R (R found
+    by Kabsch), and where R = R_goal the rows' Jacobian equals central differences of the offsets (1e-7)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(8, 3)) * 10.0
+    goal = Rotation.from_euler("xyz", [10.0, -20.0, 30.0], degrees=True)
+    effector = CenterEffector(X, indices=np.arange(8), effectorGoal=[0.0, 0.0, 0.0], axis=(0, 1, 0),
+                              rotationAxis=(1, 0, 1), goalRotation=(10.0, -20.0, 30.0))
+    turn = Rotation.from_rotvec([0.3, -0.2, 0.5])
+    x = turn.apply(X) + [1.0, 2.0, 3.0]
+    expected = (turn * goal.inv()).as_rotvec()
+    np.testing.assert_allclose(effector.rotation_offset(x), expected, atol=1e-12)
+    np.testing.assert_allclose(effector.offsets(x)[1:], expected[[0, 2]], atol=1e-12)
+    at_goal = goal.apply(X) + [1.0, 2.0, 3.0]
+    J = effector.jacobian(at_goal).toarray()
+    assert J.shape == (3, 24)
+    numeric = np.zeros_like(J)
+    step = 1e-6
+    for dof in range(24):
+        dx = np.zeros(24)
+        dx[dof] = step
+        numeric[:, dof] = (effector.offsets(at_goal + dx.reshape(8, 3))
+                           - effector.offsets(at_goal - dx.reshape(8, 3))) / (2 * step)
+    np.testing.assert_allclose(J, numeric, atol=1e-7)
