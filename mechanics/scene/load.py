@@ -259,6 +259,12 @@ def _check_region(obj: RegionSpec, path: str, ctx: _Context) -> None:
     _exactly_one(obj, EXCLUSIVE_KEYS[RegionSpec][0], path, ctx)
 
 
+def _check_fixed(obj: FixedSpec, path: str, ctx: _Context) -> None:
+    _check_region(obj, path, ctx)
+    if obj.minAngle is not None and obj.maxAngle is not None and obj.minAngle > obj.maxAngle:
+        ctx.error(_join(path, "maxAngle"), f"{obj.maxAngle:g} is below minAngle {obj.minAngle:g}")
+
+
 def _check_force(obj: ForceSpec, path: str, ctx: _Context) -> None:
     load = _exactly_one(obj, ("totalForce", "pressure"), path, ctx)
     if load == "totalForce":
@@ -485,7 +491,7 @@ def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
 
 _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {
     RegionSpec: _check_region,
-    FixedSpec: _check_region,
+    FixedSpec: _check_fixed,
     RigidGroupSpec: _check_region,
     StackedMaterialSpec: _check_stacked,
     UnilateralPlaneSpec: _check_unilateral_plane,

@@ -177,3 +177,11 @@ def test_rotation_rows_of_a_centre_effector_against_scipy_and_finite_differences
         numeric[:, dof] = (effector.offsets(at_goal + dx.reshape(8, 3))
                            - effector.offsets(at_goal - dx.reshape(8, 3))) / (2 * step)
     np.testing.assert_allclose(J, numeric, atol=1e-7)
+
+
+def test_angle_range_in_the_wrong_order_is_refused():
+    spec = load_scene(BEAM)
+    data = to_data(spec)
+    data["body"][0]["fixed"][0].update(actuated=True, minAngle=10.0, maxAngle=-10.0)
+    with pytest.raises(SceneError, match=r"body\[0\]\.fixed\[0\]\.maxAngle: -10 is below minAngle 10"):
+        parse_data(data, source=spec.source, base_dir=spec.base_dir)
