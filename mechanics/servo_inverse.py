@@ -191,6 +191,7 @@ class ServoInverse:
                 return report
             simulation.restore(simulation.x, frame)
         x0 = simulation.x.copy()
+        start = (x0, None if simulation.x_free is None else simulation.x_free.copy(), frame)
         for effector in effectors:
             effector.begin_frame(x0)
         r = effector_offsets(effectors, x0)
@@ -206,14 +207,14 @@ class ServoInverse:
                     report = simulation.step()
                     info.solves += 1
                     if not (report.ok and report.converged):
+                        _back(simulation, *start)
                         self.set_angles(theta, simulation)
-                        simulation.restore(x0, frame)
                         report.message = f"servo inverse: the equilibrium at {self.servos[j].path}.angle " \
                                          f"{moved[j]:g} did not converge ({report.message})"
                         self.last = info
                         return report
                     columns.append(effector_offsets(effectors, simulation.x))
-                    simulation.restore(x0, frame)
+                    _back(simulation, *start)
                 S[:, j] = (columns[0] - columns[1]) / (2.0 * ANGLE_STEP)
         self.set_angles(theta, simulation)
         bounds = [servo.step_bounds(angle) for servo, angle in zip(self.servos, theta)]
@@ -232,7 +233,7 @@ class ServoInverse:
                 break
             # the step raised the offsets (the linearisation overshot, at a goal out of reach) or its equilibrium
             # was not found: go back, take half
-            simulation.restore(x0, frame)
+            _back(simulation, *start)
             self.set_angles(theta, simulation)
             if attempt == HALVINGS:  # no shorter step helps: stay where the frame started
                 info.stalled = True
@@ -250,3 +251,11 @@ class ServoInverse:
         logger.debug("servo inverse frame %d: angles %s -> %s, goal distance %g", frame, info.angles_before,
                      info.angles_after, info.goal_distance)
         return report
+
+
+def _back(simulation, x: np.ndarray, x_free: np.ndarray | None, frame: int) -> None:
+    """Put ``simulation`` back to the equilibrium ``x`` (n, 3) at frame number ``frame``, with the free
+    configuration it was solved from as the next frame's Newton start (a trial's own would start the next solve
+    from positions made for other angles)."""
+    simulation.restore(x, frame)
+    simulation.x_free = None if x_free is None else x_free.copy()

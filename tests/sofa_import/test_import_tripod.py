@@ -288,6 +288,20 @@ def test_step8_inverse_reaches_the_goal_from_the_initial_pose(tmp_path):
     assert all(-1.5 * RADIAN <= a <= 1.5 * RADIAN for a in angles[-1])
 
 
+def test_step8_as_imported_settles_at_the_nearest_reachable_point(tmp_path):
+    """Run as imported, without the initial pose, the goal y = 40 is out of reach (the centre rises to about 33.57
+    mm when the servos turn about -22.6 degrees): 8 frames all converge and the distance to the goal never grows
+    (a step that would raise it is halved), ending above 6.4 mm."""
+    scene = Scene(imported("step8.py", tmp_path).spec)
+    distances = []
+    for _ in range(8):
+        report = scene.step()
+        assert report.ok and report.converged, report.message
+        distances.append(scene.outputs()["effector.distance"])
+    assert all(b <= a + 1e-9 for a, b in zip(distances, distances[1:]))
+    assert 6.4 < distances[-1] < 6.45
+
+
 def walk_to_initial_pose(scene: Scene, frames: int = 30) -> None:
     """The tutorial's 'A' animation (step 6): each servo slid 35 mm forward and turned to -1.4965 rad (tripod.py's
     numbers), walked in ``frames`` forward frames with the inverse model off, each converged; then the inverse
