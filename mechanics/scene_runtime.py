@@ -213,15 +213,20 @@ def _corotational_tangent_kwargs(material, spec) -> dict:
     needs it to converge quadratically (the consistent Jacobian of SOFA's rotations ``large``, ``polar`` and
     ``svd`` is not symmetric: it is factorized as a general matrix). The conjugate gradient solvers
     (``[solver.linear] type = "cg"`` or ``"async"``) need a symmetric positive definite matrix, the implicit time
-    step of dynamic mode takes one Newton iteration per step with the mass on the diagonal, and the inverse
-    model's quadratic program is built on a symmetric W: with them every rotation keeps SOFA's positive
-    semi-definite R K0 R^T. "exact_spd" with SOFA's rotations is SOFA's tangent too (it is semi-definite
-    already)."""
+    step of dynamic mode takes one Newton iteration per step with the mass on the diagonal, and SoftRobots'
+    single QP (the inverse model with ``correction = "linear"``) is built on SOFA's tangent: with them every
+    rotation keeps SOFA's positive semi-definite R K0 R^T. The inverse frames that end at the constrained
+    equilibrium take the exact tangent of ``polarF`` and ``svdF``, which is symmetric: their constrained Newton
+    steps then converge quadratically, and the QP's W is the effectors' true sensitivity to the actuators
+    (issue 28: trunk_inverse's dragged goal took 16 linearisations per frame with SOFA's tangent, about 9 with the
+    exact one). The QP and its sensitivities (mechanics.sensitivity.inverse) assume a symmetric W, so SOFA's
+    rotations keep SOFA's tangent in inverse frames. "exact_spd" with SOFA's rotations is SOFA's tangent too
+    (it is semi-definite already)."""
     value = material.corotationalTangent
     sofa_rotation = material.rotation_method in ("large", "polar", "svd")
-    symmetric_needed = (spec.solver.linear.type != "direct" or spec.scene.mode != "static"
-                        or (spec.solver.inverse is not None and spec.solver.inverse.active
-                            and not servo_driven(spec)))
+    inverse = spec.solver.inverse is not None and spec.solver.inverse.active and not servo_driven(spec)
+    symmetric_qp = inverse and (spec.solver.newton.correction == "linear" or sofa_rotation)
+    symmetric_needed = spec.solver.linear.type != "direct" or spec.scene.mode != "static" or symmetric_qp
     if value == "sofa" or symmetric_needed or (sofa_rotation and value == "exact_spd"):
         return {"corotational_tangent": "sofa", "spd_projection": False}
     return {"corotational_tangent": "exact",
@@ -918,6 +923,7 @@ class Scene:
         table, key = address.table, address.key
         if isinstance(table, NewtonSpec) and key == "correction":
             sim.set_correction(table.correction)
+            self._apply_tangents()
         elif isinstance(table, NewtonSpec):
             sim.newton.set_parameters(**_newton_parameters(table))
         elif isinstance(table, LinearSpec):

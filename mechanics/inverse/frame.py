@@ -38,7 +38,13 @@ import numpy as np
 
 from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space, store_forces
-from softsim.mechanics.equilibrium import ROUND_OFF_FACTOR, body_size, force_stiffness
+from softsim.mechanics.equilibrium import (
+    EXACT_REUSE_RATE,
+    FAR_FROM_EQUILIBRIUM_EXACT,
+    ROUND_OFF_FACTOR,
+    body_size,
+    force_stiffness,
+)
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.frame_report import FrameReport, unchanged_report
 from softsim.mechanics.frame_step import check_state, free_configuration, solve_frame
@@ -53,6 +59,22 @@ from softsim.mechanics.inverse.problem import (
 logger = logging.getLogger(__name__)
 
 __all__ = ["InverseReport", "InverseSettings", "solve_inverse_frame"]
+
+
+@dataclass
+class _Move:
+    """One converged inverse frame's move: positions (n, 3) and multipliers ((constraint, lambda) pairs) at its
+    start and end, the effectors' goals (k,) at its end and start (None: unknown, the move after an edit).
+    """
+
+    x_start: np.ndarray
+    forces_start: list
+    x_end: np.ndarray
+    forces_end: list
+    goal_end: np.ndarray
+    #: W (m, m) of the last linearisation, at x_end (the next frame's energy weight is computed from it)
+    W: np.ndarray
+    goal_start: np.ndarray | None = None
 
 
 @dataclass
@@ -72,9 +94,12 @@ class InverseSettings:
     #: the QP's proposal (m,) that the last frame could not follow (its line search stalled); a frame that starts
     #: there and gets the same proposal ends at once
     stalled_force: np.ndarray | None = None
+    #: the last converged frame's move (:class:`_Move`), for the next frame's predictor
+    last_move: _Move | None = None
 
     def forget_weight(self) -> None:
-        """Forget the cached weight and the stalled proposal (after an edit or a reset)."""
+        """Forget the cached weight and the stalled proposal (after an edit or a reset). The last move is kept:
+        a goal edit is an edit too, and the predictor checks that the next frame starts where the move ended."""
         self.weight, self.weight_rows, self.stalled_force = None, (), None
 
 
@@ -110,6 +135,8 @@ class InverseReport:
     #: the constrained Newton steps with the QP did not converge: the frame took QPs each followed by a forward
     #: frame and a line search
     sqp_fallback: bool = False
+    #: the steps started from the last frame's move extrapolated (a dragged goal), not from the last equilibrium
+    predicted: bool = False
 
 
 @dataclass
@@ -145,11 +172,57 @@ def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: Const
         terms = force_stiffness(system, x_cur, force) if exact else []
         solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
     residual = problem.residual(x_cur)
-    free_step = solver.solve(residual)
+    # the free step and K^-1 J^T in one multi-right-hand-side solve (only the changed rows' columns when the
+    # factorization is the last step's)
+    KinvJt, free_step = tangent.responses.solve(solver, system.J_free.T.toarray(), extra=residual)
     dfree = system.dfree + system.J_free @ free_step
-    W, KinvJt = compliance_in_constraint_space(solver, system.J_free, tangent.responses)
+    W, KinvJt = compliance_in_constraint_space(solver, system.J_free, KinvJt=KinvJt)
     W[np.diag_indices_from(W)] += system.compliance
     return _Linearization(system, dfree, W, KinvJt, force, residual, np.asarray(free_step).reshape(-1))
+
+
+#: a predicted start is tried when the goals' move lies along the last frame's: its projection on that move is
+#: between these multiples of it (a drag that goes on; a reversed or a far jump starts from the last equilibrium)
+PREDICTOR_RANGE = (0.0, 2.0)
+
+
+def _goals(effectors) -> np.ndarray:
+    """The effectors' goals, flattened (k,)."""
+    parts = [np.ravel(np.asarray(e.effectorGoal, dtype=np.float64)) for e in effectors]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _predict(problem, move: _Move | None, x: np.ndarray, last_report, goals: np.ndarray):
+    """A start for a frame whose goals moved on as in the last frame (a drag): the last frame's move of the
+    positions and multipliers extrapolated, ``x + s (x - x_0)``, ``lambda + s (lambda - lambda_0)``, with ``s`` the
+    new goal move projected on the last one over its length squared. Returns ``(x (n, 3), (constraint, lambda)
+    pairs)`` or None (no last move ending here, goals that did not move or turned back, an implausible state).
+    The answer does not depend on it: the steps from there end at the same fixed point, and a frame whose
+    predicted start fails starts again from the last equilibrium."""
+    if (move is None or move.goal_start is None or move.x_end.shape != x.shape or not np.array_equal(move.x_end, x)
+            or move.goal_end.shape != goals.shape or move.goal_start.shape != goals.shape):
+        return None
+    last, new = move.goal_end - move.goal_start, goals - move.goal_end
+    length = float(last @ last)
+    if length <= 0.0 or not np.any(new):
+        return None
+    s = float(new @ last) / length
+    if not PREDICTOR_RANGE[0] < s <= PREDICTOR_RANGE[1]:
+        return None
+    start = dict((id(c), f) for c, f in move.forces_start)
+    end = dict((id(c), f) for c, f in move.forces_end)
+    pairs = []
+    for constraint, force in last_report.forces:
+        key = id(constraint)
+        if key not in start or key not in end or not (start[key].shape == end[key].shape == force.shape):
+            return None
+        if not np.array_equal(end[key], force):
+            return None
+        pairs.append((constraint, force + s * (force - start[key])))
+    x_predicted = x + s * (x - move.x_start)
+    if check_state(problem, x_predicted):
+        return None
+    return x_predicted, pairs
 
 
 #: constrained Newton steps with the QP in place of the complementarity solve (:func:`_sqp`) before the frame
@@ -212,8 +285,15 @@ def _sqp(problem, newton, constraints, linearize, linear, roles, limits, setting
         # as the forward equilibrium: a new factorization far from the equilibrium, or when a step with the old
         # one did not cut the unbalanced force enough; else the old factorization (the same rate with an
         # approximate tangent, at the cost of a solve instead of an assembly and a factorization)
-        refactorize = (unbalanced > SQP_FAR * problem.last_force_scale or (
-            previous is not None and unbalanced > (0.5 if exact else 0.9) * previous and not refactorized))
+        # with the exact tangent as the static frames' equilibrium (mechanics.equilibrium): a new factorization
+        # unless the imbalance is below FAR_FROM_EQUILIBRIUM_EXACT and the last step cut it by EXACT_REUSE_RATE
+        # (a chord step then still gains a lot; otherwise Newton's quadratic step is worth a factorization)
+        if exact:
+            refactorize = (unbalanced > FAR_FROM_EQUILIBRIUM_EXACT * problem.last_force_scale
+                           or (previous is not None and unbalanced > EXACT_REUSE_RATE * previous))
+        else:
+            refactorize = (unbalanced > SQP_FAR * problem.last_force_scale or (
+                previous is not None and unbalanced > 0.9 * previous and not refactorized))
         previous, refactorized = unbalanced, refactorize
         linear, roles = linearize(x_next, linear.pairs(force), refactorize)
         x_cur = x_next
@@ -256,13 +336,24 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         times["inverse_linearization"] = times.get("inverse_linearization", 0.0) + time.perf_counter() - begun
         return linear, row_roles(linear.system, settings.qp)
 
+    goals = _goals(effectors)
+    move = settings.last_move
+    settings.last_move = None
+    predicted = (_predict(problem, move, x, last_report, goals)
+                 if on_equilibrium and correction == "equilibrium" else None)
     try:
-        linear, roles = linearize(x, last_report.forces) if on_equilibrium else linearize(x_free, [])
-        if not on_equilibrium:
-            x_cur = x_free
+        if predicted is not None:
+            linear, roles = linearize(*predicted)
+            x_cur, info.predicted = predicted[0], True
+        else:
+            linear, roles = linearize(x, last_report.forces) if on_equilibrium else linearize(x_free, [])
+            if not on_equilibrium:
+                x_cur = x_free
         structure = (tuple(id(c) for c, _row in roles.actuators), roles.effectors.size)
         if settings.weight is None or settings.weight_rows != structure:
-            settings.weight, settings.weight_rows = energy_weight(linear.W, roles, settings.qp), structure
+            # the scale is W's at the frame's start: the last frame's end, whose rows a predicted start lacks
+            at_start = move.W if predicted is not None and move.W.shape == linear.W.shape else linear.W
+            settings.weight, settings.weight_rows = energy_weight(at_start, roles, settings.qp), structure
         weight = settings.weight
     except (ValueError, ParameterError) as error:
         return None, _failed(frame, f"inverse model: {error}", newton_report, info, times)
@@ -270,12 +361,29 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
         try:
             fast = _sqp(problem, newton, constraints, linearize, linear, roles, limits, settings, weight,
                         x_cur, tolerance, info)
+            if fast is None and predicted is not None:  # a bad prediction: the steps from the frame's start
+                info.predicted = False
+                linear, roles = linearize(x, last_report.forces)
+                x_cur = x
+                fast = _sqp(problem, newton, constraints, linearize, linear, roles, limits, settings, weight,
+                            x_cur, tolerance, info)
         except (ValueError, ParameterError):
             fast = None
         if fast is not None:
+            if on_equilibrium:
+                goal_start = (move.goal_end if move is not None and move.x_end.shape == x.shape
+                              and np.array_equal(move.x_end, x) else None)
+                settings.last_move = _Move(x.copy(), last_report.forces, fast[0].copy(),
+                                           fast[1].pairs(fast[1].force), goals, fast[1].W, goal_start)
             return _sqp_answer(fast, constraints, actuators, effectors, x_free, frame, newton_report, info, times,
                                size)
         info.sqp_fallback = True
+        if predicted is not None:
+            try:
+                linear, roles = linearize(x, last_report.forces)
+            except (ValueError, ParameterError) as error:
+                return None, _failed(frame, f"inverse model: {error}", newton_report, info, times)
+            x_cur = x
     while True:
         solution = solve_inverse_qp(linear.W, linear.dfree, roles, limits, settings.qp, linear.force, weight)
         info.linearizations += 1

@@ -405,8 +405,9 @@ class MaterialSpec:
     corotationalTangent: str = _key(
         Choice("sofa", "exact", "exact_spd"), "exact", when=when("model", "corotational"),
         help="exact: the consistent Jacobian of the force in static frames with the direct solver (quadratic "
-             "Newton; unsymmetric for large/polar/svd); dynamic mode, the inverse model and the CG solvers use "
-             "sofa's; sofa: SOFA's R K0 R^T, which omits the rotations' derivative (linear convergence); "
+             "Newton; unsymmetric for large/polar/svd); dynamic mode, the CG solvers and the inverse model "
+             "(except its frames with polarF/svdF that end at the equilibrium) use sofa's; sofa: SOFA's "
+             "R K0 R^T, which omits the rotations' derivative (linear convergence); "
              "exact_spd: the exact tangent with negative eigenvalues clamped to 0.")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region",
                                              help="Regions with other youngModulus or poissonRatio.")

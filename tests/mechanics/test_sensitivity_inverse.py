@@ -52,10 +52,12 @@ def _trunk(goal, frames: int = 3) -> Scene:
 
 
 def _corotational_trunk(goal, frames: int = 3) -> Scene:
-    """The shipped trunk_inverse as it is (corotational, polarF, run by the inverse model with SOFA's tangent
-    R K0 R^T), without the rate limit, its QP's fixed point converged to 1e-10 (at the default Newton
-    tolerance: with SOFA's tangent the equilibrium converges linearly, and a tighter one stalls the frame)."""
+    """The shipped trunk_inverse (corotational, polarF) run by the inverse model with SOFA's tangent R K0 R^T
+    (``corotationalTangent = "sofa"``: by default its inverse frames take polarF's exact tangent), without the
+    rate limit, its QP's fixed point converged to 1e-10 (at the default Newton tolerance: with SOFA's tangent the
+    equilibrium converges linearly, and a tighter one stalls the frame)."""
     scene = Scene.load(SCENES / "trunk_inverse.toml")
+    scene.set("body.trunk.material.corotationalTangent", "sofa")
     for cable in scene.spec.bodies[0].cables:
         scene.set(f"body.trunk.cable.{cable.name}.maxDispVariation", None)
     scene.set("solver.inverse.linearizationTolerance", 1e-10)
