@@ -1,11 +1,13 @@
-"""The constraint rows of a static frame in constraint space: stacking the rows (:class:`ConstraintSystem`,
-:func:`build_constraint_system`), the compliance W = J K^-1 J^T (+ C), the projection (Steps II-III's
-complementarity solve), the forces stored on each constraint, and the signature that tells an unchanged frame."""
+"""The constraint rows in constraint space, shared by static frames, inverse frames and dynamic steps: stacking
+the rows (:class:`ConstraintSystem`, :func:`build_constraint_system`), the compliance W = s J K^-1 J^T (+ C), the
+projection (Steps II-III's complementarity solve; a dynamic step's Schur complement), the forces stored on each
+constraint, and the signature that tells an unchanged frame. (:mod:`mechanics.dynamics` uses them with K its
+step matrix H and the scale s h of its time scheme.)"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,7 +21,9 @@ class ConstraintSystem:
     """The stacked constraint rows of one frame, restricted to the free DOFs.
 
     J_free : csr (m, n_free); dfree : (m,); blocks : resolutions; compliance : (m,);
-    row_ranges : one ``slice`` of rows per constraint, in the order of ``constraints``.
+    row_ranges : one ``slice`` of rows per constraint, in the order of ``constraints``;
+    jacobians : each constraint's own Jacobian (r_k, 3 n) on all DOFs, as it gave it (a dynamic step measures
+    its violations at later iterates with them).
     """
 
     constraints: list
@@ -28,6 +32,7 @@ class ConstraintSystem:
     blocks: Blocks
     compliance: np.ndarray
     row_ranges: list[slice]
+    jacobians: list = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
@@ -84,7 +89,7 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
         return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
     J_free = _stack_free_columns(J_parts, free_dofs)
     return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
-                            np.concatenate(compliance_parts), row_ranges)
+                            np.concatenate(compliance_parts), row_ranges, J_parts)
 
 
 #: (free_dofs, number of DOFs, DOF -> free index) of the last call: a problem's free DOFs are one array
@@ -117,9 +122,11 @@ def _stack_free_columns(parts: list, free_dofs: np.ndarray) -> sp.csr_matrix:
 
 
 def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: ResponseCache | None = None,
-                                   KinvJt: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """W = J K^-1 J^T (m, m) and K^-1 J^T (n_free, m) from the current factorization, in one multi-RHS solve
-    (only the changed rows' with a ``cache`` that saw the same factorization; none when ``KinvJt`` is given)."""
+                                   KinvJt: np.ndarray | None = None,
+                                   scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """W = scale J K^-1 J^T (m, m) and K^-1 J^T (n_free, m) from the current factorization, in one multi-RHS
+    solve (only the changed rows' with a ``cache`` that saw the same factorization; none when ``KinvJt`` is
+    given). ``scale`` (default 1) is a dynamic step's ``s h`` (:mod:`mechanics.dynamics`)."""
     if J_free.shape[0] == 0:
         return np.zeros((0, 0)), np.zeros((J_free.shape[1], 0))
     if KinvJt is None:
@@ -129,23 +136,26 @@ def compliance_in_constraint_space(linear_solver, J_free: sp.csr_matrix, cache: 
         else:
             KinvJt = cache.solve(linear_solver, Jt)
     W = np.asarray(J_free @ KinvJt)
+    if scale != 1.0:
+        W *= scale
     if linear_solver.symmetric:  # round-off only; an unsymmetric tangent's W is unsymmetric
         W = 0.5 * (W + W.T)
     return W, KinvJt
 
 
 def project_rows(constraint_solver, linear_solver, system: ConstraintSystem, initial_force=None, times=None,
-             cache: ResponseCache | None = None, KinvJt: np.ndarray | None = None, solve=None):
+             cache: ResponseCache | None = None, KinvJt: np.ndarray | None = None, solve=None, scale: float = 1.0):
     """Steps II-III on a built system: returns (K^-1 J^T lambda on the free DOFs, the solver's report, W with
     the compliance on its diagonal (m, m)).
 
     ``times`` (optional dict) accumulates the seconds spent on "W" and "constraint_solve". ``solve(W, system,
     initial_force) -> report`` replaces the constraint solver's own solve (the equilibrium steps' projection,
-    :func:`mechanics.equilibrium.project`).
+    :func:`mechanics.equilibrium.project`; a dynamic step's, which adds its rigid bodies' block to W).
+    ``scale`` multiplies J K^-1 J^T (:func:`compliance_in_constraint_space`), not the compliance.
     """
     times = {} if times is None else times
     started = time.perf_counter()
-    W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free, cache, KinvJt)
+    W, KinvJt = compliance_in_constraint_space(linear_solver, system.J_free, cache, KinvJt, scale)
     W[np.diag_indices_from(W)] += system.compliance
     times["W"] = times.get("W", 0.0) + time.perf_counter() - started
     if initial_force is not None and initial_force.size != system.n_rows:

@@ -51,14 +51,17 @@ Fixed nodes are eliminated (the projection P: their rows and columns are dropped
 
 Constraints are the frame step's constraint models (:mod:`mechanics.constraints`), linearised at the step start
 exactly as in the static frame step (``update`` at the predicted positions ``x_n + h v_n``, ``J`` at ``x_n``,
-``phi(x) = violation(x_n, x, J)``, damping ratio 0).
+``phi(x) = violation(x_n, x, J)``, damping ratio ``d = 0``). The rows, W, the projection and the stored forces
+are the static frames' (:mod:`mechanics.constraint_system`): :func:`build_constraint_system` stacks the rows
+once per step (J stays ``J_n`` in every iteration), :func:`project_rows` forms ``W`` with the scale ``s h``
+and solves, :func:`store_forces` stores the multipliers and gives the next step's warm start.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -66,8 +69,9 @@ import scipy.sparse.linalg as spla
 
 from softsim.mechanics.block_solver import BlockDiagonalSolver
 from softsim.mechanics.constraint_solvers.semismooth import solve_with_newton_fallback
+from softsim.mechanics.constraint_system import ConstraintSystem, build_constraint_system, project_rows, store_forces
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
-from softsim.mechanics.resolutions import EQUALITY, Blocks
+from softsim.mechanics.resolutions import EQUALITY
 from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, declarations, defaults
 
 logger = logging.getLogger(__name__)
@@ -121,29 +125,6 @@ class DynamicReport:
         return sum(self.times.values())
 
 
-class _Rows:
-    """One constraint model's rows during a step, linearised at the step start."""
-
-    def __init__(self, constraint, x_start: np.ndarray, x_pred: np.ndarray):
-        self.constraint = constraint
-        constraint.update(x_pred.reshape(-1, 3))
-        self.x_start = x_start.reshape(-1, 3)
-        self.J_start = sp.csr_matrix(constraint.jacobian(self.x_start))
-        self.damping = 0.0
-        compliance = constraint.compliance()
-        self.compliance = None if compliance is None else np.asarray(compliance, dtype=np.float64)
-        self.blocks = constraint.blocks(self.x_start)
-        self.n_rows = self.J_start.shape[0]
-        self.phi_start = self.value(x_start)
-
-    def value(self, x_flat: np.ndarray) -> np.ndarray:
-        return np.asarray(self.constraint.violation(self.x_start, x_flat.reshape(-1, 3), self.J_start),
-                          dtype=np.float64)
-
-    def jacobian(self, x_flat: np.ndarray) -> sp.csr_matrix:
-        return self.J_start
-
-
 def _default_linear_solver(system):
     """A direct solver, one per body when the system has several (their H blocks are not coupled)."""
     offsets = getattr(system, "node_offsets", None)
@@ -159,7 +140,7 @@ class _RigidBlock:
     constraint touches the bodies of its ``rigid_bodies`` and gives ``rigid_jacobian()`` (rows, 6 per body)),
     and ``delta`` (the last correction of ``dq``)."""
 
-    def __init__(self, bodies, rows, h, alpha, rayleigh_mass):
+    def __init__(self, bodies, rows: ConstraintSystem, h, alpha, rayleigh_mass):
         self.bodies = bodies
         self.h, self.alpha, self.rm = h, alpha, rayleigh_mass
         size = 6 * len(bodies)
@@ -173,19 +154,21 @@ class _RigidBlock:
         self.delta = np.zeros(size)
         index = {id(b): i for i, b in enumerate(bodies)}
         self.parts = []
-        for entry in rows:
-            touched = getattr(entry.constraint, "rigid_bodies", ())
+        for constraint, row_range in zip(rows.constraints, rows.row_ranges):
+            touched = getattr(constraint, "rigid_bodies", ())
             if not touched or not all(id(b) in index for b in touched):
                 self.parts.append(None)
                 continue
-            part = np.zeros((entry.n_rows, size))
-            J_rigid = entry.constraint.rigid_jacobian()  # (rows, 6 per body it touches)
+            part = np.zeros((row_range.stop - row_range.start, size))
+            J_rigid = constraint.rigid_jacobian()  # (rows, 6 per body it touches)
             for j, body in enumerate(touched):
                 i = index[id(body)]
                 part[:, 6 * i:6 * i + 6] += J_rigid[:, 6 * j:6 * j + 6]
             self.parts.append(part)
-        self.J = np.vstack([p if p is not None else np.zeros((e.n_rows, size)) for p, e in zip(self.parts, rows)]) \
-            if rows else np.zeros((0, size))
+        self.J = np.zeros((rows.n_rows, size))
+        for part, row_range in zip(self.parts, rows.row_ranges):
+            if part is not None:
+                self.J[row_range] = part
         self.coupled = any(p is not None for p in self.parts)
         self.r = np.zeros(size)
 
@@ -238,7 +221,8 @@ class DynamicSolver:
         for name, value in {**defaults(DynamicSpec), **defaults(SceneSettings, {"dt"})}.items():
             setattr(self, name, value)
         self.set_parameters(**parameters)
-        self._last_force: np.ndarray | None = None
+        #: (constraint, multipliers) of the last step (store_forces), the warm start of the next
+        self._last_forces: list = []
         #: free rigid bodies (mechanics.rigid_body.RigidBody) integrated with the soft bodies; their contacts
         #: (RigidContact) add their rigid_jacobian; the new states come back in DynamicReport.rigid_states
         self.rigid_bodies: list = []
@@ -268,7 +252,7 @@ class DynamicSolver:
         system = self.system
         x_n = np.array(system.check_positions(state.x), dtype=np.float64).reshape(-1)
         v_n = np.array(system.check_positions(state.v, "velocities"), dtype=np.float64).reshape(-1)
-        times = {"assembly": 0.0, "linear_solve": 0.0, "constraints": 0.0, "constraint_solve": 0.0}
+        times = {"assembly": 0.0, "linear_solve": 0.0, "constraints": 0.0, "W": 0.0, "constraint_solve": 0.0}
         try:
             return self._step(state, x_n, v_n, times)
         except (LinearSolverError, RuntimeError, np.linalg.LinAlgError, FloatingPointError) as error:
@@ -303,8 +287,11 @@ class DynamicSolver:
         started = time.perf_counter()
         rows = self._constraint_rows(x0, x0 + h * v0)
         times["constraints"] += time.perf_counter() - started
-        n_rows = sum(r.n_rows for r in rows)
+        n_rows = rows.n_rows
         rigid = _RigidBlock(rigids, rows, h, alpha, rm) if rigids else None
+        l_rows = np.full(n_rows, alpha * h * beta)  # alpha (h beta + d), d = 0
+        C = sp.diags(rows.compliance, format="csr") if np.any(rows.compliance) else None
+        J_free = rows.J_free
 
         dv = np.zeros(system.n_dofs)
         # a correction that moves the nodes by less than 1e-12 of the body's size (RMS) is round-off: a body at
@@ -343,9 +330,9 @@ class DynamicSolver:
                     rigid.solve(None, h)
             else:
                 started = time.perf_counter()
-                J, e, l_rows, C, blocks = self._linearise(rows, k, x_k, v_k, v0, h, alpha, beta, rigid)
+                e = self._violation_law(rows, k, x0, x_k, v_k, v0, h, alpha, beta, rigid)
                 times["constraints"] += time.perf_counter() - started
-                J_free = J[:, free].tocsr()
+                blocks = rows.blocks
                 direct = self.kkt == "direct" or (self.kkt == "auto" and np.all(blocks.kind == EQUALITY))
                 direct = direct and (rigid is None or not rigid.coupled)  # the KKT path has no rigid block
                 if direct:
@@ -358,7 +345,7 @@ class DynamicSolver:
                 else:
                     kkt_used = "schur"
                     delta[free], lam, constraint_report = self._solve_schur(
-                        H_free, J_free, r_free, e, l_rows, C, blocks, h, alpha * h * beta, times, rigid
+                        H_free, rows, r_free, e, l_rows, h, alpha * h * beta, times, rigid
                     )
             dv += delta
             norm = float(np.linalg.norm(delta))
@@ -378,8 +365,7 @@ class DynamicSolver:
         if not (np.all(np.isfinite(v_new)) and np.all(np.isfinite(x_new))):
             return self._fail(state, "non-finite positions or velocities", times)
         x_out, v_out = x_new.reshape(-1, 3), v_new.reshape(-1, 3)
-        self._store(rows, lam, x_out)
-        self._last_force = lam.copy() if n_rows else None
+        self._last_forces = store_forces(self.constraints, rows, lam, x_out)
         warnings = []
         if not converged:
             warnings.append(
@@ -411,55 +397,37 @@ class DynamicSolver:
         logger.warning("dynamic step %d diverged: %s", state.step + 1, message)
         return DynamicReport(state.step + 1, False, False, True, message, state, times=times)
 
-    def _constraint_rows(self, x0, x_pred) -> list[_Rows]:
-        rows = []
-        for constraint in self.constraints:
-            if not getattr(constraint, "enforced", True) or not getattr(constraint, "active", True):
-                continue
-            entry = _Rows(constraint, x0, x_pred)
-            if entry.n_rows:
-                rows.append(entry)
-        return rows
+    def _constraint_rows(self, x0, x_pred) -> ConstraintSystem:
+        """The enforced, active constraints' rows, linearised at the step start: each constraint is updated at the
+        predicted positions ``x_pred``, then J, the violations ``phi_n``, the laws and the compliance at ``x0``
+        (flat ``(N,)`` arrays)."""
+        enforced = [c for c in self.constraints
+                    if getattr(c, "enforced", True) and getattr(c, "active", True)]
+        x_start = x0.reshape(-1, 3)
+        for constraint in enforced:
+            constraint.update(x_pred.reshape(-1, 3))
+        return build_constraint_system(enforced, x_start, x_start, self.system.free_dofs, linearize_at=x_start)
 
-    def _linearise(self, rows, k, x_k, v_k, v0, h, alpha, beta, rigid=None):
-        """Stacked ``J (m, N)``, ``e (m,)``, ``l (m,)``, compliance (None, (m,) or csr) and blocks. Rows on a
-        rigid body (``rigid``, a :class:`_RigidBlock`) are linear in both motions: ``phi_start + h J (v0 + beta
-        dv) + h J_r (q0 + beta dq)``."""
-        J_parts, e_parts, l_parts, c_parts, block_parts = [], [], [], [], []
-        any_compliance = False
-        for index, entry in enumerate(rows):
+    @staticmethod
+    def _violation_law(rows: ConstraintSystem, k, x0, x_k, v_k, v0, h, alpha, beta, rigid=None) -> np.ndarray:
+        """``e (m,) = alpha phi(x_k) + (1 - alpha) phi_n`` (Compliant's law with d = 0), ``phi`` with the step
+        start's J: at k = 0 its linear prediction ``phi_n + h J v_n``, later ``violation(x_n, x_k, J_n)``. Rows on
+        a rigid body (``rigid``, a :class:`_RigidBlock`) are linear in both motions: ``phi_n + h J (v0 + beta dv)
+        + h J_r (q0 + beta dq)``."""
+        phi_start = rows.dfree
+        e = np.empty(rows.n_rows)
+        x_start = x0.reshape(-1, 3)
+        for index, (constraint, row_range, J) in enumerate(zip(rows.constraints, rows.row_ranges, rows.jacobians)):
             J_rigid = None if rigid is None else rigid.parts[index]
             if J_rigid is not None:
-                J = entry.J_start
-                phi_k = (entry.phi_start + h * (J @ (v0 + beta * (v_k - v0)))
+                phi_k = (phi_start[row_range] + h * (J @ (v0 + beta * (v_k - v0)))
                          + h * (J_rigid @ (rigid.q0 + beta * rigid.dq)))
             elif k == 0:
-                J = entry.J_start
-                phi_k = entry.phi_start + h * (J @ v0)
+                phi_k = phi_start[row_range] + h * (J @ v0)
             else:
-                J = entry.jacobian(x_k)
-                phi_k = entry.value(x_k)
-            d = entry.damping
-            phi_dot_start = entry.J_start @ v0
-            e_parts.append(
-                alpha * phi_k + alpha * d * (J @ v_k) + (1.0 - alpha) * (entry.phi_start + d * phi_dot_start)
-            )
-            l_parts.append(np.full(entry.n_rows, alpha * (h * beta + d)))
-            J_parts.append(J)
-            block_parts.append(entry.blocks)
-            if entry.compliance is None:
-                c_parts.append(sp.csr_matrix((entry.n_rows, entry.n_rows)))
-            else:
-                any_compliance = True
-                c_parts.append(entry.compliance if sp.issparse(entry.compliance) else sp.diags(entry.compliance))
-        C = sp.block_diag(c_parts, format="csr") if any_compliance else None
-        return (
-            sp.vstack(J_parts, format="csr"),
-            np.concatenate(e_parts),
-            np.concatenate(l_parts),
-            C,
-            Blocks.concatenate(block_parts),
-        )
+                phi_k = np.asarray(constraint.violation(x_start, x_k.reshape(-1, 3), J), dtype=np.float64)
+            e[row_range] = alpha * phi_k + (1.0 - alpha) * phi_start[row_range]
+        return e
 
     def _solve_direct(self, H_free, J_free, r_free, e, l_rows, C, blocks, h, s, times):
         started = time.perf_counter()
@@ -474,43 +442,37 @@ class DynamicSolver:
         n_free = H_free.shape[0]
         return solution[:n_free], solution[n_free:]
 
-    def _solve_schur(self, H_free, J_free, r_free, e, l_rows, C, blocks, h, s, times, rigid=None):
+    def _solve_schur(self, H_free, rows: ConstraintSystem, r_free, e, l_rows, h, s, times, rigid=None):
+        """The Schur complement's solve (the shared projection :func:`project_rows` with ``W = s h J H^-1 J^T +
+        (s / l) C`` and ``dfree = (s / l) e + s J H^-1 r``, plus the rigid bodies' block): returns (delta on the
+        free DOFs, lambda, the constraint solver's report)."""
         started = time.perf_counter()
         self.linear_solver.factorize(H_free)
         Hinv_r = np.asarray(self.linear_solver.solve(r_free))
-        Hinv_Jt = np.asarray(self.linear_solver.solve(J_free.T.toarray())).reshape(H_free.shape[0], -1)
         times["linear_solve"] += time.perf_counter() - started
-        started = time.perf_counter()
         scale = s / l_rows
-        W = s * h * np.asarray(J_free @ Hinv_Jt)
-        if C is not None:
-            W += (sp.diags(scale) @ C).toarray()
-        dfree = scale * e + s * (J_free @ Hinv_r)
-        if rigid is not None and rigid.coupled:  # the rigid bodies' block: W += s h J_r H_r^-1 J_r^T
-            Hr_inv_Jt = np.linalg.solve(rigid.H, rigid.J.T)
-            W += s * h * (rigid.J @ Hr_inv_Jt)
+        dfree = scale * e + s * (rows.J_free @ Hinv_r)
+        coupled = rigid is not None and rigid.coupled
+        if coupled:
             dfree += s * (rigid.J @ np.linalg.solve(rigid.H, rigid.r))
-        W = 0.5 * (W + W.T)
-        initial = self._last_force if self._last_force is not None and self._last_force.size == e.size else None
-        if rigid is not None and rigid.coupled:
-            # a light rigid body's contacts: projected Gauss-Seidel can crawl (see semismooth's docstring), so a
-            # problem it does not converge on is solved by semi-smooth Newton, then checked by the same solver
-            report = solve_with_newton_fallback(self._constraint_solver(), W, dfree, blocks, initial_force=initial)
-        else:
-            report = self._constraint_solver().solve(W, dfree, blocks, initial_force=initial)
-        times["constraint_solve"] += time.perf_counter() - started
+        step_rows = replace(rows, dfree=dfree, compliance=scale * rows.compliance)
+
+        def solve(W, system, initial):
+            if coupled:  # the rigid bodies' block: W += s h J_r H_r^-1 J_r^T
+                W += s * h * (rigid.J @ np.linalg.solve(rigid.H, rigid.J.T))
+            W = 0.5 * (W + W.T)
+            if coupled:
+                # a light rigid body's contacts: projected Gauss-Seidel can crawl (see semismooth's docstring), so
+                # a problem it does not converge on is solved by semi-smooth Newton, then checked by the same solver
+                return solve_with_newton_fallback(self._constraint_solver(), W, system.dfree, system.blocks,
+                                                  initial_force=initial)
+            return self._constraint_solver().solve(W, system.dfree, system.blocks, initial_force=initial)
+
+        # the warm start: the last step's multipliers when the row count is unchanged (project_rows drops others)
+        initial = np.concatenate([force for _, force in self._last_forces]) if self._last_forces else None
+        Hinv_Jt_lam, report, _W = project_rows(self._constraint_solver(), self.linear_solver, step_rows, initial,
+                                               times, solve=solve, scale=s * h)
         lam = np.asarray(report.force, dtype=np.float64)
         if rigid is not None:
             rigid.solve(lam, h)
-        return Hinv_r + h * (Hinv_Jt @ lam), lam, report
-
-    def _store(self, rows, lam, x_out) -> None:
-        offset = 0
-        stored = set()
-        for entry in rows:
-            entry.constraint.store(lam[offset : offset + entry.n_rows], x_out)
-            stored.add(id(entry.constraint))
-            offset += entry.n_rows
-        for constraint in self.constraints:
-            if id(constraint) not in stored and hasattr(constraint, "n_rows"):
-                constraint.store(np.zeros(constraint.n_rows), x_out)
+        return Hinv_r + h * Hinv_Jt_lam, lam, report
