@@ -39,6 +39,9 @@ def test_W_is_J_Kinv_Jt_from_one_multi_rhs_solve():
     dense = J.toarray() @ np.linalg.solve(K.toarray(), J.toarray().T)
     np.testing.assert_allclose(W, dense, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(KinvJt, np.linalg.solve(K.toarray(), J.toarray().T), rtol=1e-10, atol=1e-12)
+    # a dynamic step's W = s h J H^-1 J^T (mechanics.dynamics): the scale multiplies the whole product
+    W_scaled, _ = compliance_in_constraint_space(solver, J, KinvJt=KinvJt, scale=0.37)
+    np.testing.assert_allclose(W_scaled, 0.37 * dense, rtol=1e-10, atol=1e-12)
 
 
 def test_hard_attachment_on_a_linear_beam_equals_the_prescribed_displacement_solution():

@@ -87,6 +87,31 @@ def test_hard_attachment_between_two_bodies_holds_while_they_fall(kkt):
     assert glue.outputs["force"] > 0.0 and glue.outputs["maxViolation"] < 1e-8
 
 
+@pytest.mark.parametrize("compliance", [0.0, 2e-4])
+def test_the_schur_projection_and_the_direct_kkt_solve_take_the_same_steps(compliance):
+    """Two independent solves of each step of the glued pair: the sparse LU of the KKT matrix, and the shared
+    projection (mechanics.constraint_system: W = s h J H^-1 J^T + (s / l) C, Gauss-Seidel to 1e-12), with a
+    hard and a compliant glue (the compliance scaled by s / l there, by h / l in the KKT matrix)."""
+    model, tip_a, root_b = two_beams()
+    n_a = model.bodies[0].n_nodes
+    ends = {}
+    for kkt in ("direct", "schur"):
+        glue = BilateralAttachment(tip_a, root_b, dof_offset_a=0, dof_offset_b=3 * n_a, n_dofs=model.n_dofs,
+                                   compliance=compliance)
+        solver = DynamicSolver(model, constraints=[glue], dt=0.005, implicitVelocity=0.5, implicitPosition=1.0,
+                               kkt=kkt)
+        states = run(solver, model, 40)
+        ends[kkt] = (states[-1].x, states[-1].v, glue.pair_forces.copy())
+    x_direct, v_direct, force_direct = ends["direct"]
+    x_schur, v_schur, force_schur = ends["schur"]
+    assert np.max(np.abs(x_direct - model.rest_positions)) > 0.01  # the pair has fallen a good way
+    np.testing.assert_allclose(x_schur, x_direct, rtol=0, atol=1e-10)  # measured 1e-12
+    np.testing.assert_allclose(v_schur, v_direct, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(force_schur, force_direct, rtol=0, atol=1e-8 * np.abs(force_direct).max())
+    gap = np.abs(x_direct[n_a + root_b] - x_direct[tip_a]).max()
+    assert (gap < 1e-8) if compliance == 0.0 else (gap > 1e-6)  # the compliant glue stretches
+
+
 def test_unilateral_contact_model_stops_a_falling_cube():
     mesh = cube(size=0.1, n=2)
     model = Model([make_body("cube", mesh, young=1e4, offset=(0.0, 0.02, 0.0))])
