@@ -12,8 +12,9 @@ import re
 import time
 from pathlib import Path
 
-from PyQt6.QtCore import Qt, QTimer
-from PyQt6.QtGui import QAction, QActionGroup, QKeySequence
+import numpy as np
+from PyQt6.QtCore import QPoint, Qt, QTimer
+from PyQt6.QtGui import QAction, QActionGroup, QImage, QKeySequence, QPainter, QPixmap
 from PyQt6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -133,15 +134,18 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.session = Session(self)
         self.session.draws_frames = True  # the panels' readouts and plots follow the frames drawn (_draw)
-        self.viewport = Viewport(self)
+        central = QWidget(self)
+        self.viewport = Viewport(central)  # its native window is made now: made in the widget that holds it
         self.viewport.bind(self.session.model)
         self.session.ask_scripts = self.ask_scripts
         self.viewport.key_pressed.connect(self.session.key_pressed)
-        self.banner = QLabel("")
+        self.banner = QLabel("", central)
         self.banner.setObjectName("warning_banner")
         self.banner.setWordWrap(True)
+        # the view is a native window (app.native_view), which covers whatever Qt paints under it: the banner
+        # over it is a native window too
+        self.banner.setAttribute(Qt.WidgetAttribute.WA_NativeWindow)
         self.banner.hide()
-        central = QWidget(self)
         layout = QGridLayout(central)  # the banner lies over the top of the view: showing it resizes nothing
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.viewport, 0, 0)
@@ -486,10 +490,25 @@ class MainWindow(QMainWindow):
         self.flush_frame()
         QApplication.processEvents()  # let the status bar labels take their new sizes
         self.viewport.render()
-        if not self.grab().save(str(path)):
+        if not self._window_image().save(str(path)):
             self.show_error("Cannot save the screenshot", f"cannot write {path}")
             return False
         return True
+
+    def _window_image(self) -> QPixmap:
+        """The whole window as drawn: Qt's grab, with the view's own image (VTK draws it in a native window,
+        which the grab leaves out) and the banner over it."""
+        pixmap = self.grab()
+        pixels = np.ascontiguousarray(self.viewport.screenshot(return_img=True)[..., :3], dtype=np.uint8)
+        height, width = pixels.shape[:2]
+        image = QImage(pixels.data, width, height, 3 * width, QImage.Format.Format_RGB888)
+        image.setDevicePixelRatio(self.viewport.devicePixelRatioF())
+        painter = QPainter(pixmap)
+        painter.drawImage(self.viewport.mapTo(self, QPoint(0, 0)), image)
+        if self.banner.isVisible():
+            painter.drawPixmap(self.banner.mapTo(self, QPoint(0, 0)), self.banner.grab())
+        painter.end()
+        return pixmap
 
     def start_recording(self, folder: str | Path, *, video: bool = True, timing: str | None = None) -> None:
         """Save every drawn frame of the viewport as ``frame_00000.png``, ... into ``folder``, and as a video
@@ -727,6 +746,7 @@ class MainWindow(QMainWindow):
         shown = f"the last good state, frame {index}, is shown" if index is not None else "the last good state is shown"
         self.banner.setText(("⚠ " if level == "warning" else "✖ ") + text + (f"  ({shown})" if last_good else ""))
         self.banner.show()
+        self.banner.raise_()  # above the view's native window
 
     def _show_health(self, frame) -> None:
         """The frame's problems (app.health) in the banner and the coloured health label; a sound frame

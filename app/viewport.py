@@ -1,4 +1,5 @@
-"""The 3D viewport: a pyvistaqt QtInteractor showing the body, its boundary conditions and its actuators.
+"""The 3D viewport: a pyvista plotter in a native child window (:class:`app.native_view.NativePlotter`) showing
+the body, its boundary conditions and its actuators.
 
 Every actor is created once when a scene is opened; each frame writes new positions and field values into
 the existing VTK arrays (no ``add_mesh`` per frame), as pyvista's animation examples do. The mouse drags a
@@ -14,12 +15,12 @@ import numpy as np
 import pyvista as pv
 import vtk
 from PyQt6.QtCore import pyqtSignal
-from pyvistaqt import QtInteractor
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 
 from softsim.app.colour_range import auto_color_range, noise_floor
 from softsim.app.frames import FIELDS, effector_points, field_title, has_field
 from softsim.app.model import ViewerModel
+from softsim.app.native_view import NativePlotter
 from softsim.app.picking import PickingMixin
 
 logger = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ class ContactGlyphs:
         self.glyph.Modified()
 
 
-class Viewport(PickingMixin, QtInteractor):
+class Viewport(PickingMixin, NativePlotter):
     """The central 3D view; all calls happen on the GUI thread.
 
     Signals: ``node_picked(node, position (3,))`` when a node is picked (a plain click on the body, or the start
@@ -253,7 +254,7 @@ class Viewport(PickingMixin, QtInteractor):
     key_pressed = pyqtSignal(str)
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent, auto_update=False)
+        super().__init__(parent)
         self.set_background(BACKGROUND)
         self.add_axes(color="white")
         self.bodies: dict[str, BodyView] = {}
@@ -306,16 +307,16 @@ class Viewport(PickingMixin, QtInteractor):
         self.render_window.SetNumberOfLayers(2)
         self.render_window.AddRenderer(self.top_renderer)
 
-    def paintGL(self) -> None:  # noqa: N802 (Qt API)
-        """Qt's paint of the view: VTK renders here, once per paint; its cost is kept in ``last_paint_seconds``."""
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        """Qt's paint of the view (asked by :meth:`draw`, or the view exposed or resized): VTK renders here, once
+        per paint, into the view's own window; its cost is kept in ``last_paint_seconds``."""
         started = time.perf_counter()
-        super().paintGL()
+        super().paintEvent(event)
         self.last_paint_seconds = time.perf_counter() - started
 
     def draw(self) -> None:
         """Ask for one repaint with the current data (drawn at the next paint event; several asks before it make
-        one render). ``render()`` renders at once and Qt then paints again, so a frame costs two renders: the
-        per-frame path uses this instead."""
+        one render). ``render()`` renders at once, which a frame read back needs (a screenshot)."""
         self.update()
 
     def _render(self, *args, **kwargs):

@@ -6,9 +6,10 @@ actuator's slider for ``--seconds``. Recorded over the drag:
 
 - the CPU time of the whole GUI process (``time.process_time``: every thread, llvmpipe's render threads
   included) and of each kind of thread (``/proc/self/task``: the GUI thread, the render threads, the rest);
-- the frames received from the simulation process, the frames drawn, the edits sent, and the window's
-  compositions (the top-level window's UpdateRequest events: each repaints what changed and, with the 3D view's
-  QOpenGLWidget in the window, composes the whole window through OpenGL, llvmpipe here);
+- the frames received from the simulation process, the frames drawn, the edits sent, the window's repaints
+  (the top-level window's UpdateRequest events: each repaints what changed; with a QOpenGLWidget in the window,
+  as the 3D view was up to issue 30's fifth session, each one composes the whole window through OpenGL, llvmpipe
+  here) and the view's VTK renders (its render window's StartEvents);
 - a second drag of the same length runs under cProfile (the GUI thread): the time of each handler per received
   frame, per drawn frame and per edit, and the top functions.
 
@@ -19,8 +20,11 @@ too, alternating with this tree in the same run (a temporary worktree, each in a
 
 Needs an X display: without DISPLAY the script runs itself again under ``xvfb-run``.
 
-Usage: python benchmarks/profile_frames.py [--scene finger] [--seconds 8] [--play] [--before REV] [--rounds 2]
-[--top 30]
+``--repaints N`` measures instead the CPU of one repaint of the paused window by its cause (a label's text, a
+slider step, a draw of the 3D view, a ``render()``), N of each, an idle wait subtracted.
+
+Usage: python benchmarks/profile_frames.py [--scene finger] [--seconds 8] [--play] [--repaints N] [--before REV]
+[--rounds 2] [--top 30]
 """
 
 from __future__ import annotations
@@ -41,13 +45,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # bench_gui (its _common puts this tree's root first on the path)
 
-from _window import alternate_trees, rerun_under_xvfb  # noqa: E402
+from _window import alternate_trees, open_scene_window, rerun_under_xvfb  # noqa: E402
 
 #: the handlers whose cumulative time the table shows (file suffix, function name) and what they are counted per
 SHARES = {
     "session.poll": ("app/session.py", "poll", "received"),
     "viewport.update_frame": ("app/viewport.py", "update_frame", "drawn"),
-    "paint (VTK render)": ("app/viewport.py", "paintGL", "drawn"),
+    "paint (VTK render)": ("app/viewport.py", ("paintGL", "paintEvent"), "drawn"),  # QOpenGLWidget / native
     "health + status": ("app/main_window.py", "_show_health", "drawn"),
     "frame status text": ("app/main_window.py", "_show_frame_status", "drawn"),
     "Actuators readouts": ("app/panels/actuators.py", "update_frame", "received"),
@@ -125,10 +129,12 @@ def measure(scene: str, seconds: float, top: int, play: bool = False) -> dict:
 
     window.viewport.update_frame = counted
     compositions = _composition_counter(window)
+    renders = [0]  # the VTK renders of the view (its render window's StartEvent), whoever asked for them
+    window.viewport.render_window.AddObserver("StartEvent", lambda *_: renders.__setitem__(0, renders[0] + 1))
     session.play()
 
     def drag(profiler=None) -> dict:
-        drawn[0] = 0
+        drawn[0] = renders[0] = 0
         compositions.count = 0
         received = session.frames_received
         wall, cpu, threads = time.perf_counter(), time.process_time(), _thread_cpu()
@@ -145,7 +151,7 @@ def measure(scene: str, seconds: float, top: int, play: bool = False) -> dict:
                   "threads": {kind: after[kind] - threads[kind] for kind in after},
                   "received": session.frames_received - received, "drawn": drawn[0],
                   "edits": 0 if drive is None else len(drive.edits),
-                  "compositions": compositions.count}
+                  "compositions": compositions.count, "renders": renders[0]}
         if drive is not None:
             session.set_parameter = type(session).set_parameter.__get__(session)  # the drive's recorder off
             probe.run(app, 1.0)
@@ -161,7 +167,7 @@ def measure(scene: str, seconds: float, top: int, play: bool = False) -> dict:
     shares = {}
     for label, (suffix, name, per) in SHARES.items():
         total = sum(entry[3] for (file, _line, function), entry in stats.stats.items()
-                    if file.endswith(suffix) and function == name)
+                    if file.endswith(suffix) and function in ((name,) if isinstance(name, str) else name))
         shares[label] = (1e3 * total / counts[per], per)
     rows = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)[:top]
     listing = [f"{1e3 * e[3] / counts['drawn']:8.3f} ms cum {1e3 * e[2] / counts['drawn']:8.3f} ms own "
@@ -170,6 +176,71 @@ def measure(scene: str, seconds: float, top: int, play: bool = False) -> dict:
     app.processEvents()
     return {"tree": str(Path(softsim.__path__[0]).resolve()), "scene": scene, "plain": plain,
             "profiled": profiled, "shares": shares, "top": listing}
+
+
+#: the repaints that ``--repaints`` causes one at a time, with the window paused and idle
+REPAINT_CAUSES = ("a status bar label's new text", "the slider moved one step (no edit sent)",
+                  "the 3D view drawn (draw(): one paint)", "render() (a render, and the paint it may ask for)")
+
+
+def measure_repaints(scene: str, count: int) -> dict:
+    """The GUI process's CPU per repaint of the window (paused, idle between repaints), by what caused it: ms of
+    the whole process and of llvmpipe's threads, the window's compositions and the view's VTK renders per
+    repaint, an idle wait of the same length subtracted."""
+    import _common  # noqa: F401 (puts the measured tree's root first on the path, as bench_gui does for measure)
+    from PyQt6.QtCore import QEventLoop, QTimer
+    from PyQt6.QtWidgets import QApplication
+
+    import softsim
+    from softsim.app.cli import _delete_window
+    from softsim.app.panels.actuators import ActuatorsPanel
+
+    app = QApplication.instance() or QApplication([])
+    window = open_scene_window(scene, "softsim-profile-")
+    session = window.session
+    session.step_once(2)  # two frames solved and drawn; then nothing changes until the measurement is over
+    while session.runner.frames_attempted < 2 or session.runner.pending_steps:
+        app.processEvents()
+        time.sleep(0.005)
+    compositions = _composition_counter(window)
+    renders = [0]
+    window.viewport.render_window.AddObserver("StartEvent", lambda *_: renders.__setitem__(0, renders[0] + 1))
+    panel = next(dock.widget() for dock in window.docks if isinstance(dock.widget(), ActuatorsPanel))
+    slider = next(iter(panel.controls.values())).slider
+    slider.blockSignals(True)  # a repaint of the slider only: no edit goes to the simulation process
+
+    def spin(seconds: float) -> None:
+        loop = QEventLoop()
+        QTimer.singleShot(int(1e3 * seconds), loop.quit)
+        loop.exec()
+
+    causes = {REPAINT_CAUSES[0]: lambda i: window.frame_label.setText(f"frame {i}"),
+              REPAINT_CAUSES[1]: lambda i: slider.setValue(slider.value() + (1 if i % 2 else -1)),
+              REPAINT_CAUSES[2]: lambda i: window.viewport.draw(),
+              REPAINT_CAUSES[3]: lambda i: window.viewport.render()}
+    pause = 0.08  # s after each repaint: the event loop idles
+    spin(1.0)
+
+    def run(cause) -> dict:
+        compositions.count = renders[0] = 0
+        cpu, threads = time.process_time(), _thread_cpu()
+        for i in range(count):
+            if cause is not None:
+                cause(i)
+            spin(pause)
+        after = _thread_cpu()
+        return {"cpu": (time.process_time() - cpu) / count, "render": (after["render"] - threads["render"]) / count,
+                "compositions": compositions.count / count, "renders": renders[0] / count}
+
+    idle = run(None)
+    results = {}
+    for name, cause in causes.items():
+        result = run(cause)
+        results[name] = {key: result[key] - idle[key] for key in result}
+    _delete_window(window)
+    app.processEvents()
+    return {"tree": str(Path(softsim.__path__[0]).resolve()), "scene": scene, "repaints": results,
+            "load": os.getloadavg()}
 
 
 def _run_tree(tree: Path | None, args) -> dict:
@@ -182,7 +253,8 @@ def _run_tree(tree: Path | None, args) -> dict:
     with tempfile.TemporaryDirectory(prefix="softsim-profile-") as folder:
         output = Path(folder) / "result.json"
         command = [sys.executable, str(script), "--scene", args.scene, "--seconds", str(args.seconds),
-                   "--top", str(args.top), "--json", str(output), *(["--play"] if args.play else [])]
+                   "--top", str(args.top), "--json", str(output), *(["--play"] if args.play else []),
+                   *(["--repaints", str(args.repaints)] if args.repaints else [])]
         subprocess.run(command, check=True, cwd=str(tree or ROOT))
         return json.loads(output.read_text())
 
@@ -198,7 +270,7 @@ def _row(label: str, run: dict) -> list[str]:
             f"{100 * threads['other'] / plain['wall']:.0f}",
             f"{1e3 * plain['cpu'] / drawn:.1f}", f"{1e3 * threads['gui'] / drawn:.1f}",
             f"{1e3 * threads['gui'] / (plain['drawn'] + plain['edits'] or 1):.1f}",
-            f"{plain['compositions'] / drawn:.2f}"]
+            f"{plain['compositions'] / drawn:.2f}", f"{plain['renders'] / drawn:.2f}"]
 
 
 def main(argv=None) -> int:
@@ -209,21 +281,38 @@ def main(argv=None) -> int:
     parser.add_argument("--before", help="a git revision measured too, in the same run")
     parser.add_argument("--rounds", type=int, default=2, help="with --before: measurements of each tree, alternated")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--repaints", type=int, default=0, metavar="N",
+                        help="instead of a drag: the CPU per repaint of the paused window, N repaints per cause")
     parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
         return rerun_under_xvfb()
     if args.json:
-        Path(args.json).write_text(json.dumps(measure(args.scene, args.seconds, args.top, args.play)))
+        result = (measure_repaints(args.scene, args.repaints) if args.repaints
+                  else measure(args.scene, args.seconds, args.top, args.play))
+        Path(args.json).write_text(json.dumps(result))
         return 0
     runs = alternate_trees(args.before, args.rounds, lambda tree: _run_tree(tree, args))
+    if args.repaints:
+        print(f"\nThe GUI process's CPU per repaint of {args.scene}'s window, paused ({args.repaints} repaints per "
+              "cause, an idle wait subtracted; CPU from /proc)\n")
+        header = ["tree", "load average (1 min)", "repaint caused by", "process CPU ms", "of it llvmpipe ms",
+                  "window compositions", "VTK renders"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for label, run in runs:
+            for cause, r in run["repaints"].items():
+                print(f"| {label} | {run['load'][0]:.1f} | {cause} | {1e3 * r['cpu']:.1f} | {1e3 * r['render']:.1f} | "
+                      f"{r['compositions']:.2f} | {r['renders']:.2f} |")
+        return 0
     what = "plays" if args.play else "plays and its first slider is dragged at 25 Hz"
     print(f"\nThe GUI process while {args.scene} {what} for {args.seconds:g} s (CPU from /proc, without the "
           f"profiler)\n")
     header = ["tree", "received/s", "drawn/s", "edits/s", "window compositions/s", "process CPU %",
               "GUI / render / other threads %",
               "process CPU ms per drawn frame", "GUI thread CPU ms per drawn frame",
-              "GUI thread CPU ms per (drawn frame + edit)", "compositions per drawn frame"]
+              "GUI thread CPU ms per (drawn frame + edit)", "compositions per drawn frame",
+              "VTK renders per drawn frame"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for label, run in runs:
