@@ -152,7 +152,7 @@ class OffsetConstraint:
 
     def __getattr__(self, name):
         attribute = getattr(self.__dict__["constraint"], name)
-        if name in ("remember", "missed_contacts"):  # methods taking positions: give them the body's slice
+        if name in ("remember", "missed_contacts", "begin_frame"):  # methods taking positions: the body's slice
             return lambda x: attribute(self._local(x))
         return attribute
 
@@ -176,6 +176,14 @@ class OffsetConstraint:
                              shape=(local.shape[0], self.n_dofs))
         self.__dict__["_last_jacobians"] = (wide, local)
         return wide
+
+    def law_jacobian(self, x) -> sp.csr_matrix:
+        """The wrapped model's law derivative (``law_jacobian``, else its Jacobian), its columns widened as in
+        :meth:`jacobian`."""
+        inner = getattr(self.constraint, "law_jacobian", self.constraint.jacobian)
+        local = sp.csr_matrix(inner(self._local(x)))
+        return sp.csr_matrix((local.data, local.indices + 3 * self.start, local.indptr),
+                             shape=(local.shape[0], self.n_dofs))
 
     def _local_jacobian(self, J) -> sp.csr_matrix:
         wide, local = self._last_jacobians

@@ -177,6 +177,9 @@ class Simulation:
 
     def step(self) -> FrameReport:
         """One frame from the current state; on failure the state stays as it was."""
+        for constraint in self.constraints:  # contacts measure their tangential rows from the frame's start
+            if getattr(constraint, "measures_motion", False) and hasattr(constraint, "begin_frame"):
+                constraint.begin_frame(self.x)
         if self.mode == "dynamic":
             return self._dynamic_step()
         common = dict(problem=self.problem, newton=self.newton, constraint_solver=self.constraint_solver,

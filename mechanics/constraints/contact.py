@@ -18,6 +18,11 @@ signed distance of every surface node to every obstacle at ``x_free`` (vectorise
 and keeps
 the pairs closer than ``alarmDistance``. The normal is the obstacle's outward normal at the node's free
 position.
+
+Where softsim departs (docs/sofa-departures.md): against a sphere, box or capsule the normal row follows the
+node (the signed distance's gradient at its current position, :meth:`ContactConstraint.following`), and a
+friction contact there takes its tangent frame from the normal at the node's position at the frame's start
+(:meth:`ContactRows.begin_frame`), so that a static frame ends at its contact problem's own stationary point.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ __all__ = [
     "Obstacle",
     "PlaneObstacle",
     "SphereObstacle",
+    "friction_frame_derivatives",
     "friction_frames",
     "obstacle_shift",
     "penetrations",
@@ -265,6 +271,30 @@ def friction_frames(normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t, s
 
 
+def friction_frame_derivatives(normals: np.ndarray, d_normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The change ``(dt, ds)`` (c, 3) of :func:`friction_frames` of the unit ``normals`` (c, 3) when they change
+    by ``d_normals`` (c, 3) (a directional derivative; ``d_normals`` orthogonal to the normals for unit ones).
+
+    With g the guess (``(n_z, n_x, n_y)``, or the constant ``(1, 0, 0)`` where that is parallel to n), u = n x g,
+    s = u / |u| and t = -n x s: du = dn x g + n x dg, ds = (du - s (s . du)) / |u|, dt = -(dn x s + n x ds)."""
+    normals = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    d_normals = np.asarray(d_normals, dtype=np.float64).reshape(-1, 3)
+    guess = normals[:, [2, 0, 1]].copy()
+    d_guess = d_normals[:, [2, 0, 1]].copy()
+    u = np.cross(normals, guess)
+    degenerate = np.linalg.norm(u, axis=1) < 1e-6
+    if np.any(degenerate):
+        guess[degenerate] = [1.0, 0.0, 0.0]
+        d_guess[degenerate] = 0.0
+        u[degenerate] = np.cross(normals[degenerate], guess[degenerate])
+    length = np.linalg.norm(u, axis=1)[:, None]
+    s = u / length
+    du = np.cross(d_normals, guess) + np.cross(normals, d_guess)
+    ds = (du - s * np.einsum("ij,ij->i", s, du)[:, None]) / length
+    dt = -(np.cross(d_normals, s) + np.cross(normals, ds))
+    return dt, ds
+
+
 def _per_obstacle(owner: str, key: str, value, n_obstacles: int, lo: float) -> np.ndarray:
     array = np.asarray(value, dtype=np.float64).reshape(-1)
     if array.size == 1:
@@ -290,6 +320,8 @@ class ContactRows(Constraint):
     measures_motion = True
     ramped = False
     last_positions: np.ndarray | None = None
+    #: the positions (n, 3) the current frame starts from (:meth:`begin_frame`), None when not told
+    frame_start: np.ndarray | None = None
     n_nodes: int | None = None
 
     def _init_rows(self) -> None:
@@ -312,6 +344,17 @@ class ContactRows(Constraint):
         whose normals follow the nodes override this)."""
         return self.normals
 
+    def frames_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The contacts' (normals, tangents, bitangents), each (c, 3), at the positions ``x`` (n, 3): those
+        found at detection (subclasses whose frames follow the nodes override this)."""
+        return self.normals_at(x), self.tangents, self.bitangents
+
+    def begin_frame(self, x: np.ndarray) -> None:
+        """The positions ``(n, 3)`` the frame about to be solved starts from (the simulation says so before each
+        frame; the frame step passes the same positions to :meth:`violation`, whose tangential rows measure the
+        motion from them). The gradients read them (:meth:`ContactConstraint.law_jacobian`)."""
+        self.frame_start = np.array(x, dtype=np.float64).reshape(-1, 3)
+
     def remember(self, x: np.ndarray | None) -> None:
         """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
         self.last_positions = None if x is None else np.array(x, dtype=np.float64).reshape(-1, 3)
@@ -328,10 +371,14 @@ class ContactRows(Constraint):
         """(c, 3): which of each contact's n, t, s rows exist."""
         return np.arange(3)[None, :] < self._rows_per_contact[:, None]
 
-    def _row_values(self, gap: np.ndarray, motion: np.ndarray) -> np.ndarray:
-        """The violations of the rows from each contact's normal gap (c,) and tangential motion (c, 3)."""
-        per_contact = np.column_stack([gap, np.einsum("ij,ij->i", self.tangents, motion),
-                                       np.einsum("ij,ij->i", self.bitangents, motion)])
+    def _row_values(self, gap: np.ndarray, motion: np.ndarray, tangents: np.ndarray | None = None,
+                    bitangents: np.ndarray | None = None) -> np.ndarray:
+        """The violations of the rows from each contact's normal gap (c,) and tangential motion (c, 3), measured
+        along ``tangents`` and ``bitangents`` (c, 3) (default: the frame found at detection)."""
+        tangents = self.tangents if tangents is None else tangents
+        bitangents = self.bitangents if bitangents is None else bitangents
+        per_contact = np.column_stack([gap, np.einsum("ij,ij->i", tangents, motion),
+                                       np.einsum("ij,ij->i", bitangents, motion)])
         return per_contact[self._row_mask()]
 
     def blocks(self, x: np.ndarray) -> Blocks:
@@ -351,8 +398,9 @@ class ContactRows(Constraint):
         per_contact = np.zeros((self.n_contacts, 3))
         per_contact[self._row_mask()] = force
         self.contact_points = x_new[self.contact_nodes].copy()
-        self.contact_forces = (per_contact[:, :1] * self.normals_at(x_new) + per_contact[:, 1:2] * self.tangents
-                               + per_contact[:, 2:3] * self.bitangents)
+        normals, tangents, bitangents = self.frames_at(x_new)
+        self.contact_forces = (per_contact[:, :1] * normals + per_contact[:, 1:2] * tangents
+                               + per_contact[:, 2:3] * bitangents)
         self._outputs = {"contacts": float(self.n_contacts), "normalForce": float(per_contact[:, 0].sum())}
 
     @property
@@ -482,6 +530,11 @@ class ContactConstraint(ContactRows):
         self._set_contacts(normals[node_index, obstacle_index], self.friction[self.contact_obstacles])
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
+    def _curved(self) -> np.ndarray:
+        """(c,) bool: the contacts against a sphere, box or capsule (not a plane)."""
+        curved = np.array([not isinstance(obstacle, PlaneObstacle) for obstacle in self.obstacles], dtype=bool)
+        return curved[self.contact_obstacles] if self.n_contacts else np.zeros(0, dtype=bool)
+
     def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
         """Number of surface nodes closer than contactDistance - tolerance to an obstacle at ``x`` that have no
         contact row this frame (the frame step then re-detects and projects again)."""
@@ -497,16 +550,23 @@ class ContactConstraint(ContactRows):
         return int(missed.sum())
 
     def following(self) -> np.ndarray:
-        """(c,) bool: the frictionless contacts against a curved obstacle (sphere, box, capsule). Their normal
-        row is the gradient of the signed distance at the node's current position, not at detection, so the
-        constrained equilibrium is the stationary point of the contact problem itself (the force normal to the
-        surface where the node touches it) and its derivatives are exact; :meth:`force_stiffness` gives the
-        curvature term. A plane's normal is constant; friction contacts keep the frame found at detection (as
-        SOFA does), their tangential rows measuring motion in it."""
-        if self.n_contacts == 0:
-            return np.zeros(0, dtype=bool)
-        curved = np.array([not isinstance(obstacle, PlaneObstacle) for obstacle in self.obstacles])
-        return curved[self.contact_obstacles] & (self.mu == 0.0)
+        """(c,) bool: the contacts against a curved obstacle (sphere, box, capsule). Their normal row is the
+        gradient of the signed distance at the node's current position, not at detection, so the constrained
+        equilibrium is the stationary point of the contact problem itself (the normal force along the surface's
+        normal where the node touches it) and its derivatives are exact; :meth:`force_stiffness` gives the
+        curvature term. With friction their tangent frame is SOFA's construction (:func:`friction_frames`) on
+        that normal, so it turns with it, and the tangential rows measure the motion since the frame's start in
+        it. A plane's normal, and so its frame, is constant."""
+        return self._curved()
+
+    def _hessians(self, ids: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The signed distance's Hessians (k, 3, 3) of the contacts ``ids`` (k,) at ``points`` (k, 3)."""
+        hessian = np.zeros((ids.size, 3, 3))
+        for j, obstacle in enumerate(self.obstacles):
+            mine = self.contact_obstacles[ids] == j
+            if mine.any():
+                hessian[mine] = obstacle.distance_hessian(points[mine])
+        return hessian
 
     def normals_at(self, x: np.ndarray) -> np.ndarray:
         """The contacts' normals (c, 3) at positions ``x`` (n, 3): the obstacle's outward normal at the node for
@@ -523,13 +583,36 @@ class ContactConstraint(ContactRows):
                 normals[ids[mine]] = obstacle.distance_and_normal(points[mine])[1]
         return normals
 
+    def frames_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(normals, tangents, bitangents) (c, 3) at positions ``x`` (n, 3): a :meth:`following` friction
+        contact's tangent frame is built on its normal there (:func:`friction_frames`)."""
+        normals = self.normals_at(x)
+        turning = np.flatnonzero(self.following() & (self.mu > 0.0))
+        if turning.size == 0:
+            return normals, self.tangents, self.bitangents
+        tangents, bitangents = self.tangents.copy(), self.bitangents.copy()
+        tangents[turning], bitangents[turning] = friction_frames(normals[turning])
+        return normals, tangents, bitangents
+
     def _row_directions(self, x: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: node id ``(r,)`` and direction ``(r, 3)`` (normals at ``x``, see :meth:`normals_at`);
+        """Per row: node id ``(r,)`` and direction ``(r, 3)`` (the frames at ``x``, see :meth:`frames_at`);
         contacts in order, each as n[, t, s]."""
-        normals = self.normals if x is None else self.normals_at(x)
-        directions = np.stack([normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
+        frames = (self.normals, self.tangents, self.bitangents) if x is None else self.frames_at(x)
+        directions = np.stack(frames, axis=1)  # (c, 3, 3)
         keep = self._row_mask()
         return np.broadcast_to(self.contact_nodes[:, None], keep.shape)[keep], directions[keep]
+
+    def _frame_derivatives(self, ids: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """d n / d x, d t / d x, d s / d x (k, 3, 3) of the :meth:`following` contacts ``ids`` (k,) at positions
+        ``x`` (n, 3): the Hessian H of the signed distance, and its columns carried through
+        :func:`friction_frame_derivatives`."""
+        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[self.contact_nodes[ids]]
+        hessian = self._hessians(ids, points)
+        normals = self.normals_at(x)[ids]
+        d_t, d_s = np.empty_like(hessian), np.empty_like(hessian)
+        for k in range(3):
+            d_t[:, :, k], d_s[:, :, k] = friction_frame_derivatives(normals, hessian[:, :, k])
+        return hessian, d_t, d_s
 
     # ------------------------------------------------------------------ protocol
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
@@ -543,9 +626,11 @@ class ContactConstraint(ContactRows):
         return sp.csr_matrix((directions.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * n_nodes))
 
     def force_stiffness(self, x: np.ndarray, force: np.ndarray):
-        """``-lambda_n d n / d x = -lambda_n H`` on each :meth:`following` contact's node, H the Hessian of the
-        obstacle's signed distance there (its curvature: ``(I - n n^T) / |x - c|`` for a sphere); None when no
-        contact follows. Triplets, see :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        """``-d(lambda_n n + lambda_t t + lambda_s s)/dx`` on each :meth:`following` contact's node:
+        ``-lambda_n H`` with H the Hessian of the obstacle's signed distance there (its curvature: ``(I - n n^T)
+        / |x - c|`` for a sphere), and with friction ``-(lambda_t dt/dn + lambda_s ds/dn) H`` (the tangent frame
+        turning with the normal; not symmetric); None when no contact follows. Triplets, see
+        :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
         following = self.following()
         if not following.any():
             return None
@@ -553,13 +638,9 @@ class ContactConstraint(ContactRows):
         per_contact = np.zeros(self._row_mask().shape)
         per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
         nodes = self.contact_nodes[ids]
-        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[nodes]
-        hessian = np.zeros((ids.size, 3, 3))
-        for j, obstacle in enumerate(self.obstacles):
-            mine = self.contact_obstacles[ids] == j
-            if mine.any():
-                hessian[mine] = obstacle.distance_hessian(points[mine])
-        blocks = -per_contact[ids, 0][:, None, None] * hessian
+        hessian, d_t, d_s = self._frame_derivatives(ids, x)
+        lam = per_contact[ids]
+        blocks = -(lam[:, 0, None, None] * hessian + lam[:, 1, None, None] * d_t + lam[:, 2, None, None] * d_s)
         pattern = getattr(self, "_stiffness_pattern", None)
         if pattern is None or pattern[0] is not self.contact_nodes or not np.array_equal(pattern[1], ids):
             # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern
@@ -584,6 +665,32 @@ class ContactConstraint(ContactRows):
             if np.any(mine):
                 gap[mine] = obstacle.distance_and_normal(points[mine])[0]
         gap -= self.contactDistance[self.contact_obstacles]
-        return self._row_values(gap, (x_free - x)[self.contact_nodes])
+        _normals, tangents, bitangents = self.frames_at(x_free)
+        return self._row_values(gap, (x_free - x)[self.contact_nodes], tangents, bitangents)
+
+    def law_jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """The derivative ``(n_rows, 3n)`` of the rows' laws (:meth:`violation`, measured from the frame's start
+        :attr:`frame_start`) at positions ``x`` (n, 3): the normal rows' is the row itself (n is the gradient of
+        the signed distance); a :meth:`following` friction contact's tangential law ``t(x) . (x - x_start)``
+        has ``t + (dt/dx)^T (x - x_start)``, which differs from its force row ``t`` by the frame's turning.
+        ValueError when the frame's start is not known (a constraint used outside a simulation)."""
+        J = self.jacobian(x)
+        turning = np.flatnonzero(self.following() & (self.mu > 0.0))
+        if turning.size == 0:
+            return J
+        start = self.frame_start
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        if start is None or start.shape != x.shape:
+            raise ValueError(f"{self.name}: the frame's start positions are not known (begin_frame)")
+        _hessian, d_t, d_s = self._frame_derivatives(turning, x)
+        motion = (x - start)[self.contact_nodes[turning]]
+        first = np.concatenate(([0], np.cumsum(self._rows_per_contact)[:-1]))[turning]
+        nodes = self.contact_nodes[turning]
+        cols = (3 * nodes[:, None] + np.arange(3)[None, :]).reshape(-1)
+        rows = np.concatenate([np.repeat(first + 1, 3), np.repeat(first + 2, 3)])
+        values = np.concatenate([np.einsum("kij,ki->kj", d_t, motion).reshape(-1),
+                                 np.einsum("kij,ki->kj", d_s, motion).reshape(-1)])
+        turn = sp.csr_matrix((values, (rows, np.concatenate([cols, cols]))), shape=J.shape)
+        return sp.csr_matrix(J + turn)
 
 

@@ -34,7 +34,7 @@ class MappedConstraint:
 
     def __getattr__(self, name):
         attribute = getattr(self.__dict__["constraint"], name)
-        if name in ("remember", "missed_contacts"):  # methods taking positions: give them the extended ones
+        if name in ("remember", "missed_contacts", "begin_frame"):  # methods taking positions: the extended ones
             return lambda x, *args, **kwargs: attribute(self.extend(x), *args, **kwargs)
         return attribute
 
@@ -59,6 +59,11 @@ class MappedConstraint:
         J = sp.csr_matrix(extended @ self.expand)
         self.__dict__["_last_jacobians"] = (J, extended)
         return J
+
+    def law_jacobian(self, x) -> sp.csr_matrix:
+        """The wrapped model's law derivative (``law_jacobian``, else its Jacobian) on the model's DOFs."""
+        inner = getattr(self.constraint, "law_jacobian", self.constraint.jacobian)
+        return sp.csr_matrix(sp.csr_matrix(inner(self.extend(x))) @ self.expand)
 
     def violation(self, x, x_free, J) -> np.ndarray:
         last, extended = self._last_jacobians

@@ -11,13 +11,16 @@ Differentiating, with A = -dG/dx = K + S (K the exact material tangent, S = -d(J
 forces' stiffness, plus a follower load's tangent):
 
     [ A     -J_D^T ] [ dx       ]   [ dG/dp + J_F^T dlambda_F ]
-    [ J_D    C_D   ] [ dlambda_D] = [ -(dd_D/dp - dtarget_D/dp) ]
+    [ L_D    C_D   ] [ dlambda_D] = [ -(dd_D/dp - dtarget_D/dp) ]
+
+(L_D = dd_D/dx, the laws' derivative, is J_D except for a friction contact on a curved obstacle, whose tangent
+frame turns with the node: :func:`law_rows`.)
 
 For an output o(x, lambda), do/dp = y . (right-hand side) + do/dlambda_F . dlambda_F/dp + do/dp|explicit with the
 adjoint y of the transposed system, solved by its Schur complement in constraint space:
 
-    Z = A^-T [g_x, J_D^T]            (one multi-right-hand-side solve: one column per output, one per HELD row)
-    (J_D Z_J + C_D) y_D = g_D + J_D Z_g,    y_x = Z_g - Z_J y_D.
+    Z = A^-T [g_x, L_D^T]            (one multi-right-hand-side solve: one column per output, one per HELD row)
+    (J_D Z_L + C_D) y_D = g_D + J_D Z_g,    y_x = Z_g - Z_L y_D.
 
 A^-T is applied with the factorization the frame's last equilibrium step left (the constrained tangent's), by
 iterative refinement against the exact A at the equilibrium; a factorization of A itself is made only when the
@@ -252,16 +255,17 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
     held = active.held
     J = state.system.J_free.tocsr() if m else sp.csr_matrix((0, free.size))
     J_held = J[np.flatnonzero(held)]
+    L_held = law_rows(state, J)[np.flatnonzero(held)]
     g_x = np.column_stack([g.dx[free] for g in grads]) if grads else np.zeros((free.size, 0))
     g_l = np.column_stack([g.dlambda for g in grads]) if grads else np.zeros((m, 0))
     solve = TransposedSolve(A, _frame_factorization(state))
-    Z = solve.solve(np.column_stack([g_x, J_held.T.toarray()]))
+    Z = solve.solve(np.column_stack([g_x, L_held.T.toarray()]))
     n_out = len(grads)
-    Z_g, Z_J = Z[:, :n_out], Z[:, n_out:]
+    Z_g, Z_L = Z[:, :n_out], Z[:, n_out:]
     compliance = state.system.compliance[held] if m else np.zeros(0)
-    schur = J_held @ Z_J + np.diag(compliance)
+    schur = J_held @ Z_L + np.diag(compliance)
     y_held = np.linalg.solve(schur, g_l[held] + J_held @ Z_g) if held.any() else np.zeros((0, n_out))
-    y_x = Z_g - Z_J @ y_held
+    y_x = Z_g - Z_L @ y_held
     times["adjoint"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -279,6 +283,33 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
     times["parameters"] = time.perf_counter() - started
     return GradientReport(values, {g.name: g.value for g in grads}, {p.key: p.value for p in params},
                           int(held.sum()), int(m - held.sum()), solve.reused, solve.refinements, times)
+
+
+def law_rows(state: EquilibriumState, J: sp.csr_matrix) -> sp.csr_matrix:
+    """The derivative (m, n_free) of the rows' laws at the equilibrium: J itself, except for friction contacts
+    against a curved obstacle, whose tangential laws ``t(x) . (x - x_start)`` turn with the frame
+    (``law_jacobian``). GradientError when such a contact does not know its frame's start."""
+    if state.system is None or not state.n_rows:
+        return J
+    blocks, changed = [], False
+    for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
+        block = J[rows]
+        if _turning_frames(constraint):
+            try:
+                block = sp.csr_matrix(constraint.law_jacobian(state.x))[:, state.free_dofs]
+            except ValueError as error:
+                raise GradientError(f"{error}: the tangential rows' origin is unknown, no gradient") from None
+            changed = True
+        blocks.append(block)
+    return sp.vstack(blocks, format="csr") if changed else J
+
+
+def _turning_frames(constraint) -> bool:
+    """Whether a constraint has friction contacts whose tangent frame follows the node."""
+    if not (hasattr(constraint, "obstacles") and hasattr(constraint, "law_jacobian")
+            and hasattr(constraint, "following")):
+        return False
+    return bool(np.any(constraint.following() & (np.asarray(constraint.mu) > 0.0)))
 
 
 def check_names(scene, outputs, wrt) -> None:
@@ -332,11 +363,12 @@ def _force_scale(state: EquilibriumState) -> float:
 
 
 def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
-    """Contact rows are exact when their rows are functions of the equilibrium: against planes (one normal),
-    frictionless against spheres, boxes and capsules (the normal follows the node, its curvature is in the
-    tangent), and frictionless between bodies (the row follows the node and its triangle's plane, the gap's
-    second derivative is in the tangent). Friction against a curved obstacle or between bodies keeps the frame
-    found at detection: GradientError when such a contact is active."""
+    """Contact rows are exact when their rows are functions of the equilibrium (and, for the tangential rows,
+    of the frame's start): against planes (one frame), against spheres, boxes and capsules (the normal and its
+    tangent frame follow the node, their turning is in the tangent and in the law rows, :func:`law_rows`), and
+    frictionless between bodies (the row follows the node and its triangle's plane, the gap's second derivative
+    is in the tangent). Friction between bodies keeps the frame found at detection: GradientError when such a
+    contact is active."""
     if state.system is None:
         return
     for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
@@ -359,8 +391,7 @@ def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
             kind = type(obstacles[constraint.contact_obstacles[frozen[0]]]).__name__
             raise GradientError(f"{constraint.name}: active friction contacts against a {kind}: their normal and "
                                 "tangent frame are taken at the frame's detection, so the gradient would not be "
-                                "exact; against curved obstacles only frictionless contacts are differentiated "
-                                "(docs/gradients.md)")
+                                "exact (docs/gradients.md)")
 
 
 def _held_contacts(constraint, held_rows: np.ndarray) -> np.ndarray:

@@ -379,15 +379,40 @@ class ObstaclePosition(Parameter):
             mask = constraint._row_mask()
             per_contact = np.zeros(mask.shape)
             per_contact[mine, 0] = d_gap
-            partial.violation[rows] = per_contact[mask]
             force = np.zeros(mask.shape)
             force[mask] = state.force[rows]
             turning = force[mine, 0][:, None] * d_normal
             follows = constraint.following()[mine]
             nodal = np.zeros_like(local)
             np.add.at(nodal, constraint.contact_nodes[mine[follows]], turning[follows])
+            self._turn_tangents(constraint, mine, local, d_normal, force, per_contact, nodal)
+            partial.violation[rows] = per_contact[mask]
             partial.force[:] += to_global(nodal)
         return partial
+
+    def _turn_tangents(self, constraint, mine, local, d_normal, force, per_contact, nodal) -> None:
+        """A friction contact on a curved obstacle has the tangent frame of its normal n(x - c)
+        (:func:`friction_frames`), which moving the obstacle turns: with dn (k, 3) the normal's change, (dt, ds)
+        follow (:func:`friction_frame_derivatives`); the tangential rows' violations ``t . (x - x_start)`` change
+        by ``dt . (x - x_start)``, ``ds . (x - x_start)`` (x_start the node at the frame's start) and their
+        force ``lambda_t t + lambda_s s`` by ``lambda_t dt + lambda_s ds`` (adds to ``per_contact`` (c, 3) and
+        ``nodal`` (n_c, 3))."""
+        from softsim.mechanics.constraints.contact import friction_frame_derivatives
+
+        turning = constraint.following()[mine] & (np.asarray(constraint.mu)[mine] > 0.0)
+        if not turning.any():
+            return
+        ids = mine[turning]
+        start = constraint.frame_start
+        if start is None or start.shape != local.shape:
+            raise GradientError(f"{constraint.name}: the frame's start positions are not known (begin_frame): "
+                                "no gradient through its friction contacts")
+        dt, ds = friction_frame_derivatives(constraint.normals_at(local)[ids], d_normal[turning])
+        nodes = constraint.contact_nodes[ids]
+        motion = local[nodes] - start[nodes]
+        per_contact[ids, 1] = np.einsum("ij,ij->i", dt, motion)
+        per_contact[ids, 2] = np.einsum("ij,ij->i", ds, motion)
+        np.add.at(nodal, nodes, force[ids, 1:2] * dt + force[ids, 2:3] * ds)
 
 
 def _contact_view(constraint, x: np.ndarray):

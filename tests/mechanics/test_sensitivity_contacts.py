@@ -109,13 +109,13 @@ def test_curved_obstacle_contacts_against_finite_differences(tmp_path, kind):
 
 
 def _compare_moved(path, outputs, steps):
-    """:func:`_compare` on one frame, with the obstacle's center or a capsule's end moved through its vector
-    key."""
+    """:func:`_compare` on one frame, with the obstacle's center, a capsule's end or the gravity moved through
+    its vector key."""
     scene = _solved(path, [{}])
     report = gradient_report(scene, outputs, list(steps))
 
     def solve(key, shift):
-        if key.startswith("obstacle."):  # a component of the center or of a capsule's end
+        if key.startswith(("obstacle.", "scene.gravity.")):  # a component of a vector key
             vector_key = key[:-2]
             vector = list(scene.get(vector_key))
             vector["xyz".index(key[-1])] += shift
@@ -124,6 +124,45 @@ def _compare_moved(path, outputs, steps):
 
     worst = worst_against_differences(report, outputs, steps, solve, TOLERANCE)
     return scene, report, worst
+
+
+#: a sphere 0.5 mm below the finger's tip at rest: sagging onto it, the tip node 117 touches its top and sticks
+STICKING_SPHERE = 'type = "sphere"\ncenter = [-95.0, -12.5, 7.5]\nradius = 12.0\ncontactDistance = 0.0\n'
+
+
+def _frictional(tmp_path, obstacle: str, mu: float):
+    path = _against(tmp_path, obstacle)
+    path.write_text(path.read_text().replace("friction = 0.0", f"friction = {mu}"))
+    return path
+
+
+def test_sticking_friction_on_a_sphere_against_finite_differences(tmp_path):
+    """The finger sags onto a sphere with mu = 1 and its tip node sticks there (tangential over normal force
+    0.47): the normal row follows the node, the tangent frame turns with the normal, and the tangential rows hold
+    the motion since the frame's start in it. The derivatives of the contact force and of a node's position
+    with respect to the modulus, the gravity and the sphere's center agree with re-solved frames (measured
+    2.4e-8)."""
+    path = _frictional(tmp_path, STICKING_SPHERE, 1.0)
+    steps = {"body.finger.material.youngModulus": 5.0, "scene.gravity.y": 50.0,
+             "obstacle.obstacle.center.x": 1e-2, "obstacle.obstacle.center.y": 1e-2}
+    scene, report, worst = _compare_moved(path, ["contact.normalForce", "node[50].y", "node[50].x"], steps)
+    contact = scene.simulation.constraint("contact")
+    system = scene.simulation.last_report.equilibrium.system
+    force = scene.simulation.last_report.equilibrium.force[system.rows_of(contact)].reshape(-1, 3)
+    touching = force[force[:, 0] > 0.0]
+    ratio = np.hypot(touching[:, 1], touching[:, 2]) / touching[:, 0]
+    assert touching.shape[0] == 1 and 0.1 < ratio[0] < 0.9  # sticking, well inside the cone
+    assert report.held_rows == 3 and worst < TOLERANCE
+
+
+def test_sliding_friction_on_a_sphere_is_not_differentiable(tmp_path):
+    """The same sag with mu = 0.3: the tip node slides on the sphere (its tangential force on the cone), a
+    non-differentiable point."""
+    from softsim.mechanics.sensitivity import NotDifferentiableError
+
+    scene = _solved(_frictional(tmp_path, STICKING_SPHERE, 0.3), [{}])
+    with pytest.raises(NotDifferentiableError, match="sliding"):
+        gradient_report(scene, ["contact.normalForce"], ["body.finger.material.youngModulus"])
 
 
 def test_signed_distance_hessians_against_differences_of_the_normal():
@@ -150,8 +189,8 @@ def test_signed_distance_hessians_against_differences_of_the_normal():
 
 def test_contact_force_stiffness_against_differences_of_the_jacobian():
     """ContactConstraint.force_stiffness is -d(J(x)^T lambda)/dx for frictionless contacts on a sphere (their
-    normal follows the node), checked against central differences of the Jacobian; a plane's and a friction
-    contact's rows do not follow, so their term is None."""
+    normal follows the node), checked against central differences of the Jacobian; a plane's rows do not
+    follow, so its term is None."""
     sphere = SphereObstacle([0.0, 0.0, 0.0], 1.0)
     x = np.array([[1.1, 0.2, 0.1], [0.1, -1.05, 0.3], [3.0, 3.0, 3.0]])
     contact = ContactConstraint(np.arange(3), [sphere], alarmDistance=0.5)
@@ -170,12 +209,73 @@ def test_contact_force_stiffness_against_differences_of_the_jacobian():
         reference[:, k] = -(plus - minus) / (2 * h)
     np.testing.assert_allclose(S, reference, atol=1e-8)
     assert np.abs(S).max() > 1.0  # the curvature term is there (lambda / |x - c| ~ 1.8 and 4.6)
-    frictional = ContactConstraint(np.arange(3), [sphere], alarmDistance=0.5, friction=0.3)
-    frictional.update(x)
     plane = ContactConstraint(np.arange(3), [PlaneObstacle([0.0, 0.0, 0.0], [0.0, 0.0, 1.0])], alarmDistance=0.5)
     plane.update(x * [1.0, 1.0, 0.0] + [0.0, 0.0, 0.1])
-    assert frictional.force_stiffness(x, np.zeros(frictional.n_rows)) is None
     assert plane.force_stiffness(x, np.ones(plane.n_rows)) is None
+
+
+def _jacobian_differences(function, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences (rows, 3n) of ``function(x (n, 3)) -> (rows,)``."""
+    columns = []
+    for k in range(x.size):
+        step = np.zeros(x.size)
+        step[k] = h
+        plus = function((x.reshape(-1) + step).reshape(-1, 3))
+        minus = function((x.reshape(-1) - step).reshape(-1, 3))
+        columns.append((plus - minus) / (2 * h))
+    return np.column_stack(columns)
+
+
+def test_friction_frame_derivatives_against_differences():
+    """friction_frame_derivatives is the directional derivative of friction_frames (central differences, h =
+    1e-7), for normals on SOFA's guess and one beside the degenerate (1, 1, 1) direction (the (1, 0, 0) guess)."""
+    from softsim.mechanics.constraints.contact import friction_frame_derivatives, friction_frames
+
+    rng = np.random.default_rng(3)
+    normals = rng.normal(size=(6, 3))
+    normals[-1] = [1.0, 1.0, 1.0 + 1e-9]
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    d_normals = rng.normal(size=normals.shape)
+    d_normals -= normals * np.einsum("ij,ij->i", normals, d_normals)[:, None]  # unit normals stay unit
+    d_normals[-1] *= 1e-3  # keeps the last one on the degenerate branch over the differences' step
+    d_t, d_s = friction_frame_derivatives(normals, d_normals)
+    h = 1e-7
+
+    def frame(shift):
+        moved = normals + shift * d_normals
+        return friction_frames(moved / np.linalg.norm(moved, axis=1)[:, None])
+
+    (t_plus, s_plus), (t_minus, s_minus) = frame(h), frame(-h)
+    np.testing.assert_allclose(d_t, (t_plus - t_minus) / (2 * h), atol=1e-7)
+    np.testing.assert_allclose(d_s, (s_plus - s_minus) / (2 * h), atol=1e-7)
+    assert np.abs(d_t[:-1]).max() > 0.1  # the frames turn
+
+
+@pytest.mark.parametrize("obstacle", [SphereObstacle([0.0, 0.0, 0.0], 1.0),
+                                      CapsuleObstacle([-0.5, 0.0, 0.0], [0.5, 0.3, 0.0], 0.8)])
+def test_friction_contact_rows_against_differences(obstacle):
+    """Friction contacts on a curved obstacle: the normal row follows the node and the tangent frame turns with
+    it, so force_stiffness is -d(J(x)^T lambda)/dx with tangential forces too, and law_jacobian is the
+    derivative of the rows' violations (the tangential motion since the frame's start measured in the turning
+    frame), both against central differences; the tangential laws' derivative differs from their force rows."""
+    x = np.array([[1.1, 0.2, 0.1], [0.1, -1.05, 0.3], [3.0, 3.0, 3.0]])
+    contact = ContactConstraint(np.arange(3), [obstacle], alarmDistance=0.5, friction=0.6)
+    contact.update(x)
+    assert contact.n_contacts == 2 and contact.n_rows == 6 and contact.following().all()
+    contact.begin_frame(x + [[0.05, -0.1, 0.02], [-0.03, 0.04, 0.08], [0.0, 0.0, 0.0]])
+    force = np.array([2.0, 0.7, -0.4, 5.0, -1.1, 0.9])
+    rows, cols, values = contact.force_stiffness(x, force)
+    S = sp.coo_matrix((values, (rows, cols)), shape=(9, 9)).toarray()
+    reference = -_jacobian_differences(lambda y: contact.jacobian(y).T @ force, x)
+    np.testing.assert_allclose(S, reference, atol=1e-8)
+    assert np.abs(S - S.T).max() > 1e-3  # the frame's turning makes it unsymmetric
+    law = contact.law_jacobian(x).toarray()
+    reference = _jacobian_differences(lambda y: contact.violation(contact.frame_start, y, None), x)
+    np.testing.assert_allclose(law, reference, atol=1e-8)
+    assert np.abs(law - contact.jacobian(x).toarray()).max() > 1e-3
+    contact.frame_start = None
+    with pytest.raises(ValueError, match="frame's start"):
+        contact.law_jacobian(x)
 
 
 def test_mapped_contact_force_stiffness_against_differences_of_the_jacobian():
