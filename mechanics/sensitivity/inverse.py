@@ -23,8 +23,9 @@ x +- h/2 v combined by Richardson extrapolation (error O(h^4), h = 1e-4 of the b
 
 Rows at a force bound have zero sensitivity (their multiplier is the bound); a row held at a displacement limit
 keeps its value (zero sensitivity of its displacement) and its force varies. A row on a bound with a zero
-multiplier of that bound is a non-differentiable point. Contacts and frames whose limits had to be widened are
-refused.
+multiplier of that bound is a non-differentiable point. A touching frictionless contact holds its gap with its
+force free (a row of both the held set and N), one apart has zero force (:func:`_contact_rows`). Touching
+friction contacts and frames whose limits had to be widened are refused.
 
 A corotational body's inverse frame builds its QP on SOFA's tangent R K0 R^T (no constraint-force stiffness):
 that is the W whose fixed point the frame reaches, so the equations of v and the stationarity use it, while the
@@ -118,7 +119,7 @@ def goal_parameter(scene, key: str) -> GoalParameter:
 def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     """{output: {goal key: d output / d goal}} at the scene's last inverse frame, as a
     :class:`~mechanics.sensitivity.adjoint.GradientReport` (see the module docstring)."""
-    from softsim.mechanics.sensitivity.adjoint import EquilibriumState, GradientReport, tangent
+    from softsim.mechanics.sensitivity.adjoint import EquilibriumState, GradientReport, law_rows, tangent
 
     started = time.perf_counter()
     sim = scene.simulation
@@ -135,9 +136,6 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     force = system.initial_force(sim.last_report.forces)
     force = np.zeros(system.n_rows) if force is None else force
     roles = row_roles(system, settings.qp)
-    if roles.contacts:
-        raise GradientError("the inverse model's sensitivities with contacts are not available yet "
-                            "(docs/gradients.md)")
     for effector in effectors:
         if effector.limitShiftToTarget:
             raise GradientError(f"{effector.name}: limitShiftToTarget clips the goal each frame: its "
@@ -149,8 +147,10 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     n_act = len(roles.actuators)
     R = U[:n_act] if settings.qp.actuatorsOnly else U
     at_force, at_limit = _active_rows(sim.last_report.inverse.active, roles)
-    held = np.concatenate([np.asarray(sorted(at_limit), dtype=np.int64), roles.equalities]).astype(np.int64)
-    fixed = np.asarray(sorted(at_force), dtype=np.int64)
+    touching, free_contacts = _contact_rows(system, force, roles, state)
+    held = np.concatenate([np.asarray(sorted(at_limit), dtype=np.int64), roles.equalities,
+                           touching]).astype(np.int64)
+    fixed = np.concatenate([np.asarray(sorted(at_force), dtype=np.int64), free_contacts]).astype(np.int64)
     both = set(at_force) & set(at_limit)
     if both:
         names = [c.name for c, row in roles.actuators if row in both]
@@ -236,7 +236,9 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
     S_N = sp.csr_matrix(np.vstack([S_unit[u_index[int(i)]] for i in varied])) if Ni.size else sp.csr_matrix((0, n))
     row_N = sp.hstack([-S_N, sp.diags(diag_N) @ pick_N, J[varied], C_N_nu])
     pick_h = sp.csr_matrix((np.ones(a), (np.arange(a), [u_index[int(i)] for i in held])), shape=(a, u))
-    row_h = sp.hstack([J_h, sp.diags(C[held]) @ pick_h, sp.csr_matrix((a, n)), sp.csr_matrix((a, a))])
+    # the held rows' laws: their rows, except a friction contact's on a curved obstacle, whose frame turns
+    L_h = law_rows(state, J)[held]
+    row_h = sp.hstack([L_h, sp.diags(C[held]) @ pick_h, sp.csr_matrix((a, n)), sp.csr_matrix((a, a))])
     pick_B = sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), [u_index[int(i)] for i in fixed])),
                            shape=(fixed.size, u))
     row_B = sp.hstack([sp.csr_matrix((fixed.size, n)), pick_B, sp.csr_matrix((fixed.size, n + a))])
@@ -263,6 +265,38 @@ def inverse_gradient_report(scene, outputs: list[str], wrt: list[str]):
             values[g.name][p.key] = value + _explicit(g.name, effectors, p)
     return GradientReport(values, {g.name: g.value for g in grads}, {p.key: p.value for p in params},
                           int(varied.size), int(fixed.size), False, 0, times)
+
+
+def _contact_rows(system, force: np.ndarray, roles, state) -> tuple[np.ndarray, np.ndarray]:
+    """(rows held, rows whose multiplier is fixed at 0) of the frame's frictionless contacts, as its QP's states
+    hold them: a touching contact (lambda_n > 0) holds its normal row at its gap, its force free in the QP (like
+    an equality row, with a dual); a contact apart from the body has zero force on all its rows. NotDifferentiable
+    Error for a contact touching with zero force (on the edge of separating); GradientError for a touching
+    friction contact (not differentiated yet)."""
+    from softsim.mechanics.sensitivity.adjoint import _force_scale
+
+    if not roles.contacts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    f_tol = 1e-7 * max(_force_scale(state), float(np.max(np.abs(force), initial=0.0)))
+    d_tol = 1e-6 * state.size
+    held, fixed, edges = [], [], []
+    for row, size, mu, target in roles.contacts:  # mu: the QP's (responseFriction when it is set)
+        if force[row] > f_tol:
+            held.append(row)
+            if size == 3 and mu > 0.0:
+                raise GradientError("touching friction contacts in an inverse frame are not differentiated yet: "
+                                    "the sticking rows would be held like the normal one, but the inverse frames "
+                                    "with friction tried (the finger pressing a plane with mu = 0.5) stall before "
+                                    "the QP's fixed point, so no such gradient could be checked "
+                                    "(docs/gradients.md)")
+            fixed.extend(range(row + 1, row + size))  # a frictionless contact's tangential rows carry no force
+        else:
+            fixed.extend(range(row, row + size))
+            if abs(system.dfree[row] - target) <= d_tol:
+                edges.append(f"contact row {row}: touching with zero force (on the edge of separating)")
+    if edges:
+        raise NotDifferentiableError(edges)
+    return np.asarray(held, dtype=np.int64), np.asarray(fixed, dtype=np.int64)
 
 
 def _check_frame(scene) -> None:

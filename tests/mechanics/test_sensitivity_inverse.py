@@ -267,3 +267,49 @@ def test_a_stalled_inverse_frame_has_no_gradient():
     assert report.converged and report.inverse.stalled and report.inverse.change > 1e-8
     with pytest.raises(NotConvergedError, match="its line search stalled"):
         gradient_report(scene, ["cable.force"], [f"{FINGER_KEY}.y"])
+
+
+CEILING_OUTPUTS = ["cable.force", "cable.displacement", "tip.y", "contact.normalForce"]
+
+
+def _under_ceiling(tmp_path, mu: float):
+    """The shipped finger below a plane y = 23.5 facing down (friction ``mu``), which its top face reaches before
+    the tip gets to FINGER_GOAL: a TOML file in tmp_path."""
+    text = (SCENES / "finger.toml").read_text().replace('"../meshes/', f'"{(SCENES.parent / "meshes").as_posix()}/')
+    text += (f'\n[[obstacle]]\nname = "ceiling"\ntype = "plane"\npoint = [0.0, 23.5, 0.0]\nnormal = [0.0, -1.0, 0.0]\n'
+             f'friction = {mu}\ncontactDistance = 0.0\n')
+    path = tmp_path / f"finger_ceiling_{mu}.toml"
+    path.write_text(text)
+
+    def make(goal, frames: int = 4) -> Scene:
+        scene = Scene.load(path)
+        scene.set("body.finger.material.model", "neohookean")
+        scene.set("solver.newton.residual_tolerance_threshold", 1e-11)
+        scene.set("solver.inverse", {"epsilon": 1e-3, "linearizationTolerance": 1e-10})
+        scene.set("solver.constraint.type", "exact")
+        scene.set(FINGER_KEY, [list(goal)])
+        for _ in range(frames):
+            report = scene.step()
+        assert report.converged and report.inverse.converged and not report.inverse.stalled, report.message
+        return scene
+
+    return make
+
+
+def test_finger_pressing_a_plane_against_resolved_frames(tmp_path):
+    """Contacts in an inverse frame: the cable curls the finger toward the goal until its top face presses on the
+    frictionless plane (normal force 26 mN). A touching contact's normal row is held at its gap with its force
+    free in the QP, one apart has zero force. The derivatives of the cable's force and displacement, the tip's
+    height and the contact force with respect to the goal's x agree with re-solved inverse frames to 1e-6
+    relative (measured 4.6e-7); with respect to its y (a derivative 38 times smaller: the plane holds the finger)
+    to 1e-5 (measured 3.7e-6 for every output alike, the same with steps of 1e-2 and 2e-3 mm, so not the
+    differences' error: a systematic difference whose cause is not found yet)."""
+    make = _under_ceiling(tmp_path, 0.0)
+    scene = make(FINGER_GOAL)
+    keys = [f"{FINGER_KEY}.x", f"{FINGER_KEY}.y"]
+    report = gradient_report(scene, CEILING_OUTPUTS, keys)
+    assert report.outputs["contact.normalForce"] > 10.0
+    for axis, (key, tolerance) in enumerate(zip(keys, (1e-6, 1e-5))):
+        expected = _differences(make, FINGER_GOAL, axis, 2e-3, CEILING_OUTPUTS)
+        for name in CEILING_OUTPUTS:
+            assert report.values[name][key] == pytest.approx(expected[name], rel=tolerance), (name, key)
