@@ -98,10 +98,12 @@ def run_gui(argv: list[str]) -> int:
     from PyQt6.QtWidgets import QApplication
 
     from softsim.app.main_window import MainWindow
+    from softsim.app.native_view import x11_platform
     from softsim.app.resources import default_scene
 
     pv.OFF_SCREEN = False
     batch = args.screenshot is not None
+    x11_platform()  # the view is an X window (app.native_view): XWayland in a Wayland session
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
     if batch:  # screenshots use the whole screen (e.g. Xvfb's 1400x900)

@@ -11,18 +11,31 @@ view is exposed or resized).
 
 Limits of a native child window: widgets of the same window drawn over the view must be native windows
 themselves (the main window's banner is), and ``QWidget.grab`` of the window leaves the view out (the window's
-screenshot paints the view's own image over it). Wayland sessions run Qt on XWayland for this (``QT_QPA_PLATFORM
-=xcb``).
+screenshot paints the view's own image over it). VTK's render window draws into an X window: in a Wayland session
+the window runs on XWayland (:func:`x11_platform`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+from collections.abc import MutableMapping
 
 from pyvista import global_theme
 from pyvista.plotting import BasePlotter
 from pyvista.plotting.render_window_interactor import RenderWindowInteractor
 from vtkmodules.qt.QVTKRenderWindowInteractor import QVTKRenderWindowInteractor
+
+
+def x11_platform(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Before the QApplication exists: in a Wayland session that also offers X (XWayland: ``DISPLAY`` set), ask Qt
+    for its X11 platform (``QT_QPA_PLATFORM=xcb``), where the view's native window is an X window VTK can draw
+    into. A platform the user chose is kept. Returns whether it set one."""
+    wayland = environ.get("XDG_SESSION_TYPE") == "wayland" or bool(environ.get("WAYLAND_DISPLAY"))
+    if not wayland or not environ.get("DISPLAY") or environ.get("QT_QPA_PLATFORM"):
+        return False
+    environ["QT_QPA_PLATFORM"] = "xcb"
+    return True
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import numpy as np
 from PyQt6.QtGui import QImage
 from PyQt6.QtOpenGLWidgets import QOpenGLWidget
 
+from softsim.app.native_view import x11_platform
 from softsim.app.resources import default_scene
 from tests.app.conftest import run_frames
 
@@ -73,3 +74,15 @@ def test_the_screen_and_the_screenshot_show_the_view_and_the_banner_over_it(main
     patch = screen[top_left.y() + 2:top_left.y() + banner.height() - 2, top_left.x() + 2:top_left.x() + 40]
     background = np.array([0x6A, 0x1C, 0x1C])  # BANNER_STYLE["error"]
     assert np.mean(np.abs(patch.astype(int) - background).max(axis=-1) <= 12) > 0.5
+
+
+def test_a_wayland_session_with_xwayland_gets_qts_x11_platform_unless_one_was_chosen():
+    wayland = {"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}
+    environ = dict(wayland)
+    assert x11_platform(environ) and environ["QT_QPA_PLATFORM"] == "xcb"
+    chosen = dict(wayland, QT_QPA_PLATFORM="offscreen")
+    assert not x11_platform(chosen) and chosen["QT_QPA_PLATFORM"] == "offscreen"
+    no_x = {"WAYLAND_DISPLAY": "wayland-0"}  # no XWayland: nothing to choose
+    assert not x11_platform(no_x) and "QT_QPA_PLATFORM" not in no_x
+    x_session = {"XDG_SESSION_TYPE": "x11", "DISPLAY": ":0"}
+    assert not x11_platform(x_session) and "QT_QPA_PLATFORM" not in x_session
