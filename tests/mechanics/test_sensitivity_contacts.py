@@ -128,6 +128,12 @@ def _compare_moved(path, outputs, steps):
 
 #: a sphere 0.5 mm below the finger's tip at rest: sagging onto it, the tip node 117 touches its top and sticks
 STICKING_SPHERE = 'type = "sphere"\ncenter = [-95.0, -12.5, 7.5]\nradius = 12.0\ncontactDistance = 0.0\n'
+#: the same round top as the end of an upright capsule (the node touches its end cap)
+STICKING = {
+    "sphere": (STICKING_SPHERE, ["center.x", "center.y"]),
+    "capsule": ('type = "capsule"\na = [-95.0, -12.5, 7.5]\nb = [-95.0, -60.0, 7.5]\nradius = 12.0\n'
+                'contactDistance = 0.0\n', ["a.x", "a.y"]),
+}
 
 
 def _frictional(tmp_path, obstacle: str, mu: float):
@@ -136,15 +142,17 @@ def _frictional(tmp_path, obstacle: str, mu: float):
     return path
 
 
-def test_sticking_friction_on_a_sphere_against_finite_differences(tmp_path):
-    """The finger sags onto a sphere with mu = 1 and its tip node sticks there (tangential over normal force
-    0.47): the normal row follows the node, the tangent frame turns with the normal, and the tangential rows hold
-    the motion since the frame's start in it. The derivatives of the contact force and of a node's position
-    with respect to the modulus, the gravity and the sphere's center agree with re-solved frames (measured
-    2.4e-8)."""
-    path = _frictional(tmp_path, STICKING_SPHERE, 1.0)
-    steps = {"body.finger.material.youngModulus": 5.0, "scene.gravity.y": 50.0,
-             "obstacle.obstacle.center.x": 1e-2, "obstacle.obstacle.center.y": 1e-2}
+@pytest.mark.parametrize("kind", sorted(STICKING))
+def test_sticking_friction_on_a_curved_obstacle_against_finite_differences(tmp_path, kind):
+    """The finger sags onto a sphere (or a capsule's end cap) with mu = 1 and its tip node sticks there
+    (tangential over normal force 0.47): the normal row follows the node, the tangent frame turns with the
+    normal, and the tangential rows hold the motion since the frame's start in it. The derivatives of the contact
+    force and of a node's position with respect to the modulus, the gravity and the sphere's center (the
+    capsule's end) agree with re-solved frames (measured 2.4e-8 for both)."""
+    obstacle, axes = STICKING[kind]
+    path = _frictional(tmp_path, obstacle, 1.0)
+    steps = {"body.finger.material.youngModulus": 5.0, "scene.gravity.y": 50.0}
+    steps.update({f"obstacle.obstacle.{axis}": 1e-2 for axis in axes})
     scene, report, worst = _compare_moved(path, ["contact.normalForce", "node[50].y", "node[50].x"], steps)
     contact = scene.simulation.constraint("contact")
     system = scene.simulation.last_report.equilibrium.system
