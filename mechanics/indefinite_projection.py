@@ -21,6 +21,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from softsim.mechanics.constraint_solvers.base import ConstraintReport
+from softsim.mechanics.constraint_solvers.semismooth import NEWTON_MAX_ROWS, semismooth_newton
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, Blocks
 
 #: active-set changes on the actuator rows before the solve gives up
@@ -92,6 +93,8 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
                 reduced_report = solve_box_active_set(W_r, q_r, blocks_r, f_r)
             else:
                 reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)
+                if not (reduced_report.converged and np.all(np.isfinite(reduced_report.force))):
+                    reduced_report = _exact_reduced_solve(constraint_solver, W_r, q_r, blocks_r, f_r, reduced_report)
             f_r = reduced_report.force
         force = np.zeros(m)
         force[rows_r] = f_r
@@ -124,6 +127,39 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
         error = max(error, reduced_report.error)
     return ConstraintReport(force, d, iterations, error, converged, np.array([error]), time.perf_counter() - started,
                             num_constraints=m, solver="active-set on the actuator rows")
+
+
+def _exact_reduced_solve(constraint_solver, W_r: np.ndarray, q_r: np.ndarray, blocks_r: Blocks,
+                         f_r: np.ndarray | None, failed: ConstraintReport) -> ConstraintReport:
+    """The reduced problem (W_r (k, k), q_r (k,), blocks_r) solved by a direct method after the scene's
+    iterative solver failed on it (``failed``). The Schur complement of an exact tangent can be indefinite off
+    its diagonal too (a finger pressed into a soft block): projected Gauss-Seidel then diverges to non-finite
+    forces, or crawls, while the step has an answer.
+
+    Single bounded rows (frictionless contacts): the primal-dual active set of :func:`solve_box_active_set`,
+    accepted when it converged. Other laws (friction) on at most NEWTON_MAX_ROWS rows: semi-smooth Newton from
+    the last forces, then from zero, accepted when its largest row residual meets the solver's tolerance.
+    Returns ``failed`` otherwise."""
+    if _single_bounded_rows(blocks_r):
+        try:
+            report = solve_box_active_set(W_r, q_r, blocks_r, f_r)
+        except ValueError:
+            return failed
+        return report if report.converged else failed
+    if q_r.size > NEWTON_MAX_ROWS:
+        return failed
+    started = time.perf_counter()
+    tolerance = constraint_solver.effective_tolerance(q_r.size)
+    starts = [np.zeros(q_r.size)]
+    if f_r is not None and f_r.size == q_r.size and np.all(np.isfinite(f_r)):
+        starts.insert(0, f_r)
+    for start in starts:
+        force, iterations, residual = semismooth_newton(W_r, q_r, blocks_r, start, tolerance=tolerance)
+        if residual <= tolerance:
+            return ConstraintReport(force, q_r + W_r @ force, iterations, residual, True, np.array([residual]),
+                                    time.perf_counter() - started, num_constraints=q_r.size,
+                                    solver="semi-smooth Newton")
+    return failed
 
 
 def next_active_set(state: np.ndarray, force: np.ndarray, d: np.ndarray, target: np.ndarray, lo: np.ndarray,

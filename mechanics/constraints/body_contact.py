@@ -400,6 +400,9 @@ class BodyContactConstraint(ContactRows):
         if last is not None:
             before, _distance = nearest_triangles(last, nodes, triangles, self.alarmDistance)
             best = np.where(best >= 0, best, before)
+        best = _inside_nodes(x, nodes, triangles, best)
+        if last is not None:
+            best = _inside_nodes(last, nodes, triangles, best)
         point = np.flatnonzero(best >= 0)
         triangle = best[point]
         _distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
@@ -527,6 +530,58 @@ class BodyContactConstraint(ContactRows):
             ids = np.flatnonzero(following)
             gap[ids] = self._geometry(x_free, ids)[2]
         return self._row_values(gap - self.contactDistance, relative - self._relative(x))
+
+
+def winding_numbers(x: np.ndarray, points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """(k,) the winding number of the closed, outward oriented surface ``triangles`` (t, 3) (node ids into
+    ``x`` (n, 3)) about each of ``points`` (k, 3): 1 inside, 0 outside (the sum of the triangles' solid angles
+    over 4 pi, Van Oosterom and Strackee's formula). Unlike the sign of the gap to the nearest triangle, it
+    stays right next to edges and corners and on a deformed, concave surface."""
+    total = np.zeros(points.shape[0])
+    for start in range(0, triangles.shape[0], 256):
+        corners = x[triangles[start:start + 256]]  # (b, 3, 3)
+        rel = corners[None, :, :, :] - points[:, None, None, :]  # (k, b, 3, 3)
+        a, b, c = rel[:, :, 0], rel[:, :, 1], rel[:, :, 2]
+        la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
+        numerator = np.einsum("kti,kti->kt", a, np.cross(b, c))
+        denominator = (la * lb * lc + np.einsum("kti,kti->kt", a, b) * lc + np.einsum("kti,kti->kt", a, c) * lb
+                       + np.einsum("kti,kti->kt", b, c) * la)
+        total += 2.0 * np.arctan2(numerator, denominator).sum(axis=1)
+    return total / (4.0 * np.pi)
+
+
+def _inside_nodes(x: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """``best`` (k,) (each node's triangle within alarmDistance, -1: none) with the nodes that have none but lie
+    inside the closed surface ``triangles`` given their nearest triangle at any distance: a node that a large
+    step carried deeper than alarmDistance into the other body (a finger jumped into a block), which proximity
+    alone never finds again. Only the nodes inside the surface's bounding box are examined: inside when the
+    surface's winding number about them is above one half; their nearest triangle is searched among those
+    whose centroid could hold it (a k-d tree over the centroids)."""
+    free = np.flatnonzero(best < 0)
+    if free.size == 0 or triangles.size == 0:
+        return best
+    corners = x[triangles]
+    points = x[nodes[free]]
+    in_box = np.all((points >= corners.min(axis=(0, 1))) & (points <= corners.max(axis=(0, 1))), axis=1)
+    candidates = free[in_box]
+    if candidates.size == 0:
+        return best
+    candidates = candidates[winding_numbers(x, x[nodes[candidates]], triangles) > 0.5]
+    if candidates.size == 0:
+        return best
+    centroids = corners.mean(axis=1)
+    radius = float(np.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2)).max())
+    tree = cKDTree(centroids)
+    nearest_centroid, _ = tree.query(x[nodes[candidates]])
+    near = tree.query_ball_point(x[nodes[candidates]], nearest_centroid + 2.0 * radius)
+    pair_point = np.repeat(candidates, [len(ids) for ids in near])
+    pair_triangle = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in near])
+    distance, _weights, _normal, _gap = closest_points_on_triangles(x, nodes, triangles, pair_point, pair_triangle)
+    order = np.lexsort((distance, pair_point))
+    first = order[np.r_[True, pair_point[order][1:] != pair_point[order][:-1]]]
+    best = best.copy()
+    best[pair_point[first]] = pair_triangle[first]
+    return best
 
 
 def _ring_triangles(triangles: np.ndarray) -> dict[int, set]:

@@ -12,6 +12,7 @@ from softsim.mechanics.constraints.body_contact import (
     BodyContactConstraint,
     ContactSurface,
     closest_points_on_triangles,
+    winding_numbers,
 )
 from softsim.mechanics.scene import SceneError
 from softsim.mechanics.scene_runtime import Scene
@@ -104,6 +105,69 @@ def test_the_broad_phase_finds_every_pair_that_all_pairs_finds():
             if distance.min() < 1.5:
                 expected.add(int(node))
     assert found == expected and len(found) > 50
+
+
+def _cube_surface():
+    from softsim import meshes
+
+    mesh = meshes.load(CUBE)
+    return mesh.points.astype(float), np.asarray(mesh.surface_triangles(), dtype=np.int64)
+
+
+def test_winding_numbers_tell_the_inside_of_a_cube_from_its_outside_next_to_faces_edges_and_corners():
+    """The 20 mm cube's surface (outward triangles): 1 inside, 0 outside, against the box test, for random
+    points and for points 1e-3 mm inside and outside the faces, edges and corners."""
+    points, triangles = _cube_surface()
+    rng = np.random.default_rng(5)
+    random = rng.uniform(-5.0, 25.0, size=(400, 3))
+    near = []
+    for corner in rng.uniform(0.0, 20.0, size=(60, 3)):
+        snapped = corner.copy()
+        axes = rng.choice(3, size=rng.integers(1, 4), replace=False)  # 1: a face, 2: an edge, 3: a corner
+        snapped[axes] = np.where(rng.random(axes.size) < 0.5, 0.0, 20.0)
+        direction = np.where(snapped == 0.0, -1.0, np.where(snapped == 20.0, 1.0, 0.0))
+        near += [snapped + 1e-3 * direction, snapped - 1e-3 * direction]
+    query = np.concatenate([random, np.array(near)])
+    inside = np.all((query > 0.0) & (query < 20.0), axis=1)
+    x = np.concatenate([points, query])
+    numbers = winding_numbers(x, query, triangles)
+    np.testing.assert_allclose(numbers, inside.astype(float), atol=1e-9)
+
+
+def test_a_node_carried_deeper_than_alarm_distance_into_another_body_is_a_contact():
+    """Two cubes 10 mm apart; the centre node of the second's face x = 30 is put 5 mm inside the first
+    (alarmDistance 0.4): no node comes within 0.4 mm of the other cube's surface elsewhere; the inside test finds
+    it, with its nearest triangle of the first cube, a gap of -5 mm (its depth below the face x = 20) and a
+    normal row pushing it out. The spike it pulls out of the second cube's face passes through the first's face
+    centre (20, 10, 10), which is inside the second body now and is found too."""
+    points, triangles = _cube_surface()
+    n = points.shape[0]
+    x = np.concatenate([points, points + [30.0, 0.0, 0.0]])
+    surfaces = [ContactSurface("a", triangles, np.unique(triangles)),
+                ContactSurface("b", triangles + n, np.unique(triangles) + n)]
+    moved = n + int(np.flatnonzero(np.all(np.isclose(points, [0.0, 10.0, 10.0]), axis=1))[0])  # b's face centre
+    x[moved] = [15.0, 10.0, 10.0]  # 5 mm inside a, 5 mm from its face x = 20
+    contact = BodyContactConstraint(surfaces, [(0, 1, 0.0)], contactDistance=0.2, alarmDistance=0.4, n_nodes=2 * n)
+    contact.update(x)
+    face_centre = int(np.flatnonzero(np.all(np.isclose(points, [20.0, 10.0, 10.0]), axis=1))[0])
+    assert sorted(contact.contact_nodes) == [face_centre, moved]
+    deep = int(np.flatnonzero(contact.contact_nodes == moved)[0])
+    assert contact.gaps[deep] == pytest.approx(-5.0, abs=1e-9)
+    np.testing.assert_allclose(contact.normals[deep], [1.0, 0.0, 0.0], atol=1e-12)
+    assert contact.missed_contacts(x) == 0
+
+
+def test_a_finger_jumped_into_a_soft_block_ends_outside_it(tmp_path):
+    """finger_block (SoftRobots' finger curling into a soft block above it), 20 mm of cable in one frame: the
+    frame converges with no surface node of either body inside the other (point-in-tetrahedron test). Nodes a
+    large step carried deeper than alarmDistance used to be missed: 18 finger nodes ended inside the block and
+    32 block nodes inside the finger, in a frame reported as converged."""
+    scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
+    scene.set("body.finger.cable.cable.value", 20.0)
+    report = scene.step()
+    assert report.converged, report.message
+    assert scene.outputs()["cable.displacement"] == pytest.approx(20.0, abs=1e-6)
+    assert _inside_other_bodies(scene, scene.positions) == 0
 
 
 # ------------------------------------------------------------------------------------------ physics

@@ -37,6 +37,37 @@ def test_a_negative_actuator_diagonal_is_solved_exactly_with_the_contact_on_its_
     assert report.converged
 
 
+def test_contacts_the_scene_solver_cannot_solve_on_the_schur_complement_are_solved_directly():
+    """A cable row (W_00 < 0, target 2) and 6 contact rows whose Schur complement the scene's Gauss-Seidel does
+    not solve (here: 2 sweeps allowed; on finger_block it diverged to NaN on an indefinite complement): frictionless
+    rows go to the primal-dual active set, friction blocks to semi-smooth Newton. Both answers match an
+    independent solve of the same problem (BlockPivoting, resp. Gauss-Seidel with 20000 sweeps) to 1e-8, and
+    the report says converged."""
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((7, 7))
+    W = B @ B.T + 0.1 * np.eye(7)
+    W[0, 0] = -0.5
+    dfree = rng.standard_normal(7)
+    weak = make_constraint_solver("BlockGaussSeidel", maxIterations=2, tolerance=1e-12)
+    cable = Blocks.bounded(1, target=2.0, lo=-np.inf, hi=np.inf)  # no force bound: the row is an equality
+    frictionless = Blocks.concatenate([cable, Blocks.bounded(6, target=0.0, lo=0.0, hi=np.inf)])
+    with_friction = Blocks.concatenate([cable, Blocks.friction(2, mu=0.4)])
+    references = (make_constraint_solver("BlockPivoting"),
+                  make_constraint_solver("BlockGaussSeidel", maxIterations=20000, tolerance=1e-14))
+    contacts = (Blocks.bounded(6, target=0.0, lo=0.0, hi=np.inf), Blocks.friction(2, mu=0.4))
+    # the reference: the cable's row eliminated by hand, the contacts' complement solved independently
+    W_r = W[1:, 1:] - np.outer(W[1:, 0], W[0, 1:]) / W[0, 0]
+    q_r = dfree[1:] + W[1:, 0] * (2.0 - dfree[0]) / W[0, 0]
+    for blocks, contact_blocks, reference in zip((frictionless, with_friction), contacts, references):
+        assert not weak.solve(W_r, q_r, contact_blocks).converged  # the scene's solver alone fails here
+        report = solve_indefinite(weak, W, dfree, blocks, np.array([0]))
+        assert report.converged
+        expected = reference.solve(W_r, q_r, contact_blocks)
+        assert expected.converged
+        np.testing.assert_allclose(report.force[1:], expected.force, atol=1e-8)
+        assert report.force[0] == pytest.approx((2.0 - dfree[0] - W[0, 1:] @ expected.force) / W[0, 0], abs=1e-8)
+
+
 def test_an_actuator_force_out_of_its_bounds_is_held_at_the_bound():
     """One cable row with W < 0 whose equality solution needs a negative force: held at minForce = 0."""
     W = np.array([[-2.0]])

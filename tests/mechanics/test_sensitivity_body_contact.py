@@ -134,7 +134,8 @@ def test_body_contact_gradients_against_finite_differences(pressed):
     """The finger pressing into the soft block (11 frictionless contacts held, nodes of both bodies in their rows):
     d(cable force, the tip node's height, the total contact force)/d(the finger's E, the block's E, the cable's
     value, gravity) agree with Richardson central differences of re-solved frames to 1e-6 relative (measured
-    6e-9)."""
+    2.1e-7; 6e-9 before nodes deeper than alarmDistance inside the other body were found, which changes the
+    contact set of some re-solved frames)."""
     steps = {"body.finger.material.youngModulus": 0.5, "body.block.material.youngModulus": 0.1,
              "body.finger.cable.cable.value": 1e-3, "scene.gravity.y": 5.0}
     report = gradient_report(pressed, OUTPUTS, list(steps))
@@ -145,7 +146,7 @@ def test_body_contact_gradients_against_finite_differences(pressed):
         return _solved({key: float(report.parameters[key]) + shift})
 
     worst = worst_against_differences(report, OUTPUTS, steps, solve, 1e-6)
-    assert worst < 1e-7
+    assert worst < 1e-6
 
 
 def test_held_friction_contacts_between_bodies_are_refused():

@@ -44,9 +44,15 @@ XFAIL = {
                           "26.2 mm, which the ramp meets too; no plane touches yet",
     ("tentacle", "ramp"): "5..25 mm converge; 30 mm stalls at 26.19 mm as it did without the planes (none touches: "
                           "smallest gap 0.16 mm): a limit point of the static hinged tentacle",
-    ("finger_block", "ramp"): "5..20 mm converge in 5-31 steps; 25 mm reaches 94 % (cable at 24.69 mm) in 7 "
-                              "increments, every step of the last one leading to non-finite positions; 30 mm "
-                              "converges",
+    ("finger_block", "jump"): "30 mm in one frame: the first equilibrium curls the finger through the block's "
+                              "underside (no row holds it yet); the nodes it carried inside are found again at "
+                              "the end (inside test), but their rows measure the gap to the plane of the triangle "
+                              "found there, far from where the frame starts, and even 1/256 of the change fails. "
+                              "Before the inside test this frame 'converged' with 18 finger nodes inside the "
+                              "block and 32 block nodes inside the finger",
+    ("finger_block", "ramp"): "5..25 mm converge with no node inside the other body (25 mm reached 94 % before "
+                              "the exact solve of an indefinite contact Schur complement); 30 mm fails as the "
+                              "jump does: contacts are detected after each equilibrium, not during its steps",
 }
 
 
