@@ -502,7 +502,7 @@ def test_every_declared_parameter_of_the_panel_refuses_like_the_file(docks, sess
         assert editor.error_text == f"finger.toml: {info.path}: {message}"
         assert (session.spec.solver.constraint.tolerance, get_value(session.spec, info.path)) == before
         checked += 1
-    assert checked == 25  # the effector's maxShiftToTarget is the 25th
+    assert checked == 26  # with the fixed region's maxAngleVariation (a servo key)
 
 
 def test_readouts_ranges_and_plot_axes_carry_the_scenes_units(docks, session, qtbot):
