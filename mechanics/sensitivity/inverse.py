@@ -27,8 +27,10 @@ multiplier of that bound is a non-differentiable point. A touching frictionless 
 force free (a row of both the held set and N), one apart has zero force (:func:`_contact_rows`). Touching
 friction contacts and frames whose limits had to be widened are refused.
 
-A corotational body's inverse frame builds its QP on SOFA's tangent R K0 R^T (no constraint-force stiffness):
-that is the W whose fixed point the frame reaches, so the equations of v and the stationarity use it, while the
+A corotational body's inverse frame with SOFA's rotations (``large``/``polar``/``svd``) or a single linear
+correction builds its QP on SOFA's tangent R K0 R^T (no constraint-force stiffness; with ``polarF``/``svdF`` it
+uses their exact, symmetric tangent, a Hessian, and none of what follows applies): that is the W whose fixed point
+the frame reaches, so the equations of v and the stationarity use it, while the
 equilibrium's row uses the exact tangent. R K0 R^T is no Hessian, so ``d(A(x) v)/dx`` is not the derivative of A
 along v: the system built on the latter is refined by defect correction with directional derivatives of
 ``A(x) v`` along the current dx (:func:`_refine_with_directional_derivatives`).
