@@ -142,9 +142,10 @@ def semismooth_newton(W: np.ndarray, dfree: np.ndarray, blocks: Blocks, f0: np.n
 #: (m, m) least-squares solve
 NEWTON_MAX_ROWS = 300
 #: Newton iterations per start in :func:`solve_with_newton_fallback` (the PneunetGripper's grasp, zero tried
-#: first: 85 of 95 frames converged with 100, 94 with 400, all 95 with 1000; the line search's short steps across
-#: stick-slip changes make the slowest problems take several hundred)
-NEWTON_ITERATIONS = 1000
+#: first: 85 of 95 frames converged with 100, 94 with 400, all 95 with 1000; with the solver's own answer tried
+#: first, its frame 51, where the lift starts, needs more than 1000 and converges with 4000; the line search's short
+#: steps across stick-slip changes make the slowest problems take several hundred)
+NEWTON_ITERATIONS = 4000
 #: ... at most NEWTON_WORK / m^3 of them (at least 20) on a problem of m rows: each is a dense least-squares solve
 #: of O(m^3), so a 300-row problem that never converges costs about a second, not a minute
 NEWTON_WORK = 4e8
