@@ -792,7 +792,9 @@ class _Translator:
         self.use(component)
         return effector
 
-    def goal(self, component: Component) -> list[list[float]] | None:
+    def goal_value(self, component: Component):
+        """The raw value of an effector's ``effectorGoal`` (followed through links to the goal's ``position``; the
+        goal's node is remembered in ``goal_nodes``), or None when it has none."""
         if "effectorGoal" not in component.data:
             return None
         raw = component.data["effectorGoal"]
@@ -808,7 +810,11 @@ class _Translator:
             if value is None or isinstance(value, Ref):
                 raise ValueProblem(f"{component.getPathName()}.effectorGoal: links to {target.getPathName()}, whose "
                                    f"position is not given")
-        return as_points(value, f"{component.getPathName()}.effectorGoal")
+        return value
+
+    def goal(self, component: Component) -> list[list[float]] | None:
+        value = self.goal_value(component)
+        return None if value is None else as_points(value, f"{component.getPathName()}.effectorGoal")
 
     def center_effector(self, component: Component, body: dict[str, Any], body_name: str) -> None:
         what = component.getPathName()
@@ -889,21 +895,9 @@ class _Translator:
     def rigid_goal(self, component: Component) -> list[float] | None:
         """A Rigid3 effector's goal: the first frame ``[x, y, z, qx, qy, qz, qw]`` (a goal of 3 numbers: the
         identity orientation)."""
-        if "effectorGoal" not in component.data:
+        value = self.goal_value(component)
+        if value is None:
             return None
-        raw = component.data["effectorGoal"]
-        if isinstance(raw, Link) and isinstance(raw.target, Component | Node):
-            target = raw.target if isinstance(raw.target, Node) else raw.target.node
-            if target is not None:
-                self.goal_nodes.add(id(target))
-        value = follow(component, "effectorGoal")
-        if isinstance(value, Ref):
-            target = value.component
-            self.goal_nodes.add(id(target.node))
-            value = follow(target, "position") if "position" in target.data else None
-            if value is None or isinstance(value, Ref):
-                raise ValueProblem(f"{component.getPathName()}.effectorGoal: links to {target.getPathName()}, whose "
-                                   f"position is not given")
         numbers = as_floats(value, f"{component.getPathName()}.effectorGoal")
         if len(numbers) == 3:
             numbers = [*numbers, 0.0, 0.0, 0.0, 1.0]
