@@ -195,9 +195,10 @@ def test_list_parameters_uses_names_and_round_trips_through_get_value(example) -
     assert parameters["body.finger.cable.cable.maxForce"] is None
     assert parameters["solver.constraint.spectralCorrectionFactor"] == 1.0
     assert parameters["obstacle.obstacle0.normal"] == (0.0, 1.0, 0.0)
-    # scene 5, body 6, material 7, region 4, fixed 9, force 7, cable 13, cavity 12, effector 8, obstacle 14,
-    # newton 10, linear 5, constraint 13, dynamic 4, inverse 1 (the unset table), drag 1, collision 1 (unset)
-    assert len(parameters) == 128  # 6 keys declared for the Newton and dynamic solvers
+    # scene 5, body 6, material 7, region 4, fixed 13 (with the servo keys actuated, minAngle, maxAngle and
+    # maxAngleVariation), force 7, cable 13, cavity 12, effector 8, obstacle 14, newton 10, linear 5, constraint 13,
+    # dynamic 4, inverse 1 (the unset table), drag 1, collision 1 (unset)
+    assert len(parameters) == 132  # 6 keys declared for the Newton and dynamic solvers
     for path, value in parameters.items():
         assert get_value(example, path) == value
 
@@ -322,7 +323,7 @@ def test_any_wrong_value_anywhere_is_a_scene_error(example) -> None:
             yield from key_paths(child, prefix + (key,))
 
     paths = list(key_paths(base))
-    assert len(paths) == 109
+    assert len(paths) == 110  # one more since the fixed table has the servo keys (7341fca)
     rejected = 0
     for path in paths:
         for wrong in ("x", [[1]], {"a": 1}, [{"b": 2}]):
