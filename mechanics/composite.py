@@ -44,7 +44,6 @@ class CompositeElasticity:
         self.tets = np.concatenate([np.asarray(b.tets, dtype=np.int64) + off
                                     for b, off in zip(self.bodies, self.node_offsets)])
         self.volumes = np.concatenate([np.asarray(b.volumes, dtype=np.float64) for b in self.bodies])
-        self.tet_offsets = np.concatenate(([0], np.cumsum([len(b.tets) for b in self.bodies])))
         self._K = self._block_pattern([b.tangent(b.rest_positions) for b in self.bodies])
 
     def _block_pattern(self, tangents) -> sp.csr_matrix:

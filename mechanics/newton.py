@@ -179,10 +179,6 @@ class StaticNewtonSolver:
         for name, value in validated.items():
             setattr(self, name, value)
 
-    @property
-    def should_diverge_when_residual_is_growing(self) -> bool:
-        return self.shoud_diverge_when_residual_is_growing
-
     def _log(self, message: str, *args) -> None:
         logger.log(logging.INFO if self.printLog else logging.DEBUG, message, *args)
 

@@ -112,7 +112,6 @@ class Simulation:
         self.set_inverse(inverse)
         self.frame = 0
         self.last_report: FrameReport | None = None
-        self.failed_frames = 0
 
     # -- running --------------------------------------------------------------------------------------
     def set_mode(self, mode: str) -> None:
@@ -167,12 +166,19 @@ class Simulation:
         if self.inverse is not None:
             self.inverse.forget_weight()
 
+    def forget_warm_start(self) -> None:
+        """Forget the last static frame's report: the next static frame starts its complementarity solves from zero
+        forces instead of that frame's multipliers, is never taken as unchanged, and an inverse frame linearizes
+        at its free configuration instead of at the last forces. The state reached is the same within the
+        solvers' tolerances; only the work to reach it differs."""
+        self._last_static_report = None
+
     def set_correction(self, correction: str) -> None:
         """How static frames end: "equilibrium" or "linear" (see :data:`mechanics.frame_step.CORRECTIONS`)."""
         if correction not in CORRECTIONS:
             raise ParameterError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
         if correction != self.correction:
-            self._last_static_report = None  # the next frame solves again instead of reusing an "unchanged" state
+            self.forget_warm_start()  # the next frame solves again instead of reusing an "unchanged" state
         self.correction = correction
 
     def step(self) -> FrameReport:
@@ -203,7 +209,6 @@ class Simulation:
                                                  for s, b in zip(solvers, start))}
         self._edited = False
         if x_new is None:
-            self.failed_frames += 1
             logger.warning("frame %d failed: %s", report.frame, report.message)
         else:
             self.x = x_new
@@ -253,8 +258,6 @@ class Simulation:
             self.frame += 1
             self.mode_of_last_frame = "dynamic"
             report.limited = self._limited_actuators()
-        else:
-            self.failed_frames += 1
         self.last_report = report
         return report
 

@@ -84,11 +84,6 @@ class GoalParameter:
     axis: int
 
 
-def is_goal_key(key: str) -> bool:
-    """True when ``key`` names an effector goal's coordinate (``body.B.effector.E.effectorGoal[k].x``)."""
-    return _GOAL.match(key.strip()) is not None
-
-
 def goal_parameter(scene, key: str) -> GoalParameter:
     """The :class:`GoalParameter` of ``key`` (GradientError naming what is wrong)."""
     match = _GOAL.match(key.strip())
