@@ -1,9 +1,11 @@
 """What the window benchmarks share (bench_gui.py, profile_edit.py, profile_frames.py): running under Xvfb,
-opening a shipped scene in the main window, and measuring an older revision alternately with this tree. No side
-effects on import (profile_edit.py chooses the measured tree on its path first)."""
+opening a shipped scene in the main window, measuring an older revision alternately with this tree, the profile
+scripts' common options and their cProfile listing. No side effects on import (profile_edit.py chooses the
+measured tree on its path first)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import subprocess
@@ -55,3 +57,23 @@ def alternate_trees(before: str | None, rounds: int, run) -> list[tuple[str, dic
             for label, tree in trees:
                 runs.append((label, run(tree)))
     return runs
+
+
+def profile_arguments(description: str, top: int) -> argparse.ArgumentParser:
+    """The options profile_edit.py and profile_frames.py share (--scene, --before, --rounds, --top with default
+    ``top``, --json); each script adds its own."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--scene", default="finger")
+    parser.add_argument("--before", help="a git revision measured too, in the same run")
+    parser.add_argument("--rounds", type=int, default=2, help="with --before: measurements of each tree, alternated")
+    parser.add_argument("--top", type=int, default=top)
+    parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
+    return parser
+
+
+def top_functions(stats, count: int, per: int) -> list[str]:
+    """The ``count`` functions of a ``pstats.Stats`` with the most cumulative time, one line each, their times in
+    ms per one of ``per`` events (edits, drawn frames)."""
+    rows = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)[:count]
+    return [f"{1e3 * entry[3] / per:8.3f} ms cum {1e3 * entry[2] / per:8.3f} ms own  {entry[1]:6d} calls  "
+            f"{Path(file).name}:{line} {function}" for (file, line, function), entry in rows]

@@ -15,7 +15,6 @@ Usage: python benchmarks/profile_edit.py [--scene finger] [--edits 60] [--before
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
 import os
@@ -34,7 +33,7 @@ TREE = os.environ.get("SOFTSIM_PROFILE_TREE")
 if TREE:
     sys.path.insert(0, TREE)
 
-from _window import alternate_trees, open_scene_window, rerun_under_xvfb  # noqa: E402
+from _window import alternate_trees, open_scene_window, profile_arguments, rerun_under_xvfb, top_functions  # noqa: E402
 
 #: the functions whose cumulative time per edit the table shows (file suffix, function name)
 SHARES = {
@@ -97,19 +96,12 @@ def measure(scene: str, edits: int, top: int) -> dict:
                     if file.endswith(suffix) and function == name)
         shares[label] = 1e3 * total / edits
     total_profiled = 1e3 * sum(entry[2] for entry in stats.stats.values()) / edits
-    listing = _top(stats, top, edits)
+    listing = top_functions(stats, top, edits)
     _delete_window(window)
     app.processEvents()
     return {"tree": str(Path(softsim.__path__[0]).resolve()), "scene": scene, "edits": edits,
             "cpu_ms": 1e3 * float(np.median(timed[:, 0])), "wall_ms": 1e3 * float(np.median(timed[:, 1])),
             "profiled_ms": total_profiled, "shares": shares, "top": listing}
-
-
-def _top(stats: pstats.Stats, count: int, edits: int) -> list[str]:
-    """The ``count`` functions with the most cumulative time, as lines (ms per edit)."""
-    rows = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)[:count]
-    return [f"{1e3 * entry[3] / edits:8.3f} ms cum {1e3 * entry[2] / edits:8.3f} ms own  {entry[1]:6d} calls  "
-            f"{Path(file).name}:{line} {function}" for (file, line, function), entry in rows]
 
 
 def _run_tree(tree: Path | None, args) -> dict:
@@ -127,13 +119,8 @@ def _run_tree(tree: Path | None, args) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scene", default="finger")
+    parser = profile_arguments(__doc__.splitlines()[0], top=25)
     parser.add_argument("--edits", type=int, default=60)
-    parser.add_argument("--before", help="a git revision measured too, in the same run")
-    parser.add_argument("--rounds", type=int, default=2, help="with --before: measurements of each tree, alternated")
-    parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
         return rerun_under_xvfb()

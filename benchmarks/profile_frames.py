@@ -29,7 +29,6 @@ Usage: python benchmarks/profile_frames.py [--scene finger] [--seconds 8] [--pla
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
 import os
@@ -45,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # bench_gui (its _common puts this tree's root first on the path)
 
-from _window import alternate_trees, open_scene_window, rerun_under_xvfb  # noqa: E402
+from _window import alternate_trees, open_scene_window, profile_arguments, rerun_under_xvfb, top_functions  # noqa: E402
 
 #: the handlers whose cumulative time the table shows (file suffix, function name) and what they are counted per
 SHARES = {
@@ -169,9 +168,7 @@ def measure(scene: str, seconds: float, top: int, play: bool = False) -> dict:
         total = sum(entry[3] for (file, _line, function), entry in stats.stats.items()
                     if file.endswith(suffix) and function in ((name,) if isinstance(name, str) else name))
         shares[label] = (1e3 * total / counts[per], per)
-    rows = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)[:top]
-    listing = [f"{1e3 * e[3] / counts['drawn']:8.3f} ms cum {1e3 * e[2] / counts['drawn']:8.3f} ms own "
-               f"{e[1]:7d} calls  {Path(f).name}:{line} {fn}" for (f, line, fn), e in rows]
+    listing = top_functions(stats, top, counts["drawn"])
     _delete_window(window)
     app.processEvents()
     return {"tree": str(Path(softsim.__path__[0]).resolve()), "scene": scene, "plain": plain,
@@ -274,16 +271,11 @@ def _row(label: str, run: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scene", default="finger")
+    parser = profile_arguments(__doc__.splitlines()[0], top=30)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--play", action="store_true", help="play the scene without dragging a slider")
-    parser.add_argument("--before", help="a git revision measured too, in the same run")
-    parser.add_argument("--rounds", type=int, default=2, help="with --before: measurements of each tree, alternated")
-    parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--repaints", type=int, default=0, metavar="N",
                         help="instead of a drag: the CPU per repaint of the paused window, N repaints per cause")
-    parser.add_argument("--json", help="write the measurement as JSON here (one tree, no table)")
     args = parser.parse_args(argv)
     if not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
         return rerun_under_xvfb()
