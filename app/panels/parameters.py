@@ -32,6 +32,7 @@ from softsim.app.panels.schema_info import (
     EXPANDED_SECTIONS,
     ParameterInfo,
     describe_parameters,
+    hidden_when_irrelevant,
     is_relevant,
     relevance_key,
     section_order,
@@ -105,6 +106,7 @@ class ParametersPanel(QWidget):
         self._tables: dict[str, list[str]] = {}  # table path -> the key paths in it
         self._dependents: dict[str, list[str]] = {}  # key path -> the key paths whose use depends on its value
         self._enabled: dict[str, bool] = {}  # the enabled state shown, by key path
+        self._hidden: set[str] = set()  # rows hidden while unused (hidden_when_irrelevant), by key path
         self.filter = QLineEdit(self)
         self.filter.setObjectName("parameter_filter")
         self.filter.setPlaceholderText("Filter keys (e.g. tolerance)")
@@ -120,6 +122,7 @@ class ParametersPanel(QWidget):
         layout.addWidget(self.filter)
         layout.addWidget(self.scroll)
         self._rebuild_pending = False
+        self._building = False
         session.scene_opened.connect(self.rebuild)
         session.parameter_changed.connect(self._on_parameter_changed)
         session.message.connect(self._on_message)
@@ -136,6 +139,8 @@ class ParametersPanel(QWidget):
         layout.setSpacing(4)
         self.editors, self.sections, self._labels = {}, {}, {}
         self._infos, self._tables, self._dependents, self._enabled = {}, {}, {}, {}
+        self._hidden = set()
+        self._building = True
         spec = self.session.spec
         if spec is None:
             layout.addWidget(QLabel("No scene is open.", content))
@@ -160,6 +165,7 @@ class ParametersPanel(QWidget):
                     self._add_row(section, info, spec)
                 self.sections[title] = section
                 layout.addWidget(section)
+        self._building = False
         layout.addStretch(1)
         self.scroll.setWidget(content)  # deletes the previous content widget
         self._apply_filter(self.filter.text())
@@ -183,6 +189,11 @@ class ParametersPanel(QWidget):
             self._enabled[info.path] = relevant
             self.editors[info.path].setEnabled(relevant)
             self._labels[info.path].setEnabled(relevant)
+            hidden = not relevant and hidden_when_irrelevant(info)
+            if hidden != (info.path in self._hidden):
+                (self._hidden.add if hidden else self._hidden.discard)(info.path)
+                if not self._building:  # a rebuild applies the filter once at its end
+                    self._apply_filter(self.filter.text())
 
     # -- following the session -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -258,7 +269,7 @@ class ParametersPanel(QWidget):
             for path, editor in self.editors.items():
                 if editor.parent() is not section.body:
                     continue
-                visible = not needle or needle in path.lower()
+                visible = (not needle or needle in path.lower()) and path not in self._hidden
                 section.form.setRowVisible(editor, visible)
                 shown += visible
             section.setVisible(shown > 0)

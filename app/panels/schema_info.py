@@ -23,6 +23,7 @@ __all__ = [
     "section_order",
     "tooltip_for",
     "is_relevant",
+    "hidden_when_irrelevant",
     "relevance_key",
     "format_real",
     "EXPANDED_SECTIONS",
@@ -138,7 +139,21 @@ def is_relevant(info: ParameterInfo, spec: SceneSpec) -> bool:
     if isinstance(info.kind, Name):
         return False
     path = relevance_key(info)
-    return path is None or get_value(spec, path) in info.declaration.when.values
+    if path is None:
+        return True
+    value = get_value(spec, path)
+    if isinstance(value, bool):  # a flag: the declaration names it true / false, as the file writes it
+        value = "true" if value else "false"
+    return value in info.declaration.when.values
+
+
+def hidden_when_irrelevant(info: ParameterInfo) -> bool:
+    """Whether the key's row is hidden, not only greyed, while the key is unused: a key used only when a flag is
+    set (a servo's minAngle, maxAngle and maxAngleVariation only on an ``actuated`` fixed region) is noise on
+    every other table; a key used under one choice of a setting stays visible, greyed, to show what the other
+    choice offers."""
+    when = info.declaration.when
+    return when is not None and set(when.values) <= {"true", "false"}
 
 
 def relevance_key(info: ParameterInfo) -> str | None:

@@ -328,11 +328,12 @@ class FixedSpec(RegionSpec):
     actuated: bool = _key(Flag(), False,
                           help="Inverse mode: the inverse solver chooses angle to bring the effectors to their goals "
                                "(SoftRobots.Inverse JointActuator on a servo); angle is then its current value.")
-    minAngle: float | None = _key(Real(), None, unit="angle",
+    minAngle: float | None = _key(Real(), None, unit="angle", when=when("actuated", "true"),
                                   help="Smallest angle the inverse solver may choose." + " Unset: no bound.")
-    maxAngle: float | None = _key(Real(), None, unit="angle",
+    maxAngle: float | None = _key(Real(), None, unit="angle", when=when("actuated", "true"),
                                   help="Largest angle the inverse solver may choose." + " Unset: no bound.")
     maxAngleVariation: float | None = _key(Real(0.0, lo_open=True), None, unit="angle",
+                                           when=when("actuated", "true"),
                                            help="Largest change of angle per inverse frame." + " Unset: no bound.")
 
 

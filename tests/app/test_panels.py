@@ -185,6 +185,29 @@ def test_filter_shows_only_matching_keys(docks):
     assert panel.editor("scene.dt").isVisibleTo(panel)
 
 
+def test_servo_keys_show_only_on_an_actuated_fixed_region(docks, session, qtbot):
+    """minAngle, maxAngle and maxAngleVariation are used only by a servo the inverse model drives (``actuated =
+    true``): the finger's plain fixed region hides their rows, its other keys stay; setting actuated shows them
+    (enabled), unsetting hides them again."""
+    panel = docks["parameters_dock"]
+    region = "body.finger.fixed[0]"
+    servo = [f"{region}.{key}" for key in ("minAngle", "maxAngle", "maxAngleVariation")]
+    form = panel.sections["Body: finger"].form
+
+    def shown(path: str) -> bool:
+        return form.isRowVisible(panel.editor(path))
+
+    assert not any(shown(path) for path in servo)
+    assert all(shown(f"{region}.{key}") for key in ("actuated", "angle", "translation"))
+    assert session.set_parameter(f"{region}.actuated", True) is None
+    qtbot.waitUntil(lambda: all(shown(path) for path in servo), timeout=10000)
+    assert all(panel.editor(path).isEnabled() for path in servo)
+    assert session.set_parameter(f"{region}.actuated", False) is None
+    qtbot.waitUntil(lambda: not any(shown(path) for path in servo), timeout=10000)
+    panel.filter.setText("maxAngle")  # the filter does not bring a hidden row back
+    assert not any(shown(path) for path in servo)
+
+
 def test_actuator_ranges_from_bounds_and_geometry():
     spec = load_scene(FINGER)
     cable = spec.bodies[0].cables[0]
