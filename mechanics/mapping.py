@@ -8,6 +8,9 @@ row written on the points is carried to the body by ``J_body = J_points @ mappin
 Points outside the mesh are attached to the nearest tetrahedron with the barycentric coordinates of their
 closest
 point on it (weights in [0, 1] summing to 1, i.e. clamped coordinates): the point is projected onto the mesh.
+With ``extrapolate=True`` they keep their own coordinates in that tetrahedron instead (some weights negative,
+still summing to 1), as SOFA's BarycentricMapping does: the point stays where it was given and follows the
+tetrahedron's affine motion (a collision surface whose vertices lie slightly off a coarser volume mesh).
 A warning is logged when the projection distance exceeds ``tolerance``; points farther than ``max_distance``
 raise :class:`~mechanics.errors.ParameterError`.
 """
@@ -104,6 +107,8 @@ class BarycentricMapping:
             reported with a warning. Default: 1e-3 of the mesh bounding-box diagonal.
         max_distance: distance above which a point counts as far outside and raises ``ParameterError``.
             Default: 5e-2 of the bounding-box diagonal (and never below ``tolerance``).
+        extrapolate: an outside point keeps its own barycentric coordinates in its nearest tetrahedron (so
+            ``apply(X)`` gives it back exactly) instead of those of its projection onto the mesh.
 
     Attributes:
         tet_ids: ``(k,) int64`` tetrahedron of each point.
@@ -120,6 +125,7 @@ class BarycentricMapping:
         *,
         tolerance: float | None = None,
         max_distance: float | None = None,
+        extrapolate: bool = False,
     ) -> None:
         X = np.ascontiguousarray(X, dtype=np.float64)
         tets = np.ascontiguousarray(tets, dtype=np.int64)
@@ -146,6 +152,7 @@ class BarycentricMapping:
         self.n_nodes = X.shape[0]
         self.n_points = points.shape[0]
         self.tets = tets
+        self.extrapolate = bool(extrapolate)
         self._locate(X, tets, points)
         self.node_ids = tets[self.tet_ids]
         self._matrix: sp.csr_matrix | None = None
@@ -217,6 +224,9 @@ class BarycentricMapping:
         outside = np.flatnonzero(~found)
         if outside.size:
             self._project_outside(points, corners, tree, radii, outside, near[outside], degenerate)
+            if self.extrapolate:  # the point's own coordinates in the tetrahedron found (not its projection's)
+                kept = outside[~degenerate[self.tet_ids[outside]]]
+                self.weights[kept] = barycentric(kept, self.tet_ids[kept])
 
     def _project_outside(
         self,
@@ -285,10 +295,11 @@ class BarycentricMapping:
         if warned.size:
             logger.warning(
                 "mapping: %d points lie outside the mesh by more than tolerance=%.4g (max %.4g); "
-                "they are projected onto the nearest tetrahedron (first: #%d)",
+                "they are %s the nearest tetrahedron (first: #%d)",
                 warned.size,
                 self.tolerance,
                 float(self.distances[warned].max()),
+                "carried by" if self.extrapolate else "projected onto",
                 int(warned[0]),
             )
 

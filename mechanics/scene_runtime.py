@@ -622,13 +622,16 @@ class Scene:
             try:
                 surface = meshes.load_surface(body.collisionMesh_path, scale=body.scale)
                 points = surface.points @ _rotation_matrix(body.rotation).T if any(body.rotation) else surface.points
-                mapping = BarycentricMapping(mesh.points, mesh.tets, points + np.asarray(body.translation))
+                # a vertex off the volume keeps its coordinates in its nearest tetrahedron (SOFA's mapping):
+                # the surface starts where the file puts it
+                mapping = BarycentricMapping(mesh.points, mesh.tets, points + np.asarray(body.translation),
+                                             extrapolate=True)
             except (meshes.MeshError, ParameterError) as error:
                 raise _error(self.spec, path, f"{Path(body.collisionMesh_path).name}: {error}") from None
             k = mapping.n_points
             moved = np.ones(mesh.n_points, dtype=bool)
             moved[fixed] = False
-            moving = np.flatnonzero((moved[mapping.node_ids] & (mapping.weights > 1e-12)).any(axis=1))
+            moving = np.flatnonzero((moved[mapping.node_ids] & (np.abs(mapping.weights) > 1e-12)).any(axis=1))
             first = n_nodes + count
             surfaces.append((surface.triangles.astype(np.int64) + first, moving.astype(np.int64) + first))
             rows.append(np.repeat(np.arange(count, count + k), 4))

@@ -98,6 +98,28 @@ def test_outside_points_within_tolerance_are_clamped_to_nearest_tet():
     )
 
 
+def test_extrapolated_outside_points_keep_their_place_and_follow_their_tet():
+    """extrapolate=True (SOFA's mapping of a collision surface): an outside point keeps its own coordinates in
+    its nearest tetrahedron. They solve [x0 x1 x2 x3; 1 1 1 1] w = [p; 1] for that tetrahedron (numpy's solve),
+    give the point back at rest and move it with the tetrahedron's affine motion; inside points are unchanged."""
+    X, tets = box_mesh((2, 2, 2))
+    points = np.array([[1.0005, 0.5, 0.5], [-1e-4, -1e-4, 0.3], [0.25, 0.75, 1.0002], [0.3, 0.6, 0.2]])
+    clamped = BarycentricMapping(X, tets, points)
+    mapping = BarycentricMapping(X, tets, points, extrapolate=True)
+    np.testing.assert_array_equal(mapping.tet_ids, clamped.tet_ids)
+    np.testing.assert_array_equal(mapping.weights[3], clamped.weights[3])
+    np.testing.assert_allclose(mapping.distances, clamped.distances, rtol=0, atol=0)
+    for i, point in enumerate(points):
+        corners = X[tets[mapping.tet_ids[i]]]
+        system = np.vstack([corners.T, np.ones(4)])
+        np.testing.assert_allclose(mapping.weights[i], np.linalg.solve(system, [*point, 1.0]), atol=1e-13)
+    assert mapping.weights[:3].min() < 0.0
+    np.testing.assert_allclose(mapping.apply(X), points, rtol=0, atol=1e-15)
+    A = np.array([[1.0, 0.2, 0.0], [0.1, 0.9, 0.3], [0.0, -0.2, 1.1]])
+    b = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(mapping.apply(X @ A.T + b), points @ A.T + b, atol=1e-14)
+
+
 def test_outside_point_beyond_tolerance_warns(caplog):
     X, tets = box_mesh((2, 2, 2))
     with caplog.at_level(logging.WARNING, logger="softsim.mechanics.mapping"):
