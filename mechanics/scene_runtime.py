@@ -646,16 +646,17 @@ class Scene:
 
     def _body_contacts(self, contact_surfaces, n_nodes: int) -> BodyContactConstraint:
         """The ``[collision]`` contacts: each colliding body's outward surface and moving surface points
-        (:meth:`_contact_surfaces`), every pair of them (and each with itself with selfCollision), the pairs'
-        friction."""
+        (:meth:`_contact_surfaces`), every pair of them that shares no ``collisionGroup`` number (SOFA's
+        collision groups) and each with itself with selfCollision, the pairs' friction."""
         spec, collision = self.spec, self.spec.collision
         names = [body.name for body in spec.bodies]
         chosen = [names.index(name) for name in collision.bodies] if collision.bodies else list(range(len(names)))
         surfaces = [ContactSurface(names[index], *contact_surfaces[index]) for index in chosen]
         friction = {frozenset((p.bodyA, p.bodyB)): p.friction for p in collision.pairs}
+        groups = [set(body.collisionGroup or ()) for body in spec.bodies]
         pairs = [(i, j, friction.get(frozenset((names[a], names[b])), collision.friction))
                  for i, a in enumerate(chosen) for j, b in enumerate(chosen)
-                 if i < j or (i == j and collision.selfCollision)]
+                 if (i < j and not groups[a] & groups[b]) or (i == j and collision.selfCollision)]
         diagonal = min(float(np.linalg.norm(m.bbox[3:] - m.bbox[:3])) for m in self.meshes)
         alarm = collision.alarmDistance
         if alarm is None:

@@ -472,6 +472,7 @@ def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
     if collision is None:
         return
     names = [b.name for b in obj.bodies]
+    groups = {b.name: set(b.collisionGroup or ()) for b in obj.bodies}
     for i, name in enumerate(collision.bodies or ()):
         if name not in names:
             ctx.error(f"collision.bodies[{i}]", f"no body named {show(name)} (bodies: {', '.join(names) or 'none'})")
@@ -487,6 +488,10 @@ def _check_collision(obj: SceneSpec, ctx: _Context) -> None:
         seen.add(key)
         if pair.bodyA == pair.bodyB and not collision.selfCollision:
             ctx.error(f"collision.pair[{i}]", f"a pair of {pair.bodyA} with itself needs selfCollision = true")
+        shared = groups.get(pair.bodyA, set()) & groups.get(pair.bodyB, set())
+        if pair.bodyA != pair.bodyB and shared:
+            ctx.warn(f"collision.pair[{i}]", f"{pair.bodyA} and {pair.bodyB} share the collisionGroup "
+                                             f"{sorted(shared)[0]}, so they never touch: this friction is unused")
 
 
 _CHECKS: dict[type, Callable[[Any, str, _Context], None]] = {

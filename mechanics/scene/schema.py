@@ -580,6 +580,10 @@ class BodySpec:
         help="Triangle surface (relative to the scene file) that touches obstacles and other bodies instead of the "
              "mesh's own surface; its vertices are mapped into the tetrahedra (SOFA's collision model under a "
              "BarycentricMapping). Placed like the mesh (scale, rotation, translation).")
+    collisionGroup: tuple[int, ...] | None = _key(
+        IndexList(), None,
+        help="Collision group numbers (SOFA's group of a collision model): two bodies that share a number do not "
+             "touch each other ([collision]); obstacles and rigid bodies touch them all the same. Unset: no group.")
     mesh_path: Path | None = None
     collisionMesh_path: Path | None = None
 

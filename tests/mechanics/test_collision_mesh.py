@@ -80,14 +80,14 @@ def test_a_coarse_collision_surface_is_what_touches(tmp_path):
     np.testing.assert_allclose(tip[:, 1], -2.0, atol=1e-6)
 
 
-def test_collision_between_bodies_through_their_collision_meshes(tmp_path):
-    """A 16 mm block dropped on a fixed cube (dynamic, [collision]): with each body's own surface given as its
-    collision mesh the frames are those without."""
-    surface = own_surface(Path(CUBE), tmp_path / "cube_surface.obj")
-
-    def text(with_mesh: bool) -> str:
-        extra = f'collisionMesh = "{surface.as_posix()}"\n' if with_mesh else ""
-        return f"""
+def drop_scene(base: str = "", block: str = "", collision: bool = True) -> str:
+    """A 16 mm block above a fixed cube (dynamic): ``base`` and ``block`` are extra keys of each body."""
+    table = """
+[collision]
+contactDistance = 0.2
+alarmDistance = 2.0
+""" if collision else ""
+    return f"""
 [scene]
 units = "mm-kg-s"
 mode = "dynamic"
@@ -97,7 +97,7 @@ gravity = [0.0, -9810.0, 0.0]
 [[body]]
 name = "base"
 mesh = "{CUBE}"
-{extra}
+{base}
   [body.material]
   youngModulus = 1e5
   poissonRatio = 0.3
@@ -110,16 +110,12 @@ name = "block"
 mesh = "{CUBE}"
 translation = [2.0, 21.0, 2.0]
 scale = 0.8
-{extra}
+{block}
   [body.material]
   youngModulus = 100.0
   poissonRatio = 0.3
   massDensity = 1e-6
-
-[collision]
-contactDistance = 0.2
-alarmDistance = 2.0
-
+{table}
 [solver.dynamic]
 rayleighMass = 5.0
 newton_iterations = 3
@@ -128,6 +124,16 @@ newton_iterations = 3
 maxIterations = 3000
 tolerance = 1e-9
 """
+
+
+def test_collision_between_bodies_through_their_collision_meshes(tmp_path):
+    """A 16 mm block dropped on a fixed cube (dynamic, [collision]): with each body's own surface given as its
+    collision mesh the frames are those without."""
+    surface = own_surface(Path(CUBE), tmp_path / "cube_surface.obj")
+
+    def text(with_mesh: bool) -> str:
+        extra = f'collisionMesh = "{surface.as_posix()}"' if with_mesh else ""
+        return drop_scene(extra, extra)
 
     scenes = []
     for with_mesh in (False, True):
@@ -152,3 +158,38 @@ def test_a_collision_mesh_outside_the_body_is_refused_naming_the_key(tmp_path):
         finger(far)
     with pytest.raises(SceneError, match=r"body\[0\]\.collisionMesh: file not found"):
         finger(tmp_path / "missing.obj")
+
+
+def test_bodies_that_share_a_collision_group_do_not_touch(tmp_path):
+    """SOFA's collision groups: the block and the base in group 1 pass through each other (the block's frames are
+    exactly those of the scene without [collision]), in groups 1 and 2 they touch as without groups; a group
+    shared among others ([1, 3] and [3]) is enough to keep them apart. A friction set for a pair that cannot
+    touch is warned about."""
+    def run(base: str, block: str, collision: bool = True) -> tuple[np.ndarray, float]:
+        path = tmp_path / "drop.toml"
+        path.write_text(drop_scene(base, block, collision))
+        scene = Scene.load(path)
+        contacts = 0.0
+        for _ in range(25):
+            report = scene.step()
+            contacts += scene.outputs().get("collision.contacts", 0.0)
+            assert report.converged if contacts == 0 else report.ran  # the contact frames: as the test above
+        return scene.positions, contacts
+
+    alone, _ = run("", "", collision=False)
+    plain, touched = run("", "")
+    assert touched > 0 and alone[:, 1].min() < -5.0  # without contact the block falls through the base
+    same, contacts = run("collisionGroup = [1]", "collisionGroup = [1]")
+    assert contacts == 0
+    np.testing.assert_allclose(same, alone, rtol=0, atol=1e-12)
+    other, contacts = run("collisionGroup = [1]", "collisionGroup = [2]")
+    assert contacts == touched
+    np.testing.assert_allclose(other, plain, rtol=0, atol=1e-12)
+    shared, contacts = run("collisionGroup = [1, 3]", "collisionGroup = [3]")
+    assert contacts == 0
+    np.testing.assert_allclose(shared, alone, rtol=0, atol=1e-12)
+    path = tmp_path / "pair.toml"
+    path.write_text(drop_scene("collisionGroup = [1]", "collisionGroup = [1]").replace(
+        "alarmDistance = 2.0\n", 'alarmDistance = 2.0\n[[collision.pair]]\nbodyA = "base"\nbodyB = "block"\n'
+                                  "friction = 0.4\n"))
+    assert any("share the collisionGroup 1, so they never touch" in w for w in load_scene(path).warnings)

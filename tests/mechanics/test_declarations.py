@@ -80,6 +80,7 @@ RICH = {
          "rigidGroup": [{"box": BOX}, {"sphere": {"center": [0.0, 0.0, 0.0], "radius": 1.0}}, {"set": "base"},
                         {"halfspace": {"point": [0.0, 0.0, 0.0], "normal": [1.0, 0.0, 0.0]}}, {"indices": [0, 1, 2]}]},
         {"name": "cube", "mesh": "../meshes/cube.vtu", "collisionMesh": "../meshes/pneunet_cavity.stl",
+         "collisionGroup": [1],
          "material": {"youngModulus": 100.0, "poissonRatio": 0.3,
                                                                   "massDensity": 1e-6},
          "fixed": [{"box": [-1e3, -1e3, -1e3, 1e3, 1e3, 1e3]}]},
@@ -180,7 +181,7 @@ def test_the_rich_scene_uses_every_declared_key():
     for _named, indexed, _d, _table in walk(rich_spec()):
         seen.add(".".join(part.partition("[")[0] for part in indexed.split(".")))
     assert generics - seen == set()
-    assert len(generics) == 205
+    assert len(generics) == 206  # with body.collisionGroup
 
 
 def test_every_declaration_has_help_a_known_unit_and_a_resolvable_condition():
@@ -216,7 +217,7 @@ def test_file_format_and_live_editor_refuse_a_wrong_value_with_the_same_message(
         if current is not None:  # the current value is accepted as it is
             set_value(edited, named, d.kind.to_toml(current))
         checked += 1
-    assert checked == 370
+    assert checked == 372  # body.collisionGroup on both bodies
 
 
 @pytest.mark.parametrize("solver_type", list(SOLVER_TYPES))

@@ -195,10 +195,10 @@ def test_list_parameters_uses_names_and_round_trips_through_get_value(example) -
     assert parameters["body.finger.cable.cable.maxForce"] is None
     assert parameters["solver.constraint.spectralCorrectionFactor"] == 1.0
     assert parameters["obstacle.obstacle0.normal"] == (0.0, 1.0, 0.0)
-    # scene 5, body 6, material 7, region 4, fixed 13 (with the servo keys actuated, minAngle, maxAngle and
-    # maxAngleVariation), force 7, cable 13, cavity 12, effector 8, obstacle 14, newton 10, linear 5, constraint 13,
-    # dynamic 4, inverse 1 (the unset table), drag 1, collision 1 (unset)
-    assert len(parameters) == 132  # 6 keys declared for the Newton and dynamic solvers
+    # scene 5, body 7 (with collisionGroup), material 7, region 4, fixed 13 (with the servo keys actuated, minAngle,
+    # maxAngle and maxAngleVariation), force 7, cable 13, cavity 12, effector 8, obstacle 14, newton 10, linear 5,
+    # constraint 13, dynamic 4, inverse 1 (the unset table), drag 1, collision 1 (unset)
+    assert len(parameters) == 133  # 6 keys declared for the Newton and dynamic solvers, body.collisionGroup
     for path, value in parameters.items():
         assert get_value(example, path) == value
 
