@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from softsim.mechanics.constrained_tangent import ResponseCache
+from softsim.mechanics.constraints.cable_rows import LazyJacobians, cable_rows_for
 from softsim.mechanics.resolutions import Blocks
 
 
@@ -65,20 +66,46 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
 
     ``x`` is the last frame's state: rate bounds are taken from it and constraints that ``measures_motion``
     (frictional contacts) measure their tangential rows from it; the others give their violation at x_free,
-    linearised from ``linearize_at`` (default x_free itself, i.e. exact), where J is evaluated.
+    linearised from ``linearize_at`` (default x_free itself, i.e. exact), where J is evaluated. The plain cables
+    among them are built together (:mod:`~mechanics.constraints.cable_rows`) when J is evaluated at x_free.
     """
     at = x_free if linearize_at is None else linearize_at
-    J_parts, dfree_parts, block_parts, compliance_parts, row_ranges, active = [], [], [], [], [], []
+    cables = None
+    if at is x_free and constraints:
+        cables = cable_rows_for(constraints, free_dofs, np.asarray(at).size // 3)
+    batched = {} if cables is None else {id(c): i for i, c in enumerate(cables.cables)}
+    if cables is not None and len(batched) == len(constraints):  # only cables (the finger, the trunk)
+        J_free, dfree, blocks = cables.build(x, at)
+        compliance = np.zeros(J_free.shape[0])
+        for i, cable in enumerate(cables.cables):
+            own = cable.compliance()
+            if own is not None:
+                compliance[i] = float(np.asarray(own, float).reshape(-1)[0])
+        return ConstraintSystem(list(cables.cables), J_free, dfree, blocks, compliance, list(cables.row_ranges),
+                                LazyJacobians(cables.cables, [None] * len(batched), np.array(at, dtype=np.float64)))
+    if cables is not None:
+        cable_J, cable_dfree, cable_blocks = cables.build(x, at)
+    J_parts, dfree_parts, block_parts, compliance_parts, row_ranges, active, jacobians = [], [], [], [], [], [], []
     row = 0
     for constraint in constraints:
-        J = constraint.jacobian(at)
-        rows = J.shape[0]
-        if rows == 0:
-            continue
-        J_parts.append(J)
-        reference = x if getattr(constraint, "measures_motion", False) else at
-        dfree_parts.append(np.asarray(constraint.violation(reference, x_free, J), dtype=np.float64))
-        block_parts.append(constraint.blocks(x))
+        index = batched.get(id(constraint))
+        if index is not None:
+            J = cable_J[index:index + 1]
+            J_parts.append(("free", J))
+            jacobians.append(None)
+            dfree_parts.append(cable_dfree[index:index + 1])
+            block_parts.append(cable_blocks.part(index, index + 1))
+            rows = 1
+        else:
+            J = constraint.jacobian(at)
+            rows = J.shape[0]
+            if rows == 0:
+                continue
+            J_parts.append(J)
+            jacobians.append(J)
+            reference = x if getattr(constraint, "measures_motion", False) else at
+            dfree_parts.append(np.asarray(constraint.violation(reference, x_free, J), dtype=np.float64))
+            block_parts.append(constraint.blocks(x))
         compliance = constraint.compliance()
         compliance_parts.append(np.zeros(rows) if compliance is None else np.asarray(compliance, float))
         row_ranges.append(slice(row, row + rows))
@@ -88,8 +115,10 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
         empty = sp.csr_matrix((0, free_dofs.size))
         return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
     J_free = _stack_free_columns(J_parts, free_dofs)
+    if cables is not None:
+        jacobians = LazyJacobians(active, jacobians, np.array(at, dtype=np.float64))
     return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
-                            np.concatenate(compliance_parts), row_ranges, J_parts)
+                            np.concatenate(compliance_parts), row_ranges, jacobians)
 
 
 #: (free_dofs, number of DOFs, DOF -> free index) of the last call: a problem's free DOFs are one array
@@ -106,13 +135,23 @@ def _dof_to_free(free_dofs: np.ndarray, n_dofs: int) -> np.ndarray:
 
 
 def _stack_free_columns(parts: list, free_dofs: np.ndarray) -> sp.csr_matrix:
-    """The rows of the sparse matrices ``parts`` (each (r_k, 3n)) stacked, with only the free DOFs' columns,
-    renumbered: (sum r_k, n_free) CSR, built once (a vstack and a column slice each built a matrix again)."""
-    parts = [J if J.format == "csr" else J.tocsr() for J in parts]
-    dof_to_free = _dof_to_free(free_dofs, parts[0].shape[1])
-    columns = dof_to_free[np.concatenate([J.indices for J in parts])]
-    data = np.concatenate([J.data for J in parts])
-    per_row = np.concatenate([np.diff(J.indptr) for J in parts])
+    """The rows of the sparse matrices ``parts`` stacked, with only the free DOFs' columns, renumbered:
+    (sum r_k, n_free) CSR, built once (a vstack and a column slice each built a matrix again). A part is a
+    matrix (r_k, 3n) on all DOFs, or ``("free", matrix)`` already on the free DOFs
+    (:mod:`~mechanics.constraints.cable_rows`)."""
+    full = [part for part in parts if not isinstance(part, tuple)]
+    dof_to_free = _dof_to_free(free_dofs, full[0].shape[1]) if full else None
+    columns, data, per_row = [], [], []
+    for part in parts:
+        if isinstance(part, tuple):
+            J = part[1]
+            columns.append(np.asarray(J.indices, dtype=np.int64))
+        else:
+            J = part if part.format == "csr" else part.tocsr()
+            columns.append(dof_to_free[J.indices])
+        data.append(J.data)
+        per_row.append(np.diff(J.indptr))
+    columns, data, per_row = np.concatenate(columns), np.concatenate(data), np.concatenate(per_row)
     n_rows = per_row.size
     keep = columns >= 0
     rows = np.repeat(np.arange(n_rows), per_row)

@@ -218,19 +218,36 @@ class Blocks:
 
     @classmethod
     def concatenate(cls, parts: list[Blocks]) -> Blocks:
-        """Stack the blocks of several constraints; the row offsets follow the order of ``parts``."""
+        """Stack the blocks of several constraints; the row offsets follow the order of ``parts``. The parts'
+        values were checked when they were made: one part is returned as it is, several are not checked again."""
         parts = list(parts)
         if not parts:
             return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
         size = np.concatenate([p.size for p in parts])
         start = np.zeros(size.size, dtype=np.int64)
         np.cumsum(size[:-1], out=start[1:])
-        return cls._structured(
+        return cls._trusted(
             start,
             size,
             np.concatenate([p.kind for p in parts]),
             *(np.concatenate([getattr(p, name) for p in parts]) for name in ("target", "lo", "hi", "mu")),
         )
+
+    @classmethod
+    def _trusted(cls, start, size, kind, target, lo, hi, mu) -> Blocks:
+        """Blocks from arrays (b,) of the right types that are valid already (parts of checked Blocks)."""
+        blocks = object.__new__(cls)
+        blocks.start, blocks.size, blocks.kind = start, size, kind
+        blocks.target, blocks.lo, blocks.hi, blocks.mu = target, lo, hi, mu
+        return blocks
+
+    def part(self, first: int, stop: int) -> Blocks:
+        """The blocks ``first`` to ``stop - 1`` as a table of their own (rows renumbered from 0)."""
+        start = self.start[first:stop] - (self.start[first] if stop > first else 0)
+        return self._trusted(start, self.size[first:stop].copy(), self.kind[first:stop].copy(),
+                             *(getattr(self, name)[first:stop].copy() for name in ("target", "lo", "hi", "mu")))
 
     # ------------------------------------------------------------------ derived indices (cached)
     @cached_property

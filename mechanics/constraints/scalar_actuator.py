@@ -27,7 +27,7 @@ from softsim.mechanics.constraints.base import (
     limit_binds,
     or_inf,
 )
-from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.resolutions import BOUNDED, FORCE, Blocks
 
 __all__ = ["Bounds", "ScalarActuator", "clip_target"]
 
@@ -131,8 +131,14 @@ class ScalarActuator(Constraint):
     def target(self, x) -> float:
         """The imposed motion or effort after SoftRobots' clipping: within the rate limit of the current value
         (the motion at ``x``, or the last effort), then within the range."""
+        return self._target(lambda: self.motion_at(x))
+
+    def _target(self, motion) -> float:
+        """:meth:`target` with ``motion()`` the current motion, asked only when the motion has a rate limit (the
+        motion at positions costs a cable's length)."""
         if self.imposes_motion:
-            return clip_target(float(self.value), self.motion_at(x), *self._clip_bounds(self.MOTION))
+            variation, lo, hi = self._clip_bounds(self.MOTION)
+            return clip_target(float(self.value), motion() if variation is not None else 0.0, variation, lo, hi)
         return clip_target(float(self.value), self.effort, *self._clip_bounds(self.EFFORT))
 
     def _clip_bounds(self, quantity: Bounds) -> tuple[float | None, float | None, float | None]:
@@ -144,15 +150,22 @@ class ScalarActuator(Constraint):
         motion's range). Inverse mode: BOUNDED(the inverse solver's motion, the effort's range)."""
         if not self.active:
             return Blocks.empty()
+        kind, target, lo, hi = self.block_values(lambda: self.motion_at(x))
+        return Blocks.force(1, target, lo, hi) if kind == FORCE else Blocks.bounded(1, target, lo, hi)
+
+    def block_values(self, motion) -> tuple[int, float, float, float]:
+        """The row's law as ``(kind, target, lo, hi)`` (see :meth:`blocks`), with ``motion()`` the motion at the
+        positions the rate limit is measured from (asked only when there is one); records :attr:`imposed`.
+        :mod:`~mechanics.constraints.cable_rows` builds many cables' rows from these values at once."""
         effort_lo, effort_hi = self._range(self.EFFORT)
         if self.inverse_target is not None:
-            return Blocks.bounded(1, target=self.inverse_target, lo=effort_lo, hi=effort_hi)
-        target = self.target(x)
+            return BOUNDED, float(self.inverse_target), effort_lo, effort_hi
+        target = self._target(motion)
         self.imposed = target
         if self.imposes_motion:
-            return Blocks.bounded(1, target=target, lo=effort_lo, hi=effort_hi)
+            return BOUNDED, target, effort_lo, effort_hi
         motion_lo, motion_hi = self._range(self.MOTION)
-        return Blocks.force(1, target=target, lo=motion_lo, hi=motion_hi)
+        return FORCE, target, motion_lo, motion_hi
 
     @property
     def limited(self) -> float:
