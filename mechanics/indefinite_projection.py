@@ -21,7 +21,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from softsim.mechanics.constraint_solvers.base import ConstraintReport
-from softsim.mechanics.constraint_solvers.semismooth import NEWTON_MAX_ROWS, semismooth_newton
+from softsim.mechanics.constraint_solvers.semismooth import solve_with_newton_fallback
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, Blocks
 
 #: active-set changes on the actuator rows before the solve gives up
@@ -138,7 +138,8 @@ def _exact_reduced_solve(constraint_solver, W_r: np.ndarray, q_r: np.ndarray, bl
 
     Single bounded rows (frictionless contacts): the primal-dual active set of :func:`solve_box_active_set`,
     accepted when it converged. Other laws (friction) on at most NEWTON_MAX_ROWS rows: semi-smooth Newton from
-    the last forces, then from zero, accepted when its largest row residual meets the solver's tolerance.
+    the last forces, then from zero, accepted when its largest row residual meets the solver's tolerance
+    (:func:`~mechanics.constraint_solvers.semismooth.solve_with_newton_fallback`, ``accept="residual"``).
     Returns ``failed`` otherwise."""
     if _single_bounded_rows(blocks_r):
         try:
@@ -146,20 +147,8 @@ def _exact_reduced_solve(constraint_solver, W_r: np.ndarray, q_r: np.ndarray, bl
         except ValueError:
             return failed
         return report if report.converged else failed
-    if q_r.size > NEWTON_MAX_ROWS:
-        return failed
-    started = time.perf_counter()
-    tolerance = constraint_solver.effective_tolerance(q_r.size)
-    starts = [np.zeros(q_r.size)]
-    if f_r is not None and f_r.size == q_r.size and np.all(np.isfinite(f_r)):
-        starts.insert(0, f_r)
-    for start in starts:
-        force, iterations, residual = semismooth_newton(W_r, q_r, blocks_r, start, tolerance=tolerance)
-        if residual <= tolerance:
-            return ConstraintReport(force, q_r + W_r @ force, iterations, residual, True, np.array([residual]),
-                                    time.perf_counter() - started, num_constraints=q_r.size,
-                                    solver="semi-smooth Newton")
-    return failed
+    return solve_with_newton_fallback(constraint_solver, W_r, q_r, blocks_r, initial_force=f_r, report=failed,
+                                      accept="residual")
 
 
 def next_active_set(state: np.ndarray, force: np.ndarray, d: np.ndarray, target: np.ndarray, lo: np.ndarray,

@@ -23,8 +23,11 @@ make it crawl).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
+from softsim.mechanics.constraint_solvers.base import ConstraintReport
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, FRICTION, Blocks
 
 __all__ = ["NEWTON_MAX_ROWS", "semismooth_newton", "solve_with_newton_fallback"]
@@ -152,18 +155,39 @@ NEWTON_WORK = 4e8
 
 
 def solve_with_newton_fallback(solver, W: np.ndarray, dfree: np.ndarray, blocks: Blocks, *,
-                               initial_force: np.ndarray | None = None, max_rows: int = NEWTON_MAX_ROWS):
-    """``solver.solve`` (a :class:`mechanics.constraint_solvers.ConstraintSolver`), and when it does not converge
-    on a problem of at most ``max_rows`` rows, :func:`semismooth_newton` from the solver's answer, from
-    ``initial_force`` (the last frame's forces) and from zero in turn; after each, the solver runs again from
-    Newton's answer, so convergence is judged by the solver's own error measure and tolerance. Returns the first
-    of these reports that converged, else the one with the smallest error (the first solve's when none is
-    smaller); a report from Newton's answer has ``solver`` "<type> from semi-smooth Newton" and counts the
-    second run's iterations. The solver's answer comes first because it is the start nearest the answer, and the
-    cheapest (benchmarks/RESULTS.md, "Measurements moved out of docstrings")."""
-    report = solver.solve(W, dfree, blocks, initial_force=initial_force)
+                               initial_force: np.ndarray | None = None, max_rows: int = NEWTON_MAX_ROWS,
+                               report: ConstraintReport | None = None, accept: str = "solver") -> ConstraintReport:
+    """``solver.solve`` (a :class:`mechanics.constraint_solvers.ConstraintSolver`; ``report``: its report on this
+    problem when it has run already), and when it did not converge on a problem of at most ``max_rows`` rows,
+    :func:`semismooth_newton` from several starts in turn. ``accept`` is the rule that judges Newton's answer:
+
+    - "solver": the solver runs again from Newton's answer, so convergence is judged by the solver's own error
+      measure and tolerance. Starts: the solver's answer, ``initial_force`` (the last frame's forces), zero.
+      Returns the first of these reports that converged, else the one with the smallest error (the first
+      solve's when none is smaller); a report from Newton's answer has ``solver`` "<type> from semi-smooth
+      Newton" and counts the second run's iterations. The solver's answer comes first because it is the start
+      nearest the answer, and the cheapest (benchmarks/RESULTS.md, "Measurements moved out of docstrings").
+    - "residual": Newton's answer is accepted when its largest row residual meets the solver's tolerance
+      (``effective_tolerance``), for a problem the solver diverges on, which running it again would repeat.
+      Starts: ``initial_force`` when it is finite, zero (not the solver's answer: it may be non-finite), each
+      with Newton's default iteration count. Returns a "semi-smooth Newton" report, or the solver's when no
+      start is accepted."""
+    if accept not in ("solver", "residual"):
+        raise ValueError(f"accept must be 'solver' or 'residual', got {accept!r}")
+    if report is None:
+        report = solver.solve(W, dfree, blocks, initial_force=initial_force)
     m = dfree.size
     if report.converged or m == 0 or m > max_rows:
+        return report
+    if accept == "residual":
+        started = time.perf_counter()
+        tolerance = solver.effective_tolerance(m)
+        usable = initial_force is not None and initial_force.size == m and np.all(np.isfinite(initial_force))
+        for start in ([initial_force] if usable else []) + [np.zeros(m)]:
+            force, iterations, residual = semismooth_newton(W, dfree, blocks, start, tolerance=tolerance)
+            if residual <= tolerance:
+                return ConstraintReport(force, dfree + W @ force, iterations, residual, True, np.array([residual]),
+                                        time.perf_counter() - started, num_constraints=m, solver="semi-smooth Newton")
         return report
     best = report
     iterations = min(NEWTON_ITERATIONS, max(20, int(NEWTON_WORK / m**3)))

@@ -92,3 +92,23 @@ def test_the_fallback_leaves_converged_and_large_problems_to_the_solver():
     W, dfree, blocks, _ = _landing_box()
     report = solve_with_newton_fallback(solver, W, dfree, blocks, max_rows=11)  # 12 rows: too many
     assert not report.converged and report.solver == "BlockGaussSeidel"
+
+
+def test_the_residual_rule_accepts_newtons_answer_without_running_the_solver_again():
+    """``accept="residual"`` (the equilibrium's reduced problems, which the solver diverges on): Newton's own
+    answer, from zero, is accepted by its largest row residual against the solver's tolerance (1e-6 x 12 rows),
+    and the report is Newton's: the box lifted by the depth without turning, each corner's normal force
+    m depth / 4. A rule that is neither is refused by name."""
+    solver = make_constraint_solver("BlockGaussSeidel", maxIterations=1000, tolerance=1e-6)
+    W, dfree, blocks, J = _landing_box()
+    failed = solver.solve(W, dfree, blocks)
+    assert not failed.converged
+    report = solve_with_newton_fallback(solver, W, dfree, blocks, report=failed, accept="residual")
+    assert report.converged and report.solver == "semi-smooth Newton" and report.error <= 1e-6 * 12
+    np.testing.assert_allclose(report.force[0::3], 0.01 * 0.5 / 4, rtol=1e-8)
+    np.testing.assert_allclose(np.diag([100.0] * 6) @ (J.T @ report.force), [0.0, 0.5, 0.0, 0.0, 0.0, 0.0],
+                               atol=1e-8)
+    assert solve_with_newton_fallback(solver, W, dfree, blocks, report=failed, accept="residual",
+                                      max_rows=11) is failed  # 12 rows: too many
+    with pytest.raises(ValueError, match="accept must be 'solver' or 'residual', got 'best'"):
+        solve_with_newton_fallback(solver, W, dfree, blocks, accept="best")
