@@ -58,6 +58,8 @@ def relative_asymmetry(A: sp.csr_matrix, transpose: np.ndarray | None = None) ->
 class _ScipyBackend:
     """SciPy SuperLU on the full symmetric matrix (symmetric mode: diagonal pivots, A+A^T ordering)."""
 
+    name = "scipy"
+
     def __init__(self):
         self.lu = None
         self.n = 0
@@ -141,7 +143,7 @@ class DirectSolver:
                 logger.info("MKL Pardiso is not available (%s); using SciPy SuperLU", error)
         if self._backend is None:
             self._backend = _ScipyBackend()
-        self.backend = "pardiso" if isinstance(self._backend, _PardisoBackend) else "scipy"
+        self.backend = self._backend.name
         self.name = f"DirectSolver({self.backend})"
         self.matrix: sp.csr_matrix | None = None
         #: whether the last factorized matrix was symmetric (Cholesky/LDL^T) or not (LU)

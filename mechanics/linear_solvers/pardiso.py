@@ -113,6 +113,7 @@ class _PardisoBackend:
     sparsity pattern, phase 22 per matrix and phase 33 per solve with many right-hand sides.
     """
 
+    name = "pardiso"
     SPD = 2
     SYMMETRIC_INDEFINITE = -2
     UNSYMMETRIC = 11
