@@ -32,6 +32,7 @@ from PyQt6.QtWidgets import (
 from softsim.app.frames import FIELDS
 from softsim.app.goals import GoalHandles
 from softsim.app.health import frame_problems
+from softsim.app.interaction import InteractionWatch
 from softsim.app.pacing import LatestPacer
 from softsim.app.rates import FrameRates, simulated_time_text
 from softsim.app.recording import Recorder
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 MESH_FILTER = "Meshes (*.vtk *.vtu *.msh *.mesh *.inp *.xdmf *.xmf *.med)"
 OPEN_FILTER = (f"Scenes and meshes (*.toml *.scn *.py *.pyscn {MESH_FILTER[8:-1]});;Scenes (*.toml);;"
                f"SOFA scenes, imported (*.scn *.py *.pyscn);;{MESH_FILTER};;All (*)")
-#: a paint slower than this (seconds) while playing switches the anti-aliasing off until the scene pauses
+#: a paint slower than this (seconds) makes the view draw fast (no anti-aliasing, see Viewport.set_fast_drawing)
+#: while frames stream in (playing, until a static scene is at rest) or a mouse button is held down on the window
 FAST_DRAW_THRESHOLD = 0.008
 #: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
 RENDER_INTERVAL_FACTOR = 2.0
@@ -176,6 +178,7 @@ class MainWindow(QMainWindow):
         self._fit_on_next_frame = False
         self.last_probe = None  # the NodeProbe of the selected node
         self.last_render_time: float | None = None
+        self.at_rest = False  # the last frame received was a static scene's frame at rest (report.unchanged)
         self._rates = FrameRates()
         self.recorder: Recorder | None = None
         self.record_timing = "wall"  # the clock of the next recording's video (RECORD_TIMINGS)
@@ -199,6 +202,8 @@ class MainWindow(QMainWindow):
         self.viewport.drag_moved.connect(self.session.move_drag)
         self.viewport.drag_finished.connect(self.session.stop_drag)
         self.goal_handles = GoalHandles(self.session, self.viewport, self)
+        #: a mouse button held down on the window (a slider, the view): the view draws fast meanwhile
+        self.interaction = InteractionWatch(self, lambda _active: self._update_drawing_quality())
 
     # -- building ------------------------------------------------------------------------------------
     def _action(self, text: str, slot, *, shortcut=None, checkable: bool = False, tip: str = "") -> QAction:
@@ -628,11 +633,17 @@ class MainWindow(QMainWindow):
     def _on_running_changed(self, running: bool) -> None:
         self.play_action.setChecked(running)
         self.play_action.setText("&Pause" if running else "&Play")
-        # a slow (software) OpenGL draws without anti-aliasing while frames stream in; full quality when paused
-        slow = self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD
-        if running and slow:
+        self._update_drawing_quality()
+
+    def _update_drawing_quality(self) -> None:
+        """A slow (software) OpenGL draws the view fast while frames stream in (playing, until a static scene is
+        at rest) or while a mouse button is held down on the window; at full quality otherwise, drawn again at
+        once when it comes back."""
+        streaming = self.session.playing and not self.at_rest
+        busy = streaming or self.interaction.active
+        if busy and not self.viewport.fast_drawing and self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD:
             self.viewport.set_fast_drawing(True)
-        elif not running and self.viewport.fast_drawing:
+        elif not busy and self.viewport.fast_drawing:
             self.viewport.set_fast_drawing(False)
             self.viewport.draw()
 
@@ -665,8 +676,18 @@ class MainWindow(QMainWindow):
     def _on_frame(self, frame) -> None:
         """Take a new frame: drawn by the pacer (app.pacing) as soon as RENDER_INTERVAL_FACTOR times the last
         draw's cost (writing the arrays and the paint it asks for) has passed, the newest frame winning; drawing
-        then takes at most 1 / (1 + factor) of the GUI thread however slow the OpenGL is."""
+        then takes at most 1 / (1 + factor) of the GUI thread however slow the OpenGL is.
+
+        A static scene's frame at rest (``report.unchanged``: the converged state after the last edit, and no
+        further frame is coming) is drawn at once, without waiting for the pace, and at full quality."""
+        report = getattr(frame, "report", None)
+        at_rest = bool(report is not None and getattr(report, "unchanged", False))
         self.draws.offer(frame)
+        if at_rest:
+            self.draws.flush()
+        if at_rest != self.at_rest:
+            self.at_rest = at_rest
+            self._update_drawing_quality()
 
     def flush_frame(self) -> None:
         """Draw the newest frame now if the pacer is holding it back (rendered before returning)."""

@@ -271,6 +271,7 @@ class Viewport(PickingMixin, NativePlotter):
         self.young_modulus = 1.0
         self.rest = np.zeros((0, 3))
         self.quality_samples = self.render_window.GetMultiSamples()
+        self.quality_oit = bool(self.renderer.GetUseOIT())  # VTK's order-independent transparency (default on)
         self.fast_drawing = False
         self.selected_marker = None
         self._frame = None
@@ -627,11 +628,18 @@ class Viewport(PickingMixin, NativePlotter):
         self.render()
 
     def set_fast_drawing(self, fast: bool) -> None:
-        """Without anti-aliasing (fast) or with the default multisampling; a slow software OpenGL spends two
-        thirds of a draw on multisampling, so the window drops it while frames stream in and it is slow."""
+        """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling) and translucent
+        surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency.
+        On a software OpenGL (gripper_grasp's window, 890x722 px) a draw cost about 160 ms of CPU with both,
+        100 ms without the multisampling and 55-60 ms without either: the window draws fast while frames stream
+        in or the mouse is held down, and at full quality again once the view is still."""
+        if self.render_window is None:
+            return
         samples = 0 if fast else self.quality_samples
-        if self.render_window is not None and self.render_window.GetMultiSamples() != samples:
+        if self.render_window.GetMultiSamples() != samples:
             self.render_window.SetMultiSamples(samples)
+        for renderer in (*self.renderers, self.top_renderer):
+            renderer.SetUseOIT(not fast and self.quality_oit)
         self.fast_drawing = bool(fast)
 
     # -- display options -------------------------------------------------------------------------------

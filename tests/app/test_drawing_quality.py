@@ -1,0 +1,83 @@
+"""The view draws at a lower cost while frames stream in or a mouse button is held down on the window, and at full
+quality again once the view is still; a static scene's frame at rest is drawn at once (issue 30)."""
+
+from PyQt6.QtCore import QPoint, Qt
+from PyQt6.QtTest import QTest
+from PyQt6.QtWidgets import QSlider, QWidget
+
+import softsim.app.main_window as main_window_module
+from softsim.app.resources import default_scene
+from tests.app.conftest import run_frames
+
+
+def _quality(viewport) -> tuple[int, bool, bool]:
+    """(multisamples, the main renderer's order-independent transparency, the top layer's)."""
+    return (viewport.render_window.GetMultiSamples(), bool(viewport.renderer.GetUseOIT()),
+            bool(viewport.top_renderer.GetUseOIT()))
+
+
+def _renders(viewport) -> list[int]:
+    count = [0]
+    viewport.render_window.AddObserver("StartEvent", lambda *_: count.__setitem__(0, count[0] + 1))
+    return count
+
+
+def test_a_mouse_button_held_on_the_window_draws_fast_until_released(main_window, qtbot, monkeypatch):
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)  # any paint counts as slow here
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)
+    viewport = main_window.viewport
+    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    full = _quality(viewport)
+    assert full == (viewport.quality_samples, True, True) and viewport.quality_samples > 0
+    slider = next(s for s in main_window.findChildren(QSlider) if s.isVisible() and s.isEnabled())
+
+    QTest.mousePress(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
+    assert main_window.interaction.active and viewport.fast_drawing
+    assert _quality(viewport) == (0, False, False)
+    renders = _renders(viewport)
+    QTest.mouseRelease(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
+    assert not main_window.interaction.active and not viewport.fast_drawing
+    assert _quality(viewport) == full
+    qtbot.waitUntil(lambda: renders[0] >= 1, timeout=10000)  # drawn again at full quality
+
+
+def test_a_press_on_another_window_changes_nothing(main_window, qtbot, monkeypatch):
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
+    other = QWidget()
+    qtbot.addWidget(other)
+    other.show()
+    qtbot.waitExposed(other)
+    QTest.mousePress(other, Qt.MouseButton.LeftButton)
+    assert not main_window.interaction.active and not main_window.viewport.fast_drawing
+    QTest.mouseRelease(other, Qt.MouseButton.LeftButton)
+
+
+def test_a_static_scene_at_rest_is_drawn_at_once_and_at_full_quality(main_window, qtbot, monkeypatch):
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)
+    viewport = main_window.viewport
+    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    drawn = []
+    update_frame = viewport.update_frame
+    viewport.update_frame = lambda frame: (drawn.append(frame), update_frame(frame))
+    fast_while_playing = []
+    main_window.session.running_changed.connect(lambda running: fast_while_playing.append(viewport.fast_drawing))
+    main_window.draws.min_interval = 3600.0  # the pace would hold every frame back for an hour
+    assert main_window.session.set_parameter(_first_cable_value(main_window), 2.0) is None
+    main_window.session.play()
+    assert fast_while_playing == [True]  # frames stream in: fast
+    qtbot.waitUntil(lambda: main_window.at_rest, timeout=60000)
+    frame = drawn[-1]
+    assert frame.report is not None and frame.report.unchanged  # the frame at rest was drawn despite the pace
+    assert frame is main_window.session.latest_frame
+    assert not viewport.fast_drawing and _quality(viewport) == (viewport.quality_samples, True, True)
+    main_window.session.pause()
+
+
+def _first_cable_value(window) -> str:
+    """The key path of the default scene's first cable's value."""
+    spec = window.session.spec
+    body = spec.bodies[0]
+    return f"body.{body.name}.cable.{body.cables[0].name}.value"
