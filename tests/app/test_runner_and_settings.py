@@ -209,3 +209,57 @@ def test_the_settings_file_keeps_its_mode_and_link_and_a_pipe_or_huge_file_gives
     with open(private_config_dir / "settings.json", "wb") as stream:
         stream.truncate(2 * 1024**2)
     assert Settings().recent_files == []
+
+
+class _SettableSimulation(_CountingSimulation):
+    """Records every ``set(path, value)``; a negative value is refused."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sets: list[tuple[str, float]] = []
+
+    def set(self, path, value):
+        if value < 0:
+            raise ValueError(f"{path} must be >= 0, got {value}")
+        self.sets.append((path, value))
+
+
+def _held_worker(simulation):
+    """A started runner held inside a command until the returned event is set (commands sent meanwhile queue)."""
+    from softsim.app.runner import Call
+
+    worker = SimulationRunner(simulation, snapshot=lambda sim, report: sim.snapshot(report))
+    inside, release = threading.Event(), threading.Event()
+    worker.start()
+    worker.send(Call("hold", lambda _sim: (inside.set(), release.wait(10.0)), False))
+    assert inside.wait(10.0)
+    return worker, release
+
+
+def test_a_run_of_edits_of_one_key_queued_during_a_frame_applies_only_the_last():
+    from softsim.app.runner import Call, SetParameter
+
+    simulation = _SettableSimulation()
+    worker, release = _held_worker(simulation)
+    for token, value in enumerate([1.0, 2.0, 3.0, 4.0], start=1):  # a slider dragged while a frame runs
+        worker.send(SetParameter("a", value, token=token))
+    worker.send(SetParameter("b", 9.0, token=5))
+    worker.send(SetParameter("a", 5.0, token=6))
+    worker.send(Call("read", lambda sim: list(sim.sets), False, token=7))  # a reader between two edits of a
+    worker.send(SetParameter("a", 6.0, token=8))
+    worker.send(SetParameter("a", -1.0, token=9))  # the last of a run is refused
+    release.set()
+    replies = {}
+
+    def answered() -> bool:
+        replies.update((reply.token, reply) for reply in worker.take_output().replies)
+        return len(replies) == 9
+
+    _wait(answered, timeout=10.0)
+    worker.stop()
+    # 1-3 were superseded by 4 before any frame, and 8 by 9: answered as done, never set
+    assert simulation.sets == [("a", 4.0), ("b", 9.0), ("a", 5.0)]
+    assert all(replies[token].error is None for token in range(1, 9))
+    assert replies[7].result == [("a", 4.0), ("b", 9.0), ("a", 5.0)]  # the reader saw the edits sent before it
+    # the refused last value leaves the one from before its run (5.0), and its reply says why
+    assert isinstance(replies[9].error, ValueError) and "must be >= 0" in str(replies[9].error)
