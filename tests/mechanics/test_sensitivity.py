@@ -11,7 +11,6 @@ import pytest
 import scipy.sparse as sp
 
 from softsim.mechanics import Scene
-from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.materials import lame
 from softsim.mechanics.sensitivity import GradientError, NotConvergedError, NotDifferentiableError
 from softsim.mechanics.sensitivity.parameters import _split, lame_derivatives
@@ -216,15 +215,3 @@ def test_lame_derivatives_against_finite_differences():
     # nu = 0.45, E = 600: dlambda/dnu = E (1 + 2 nu^2) / ((1 + nu)^2 (1 - 2 nu)^2) = 82762.2...
     assert lame_derivatives(np.array([600.0]), np.array([0.45]), "poissonRatio")[1][0] == pytest.approx(
         600.0 * 1.405 / (1.45 ** 2 * 0.01))
-
-
-@pytest.mark.parametrize("backend", ["scipy", "pardiso"])
-def test_transposed_solve(backend):
-    pytest.importorskip("pypardiso") if backend == "pardiso" else None
-    rng = np.random.default_rng(3)
-    A = sp.csr_matrix(sp.random(40, 40, density=0.2, random_state=4) + 6.0 * sp.eye(40))
-    solver = DirectSolver(backend=backend)
-    solver.factorize(A)
-    assert not solver.symmetric
-    b = rng.standard_normal((40, 3))
-    assert np.abs(A.T @ solver.solve_transposed(b) - b).max() < 1e-12
