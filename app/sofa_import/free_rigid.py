@@ -45,7 +45,8 @@ from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.values import ValueProblem, as_floats
 
 __all__ = ["SOFA_BOXES", "SOFA_CUBE", "SOFA_CUBE_HALF_EXTENT", "SOFA_FLOOR", "SOFA_FLOOR_BOX", "FreeRigid",
-           "NotTranslated", "StaticBox", "free_rigid", "is_candidate", "static_box"]
+           "NotTranslated", "SOFA_SQUARE", "SQUARE_DEPTH", "StaticBox", "free_rigid", "is_candidate", "static_box",
+           "static_surface"]
 
 #: the file name STLIB's Cube gives its loaders: SOFA's installed ``share/mesh/cube.obj``
 SOFA_CUBE = "mesh/cube.obj"
@@ -56,6 +57,11 @@ SOFA_FLOOR = "mesh/floor.obj"
 #: the box SOFA's ``share/mesh/floor.obj`` fills, ``(centre, half sizes)`` in the file's units: a slab whose 50
 #: vertices lie on y = -1.32967 (top) and y = -5.32967 (bottom), x and z within +-74.6722946167
 SOFA_FLOOR_BOX = ((0.0, -3.32967, 0.0), (74.6722946167, 2.0, 74.6722946167))
+#: the file name CircularRobot's Floor loads: SOFA's installed ``share/mesh/square1.obj``, the unit square
+#: 0 <= x, y <= 1 in z = 0 (20 vertices, 26 triangles), its triangles' normal +z
+SOFA_SQUARE = "mesh/square1.obj"
+#: the depth of the box a static square becomes, as a share of its side (the square itself has none)
+SQUARE_DEPTH = 0.04
 #: the boxes of SOFA's own meshes an obstacle may load, ``(centre, half sizes)`` before the loader's scale
 SOFA_BOXES = {SOFA_CUBE: ((0.0, 0.0, 0.0), (SOFA_CUBE_HALF_EXTENT,) * 3), SOFA_FLOOR: SOFA_FLOOR_BOX}
 
@@ -286,6 +292,53 @@ def static_box(node: Node, scene_dir: Path, placement_of) -> StaticBox:
              f"{table['halfExtents']})"]
     masses = _components(node, {"UniformMass"})
     return StaticBox(table, used=[_rigid_state(node), *masses, *used], notes=notes)
+
+
+def static_surface(node: Node, scene_dir: Path, placement_of) -> StaticBox:
+    """The ``[[obstacle]]`` box of a static collision surface: a node with a Vec3 MechanicalObject, collision models
+    and a loader of SOFA's ``mesh/square1.obj`` (:data:`SOFA_SQUARE`), with no mapping, no force field and no ODE
+    solver (CircularRobot's Floor). The square, placed by the loader and the MechanicalObject, is the box's face on
+    the side of its normal; the box extends :data:`SQUARE_DEPTH` x its side behind it (SOFA's square is a surface
+    without thickness, touched from its normal's side). The placement may turn the square by quarter turns only
+    (an obstacle box is axis-aligned). NotTranslated says why not."""
+    state = node.getMechanicalState()
+    if state is None or str(state.data.get("template", "Vec3")).startswith("Rigid"):
+        raise NotTranslated("not a Vec3 collision object")
+    if _integrator(node) is not None:
+        raise NotTranslated("an ODE solver integrates it: it moves in SOFA")
+    loaders = _components(node, _SURFACE_LOADERS)
+    if len(loaders) != 1:
+        raise NotTranslated(f"{len(loaders)} mesh loaders, expected one loading SOFA's {SOFA_SQUARE}")
+    loader = loaders[0]
+    filename = str(loader.data.get("filename", "")).replace("\\", "/").removeprefix("./")
+    if filename != SOFA_SQUARE:
+        raise NotTranslated(f"{loader.getPathName()}: collision mesh {filename!r}; of the static surfaces only "
+                            f"SOFA's own {SOFA_SQUARE} (a square) is translated")
+    if (scene_dir / filename).is_file():
+        raise NotTranslated(f"{loader.getPathName()}: {filename!r} is a file beside the scene, not SOFA's installed "
+                            f"{filename}: its shape is unknown")
+    try:
+        placement = placement_of(loader).then(placement_of(state))
+    except ValueProblem as error:
+        raise NotTranslated(str(error)) from None
+    turn = placement.rotation.as_matrix()
+    if not np.allclose(np.abs(turn), np.round(np.abs(turn)), atol=1e-9):
+        angles = [_clean(a) for a in placement.rotation.as_euler("xyz", degrees=True)]
+        raise NotTranslated(f"{loader.getPathName()}: the square is turned by {angles} degrees; an [[obstacle]] box "
+                            f"is axis-aligned (quarter turns only)")
+    side = placement.scale
+    depth = SQUARE_DEPTH * side
+    local_center = np.array([0.5 * side, 0.5 * side, -0.5 * depth])  # the square's frame: its normal is +z
+    half = np.array([0.5 * side, 0.5 * side, 0.5 * depth])
+    table = {"type": "box", "center": [_clean(v) for v in turn @ local_center + placement.translation],
+             "halfExtents": [_clean(v) for v in np.abs(turn) @ half]}
+    normal = [_clean(v) for v in turn[:, 2]]
+    notes = [f"{node.getPathName()}: a static collision surface on SOFA's {SOFA_SQUARE} (the unit square in z = 0, "
+             f"normal +z) x {side:g}, placed by {loader.getPathName()}: an [[obstacle]] box whose face with normal "
+             f"{normal} is the square, {depth:g} deep behind it (centre {table['center']}, half sizes "
+             f"{table['halfExtents']})"]
+    used = [loader, state, *_components(node, _TOPOLOGIES | _COLLISION_MODELS)]
+    return StaticBox(table, used=used, notes=notes)
 
 
 def _clean(value: float) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from softsim.app.sofa_import.animation import animation_keyframes
-from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate, static_box
+from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate, static_box, static_surface
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
@@ -63,6 +63,7 @@ CAVITIES = {"SurfacePressureConstraint", "SurfacePressureActuator", "SurfacePres
 EFFECTORS = {"PositionEffector"}
 COLLISION_MODELS = {"TriangleCollisionModel", "LineCollisionModel", "PointCollisionModel", "SphereCollisionModel",
                     "TTriangleModel", "TLineModel", "TPointModel", "CubeModel"}
+TRIANGLE_MODELS = {"TriangleCollisionModel", "TTriangleModel"}
 PIPELINE = {"CollisionPipeline", "DefaultPipeline", "BruteForceBroadPhase", "BVHNarrowPhase", "BruteForceDetection",
             "CollisionResponse", "DefaultContactManager", "RuleBasedContactManager", "LocalMinDistance",
             "MinProximityIntersection", "NewProximityIntersection", "DiscreteIntersection"}
@@ -341,6 +342,7 @@ class _Translator:
             body["fixed"] = fixed
         self.body_mode(node)
         self.actuators(node, body, name, placement, mesh_file)
+        self.collision_surface(node, body, name, placement)
         return body
 
     def rigid_frames(self, node: Node, name: str, first: int, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -666,10 +668,98 @@ class _Translator:
             planes = self.components(child, {"UnilateralPlaneConstraint"})
             if planes:
                 self.planes(child, planes, body, body_name, placement, mesh_file, mapped)
-            if mapped and self.components(child, COLLISION_MODELS):
-                self.collision_bodies.append(body_name)
-                self.use(*self.components(child, COLLISION_MODELS), child.getMechanicalState(),
-                         *self.components(child, LOADERS | TOPOLOGIES | {"BarycentricMapping"}))
+
+    # -- collision surface --------------------------------------------------------------------------------
+    def collision_nodes(self, node: Node) -> list[Node]:
+        """The body's collision children: nodes below it (through nodes without a mechanical object, as the
+        Trunk's CollisionModel/Part1, Part2) with a MechanicalObject, collision models and a BarycentricMapping."""
+        found, frontier = [], list(node.children)
+        while frontier:
+            child = frontier.pop(0)
+            if child.getMechanicalState() is None:
+                frontier += child.children
+            elif self.components(child, COLLISION_MODELS) and self.components(child, {"BarycentricMapping"}):
+                found.append(child)
+        return found
+
+    def collision_surface(self, node: Node, body: dict[str, Any], name: str, placement: _Placement) -> None:
+        """The body's collision children as ``body.collisionMesh`` and ``body.collisionGroup``: each child's
+        surface loader (through its topology's ``src``) placed by the loader and the child's MechanicalObject.
+        One child placed as the body gives its file; otherwise the parts are written together, in the body's
+        frame, beside the scene (:meth:`moved_surfaces`). A child without triangles (points or lines only) or a
+        surface loader leaves the body touching with its own mesh's surface, noted."""
+        children = self.collision_nodes(node)
+        if not children:
+            return
+        self.collision_bodies.append(name)
+        parts: list[tuple[Path, _Placement]] = []
+        groups: list[set[int]] = []
+        for child in children:
+            models = self.components(child, COLLISION_MODELS)
+            state = child.getMechanicalState()
+            self.use(*models, state, *self.components(child, LOADERS | TOPOLOGIES | {"BarycentricMapping"}))
+            for model in models:
+                value = model.data.get("group")
+                groups.append(set(as_ints(value, f"{model.getPathName()}.group")) if value not in (None, "")
+                              else set())
+            loader = self.surface_loader(child)
+            if loader is None or not any(m.type in TRIANGLE_MODELS for m in models):
+                self.report.notes.append(f"{child.getPathName()}: a collision model without a triangle surface "
+                                         f"loader (MeshSTLLoader, MeshOBJLoader): {name} touches with its mesh's "
+                                         f"own surface")
+                continue
+            parts.append((self.file_path(loader), self.placement(loader).then(self.placement(state))))
+        if parts:
+            if len(parts) == 1 and parts[0][1].equals(placement):
+                body["collisionMesh"] = self.relative(parts[0][0])
+            else:
+                body["collisionMesh"] = self.relative(self.moved_surfaces(parts, placement, f"{name}.collision"))
+                self.report.notes.append(
+                    f"{name}'s collision surface ({', '.join(p.name for p, _ in parts)}) is "
+                    + ("placed differently from the body" if len(parts) == 1 else f"{len(parts)} parts")
+                    + f": written together, in the body's frame, to {Path(body['collisionMesh']).name}")
+            self.report.notes.append(f"{', '.join(c.getPathName() for c in children)}: the collision surface of "
+                                     f"{name} (body.{name}.collisionMesh), its vertices carried by the tetrahedra "
+                                     f"as SOFA's BarycentricMapping carries them")
+        shared = set.intersection(*groups) if groups else set()
+        if shared:
+            body["collisionGroup"] = sorted(shared)
+        if any(g != shared for g in groups):
+            self.report.notes.append(f"{name}: its collision models have the groups "
+                                     f"{sorted({tuple(sorted(g)) for g in groups})}; softsim's body has one "
+                                     f"surface and takes the groups they all share ({sorted(shared) or 'none'})")
+
+    def surface_loader(self, node: Node) -> Component | None:
+        """The surface loader of a mapped child: its topology's ``src`` (or ``position``) link, or a loader in it."""
+        for topology in self.components(node, TOPOLOGIES):
+            for key in ("src", "position", "triangles"):
+                if key in topology.data:
+                    found = follow(topology, key)
+                    if isinstance(found, Ref) and found.component.type in SURFACE_LOADERS:
+                        return found.component
+        return self.first(node, SURFACE_LOADERS)
+
+    def moved_surfaces(self, parts: list[tuple[Path, _Placement]], body: _Placement, name: str) -> Path:
+        """Surfaces placed by their own loaders, written as one triangle surface in the body's frame (the
+        runtime applies the body's placement to it) to ``artifacts``."""
+        import meshio
+
+        from softsim import meshes
+
+        if self.artifacts is None:
+            raise ValueProblem(f"{name}: a surface placed differently from its body; import with --out to write it "
+                               f"in the body's frame")
+        points, triangles = [], []
+        count = 0
+        for path, placement in parts:
+            loaded = meshes.load_surface(path)
+            points.append(body.inverse_apply(placement.apply(loaded.points)))
+            triangles.append(np.asarray(loaded.triangles, dtype=np.int64) + count)
+            count += len(loaded.points)
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        target = self.artifacts / f"{self.source.stem}.{name}.vtu"
+        meshio.write(str(target), meshio.Mesh(np.concatenate(points), [("triangle", np.concatenate(triangles))]))
+        return target
 
     def acting_on(self, node: Node, component: Component, mapped: bool, points_key: str) -> dict[str, Any]:
         """A cable's or effector's entry with its name and what it acts on: the positions its indices select in
@@ -985,7 +1075,14 @@ class _Translator:
         mode = "static"
         inverse = any(c.type == "QPInverseProblemSolver" for n in self.root.walk() for c in n.objects
                       if isinstance(c, Component))
-        if self.dynamic and inverse:
+        loose = [body["name"] for body in data["body"] if not body.get("fixed")]
+        self.inverse_off = bool(self.dynamic and inverse and loose)
+        if self.inverse_off:  # a static frame of a body nothing holds is singular: keep SOFA's dynamics instead
+            self.report.notes.append(
+                f"inverse problem (QPInverseProblemSolver) in a dynamic scene where nothing holds {', '.join(loose)} "
+                f"(only contacts do): kept dynamic, with the inverse model off (solver.inverse.active = false), see "
+                f"the QPInverseProblemSolver's line below")
+        elif self.dynamic and inverse:
             self.report.notes.append("inverse problem (QPInverseProblemSolver): static mode, softsim's inverse model "
                                      "solves equilibria (the EulerImplicitSolver's dynamics are not kept)")
             self.dynamic = []
@@ -1051,6 +1148,14 @@ class _Translator:
             for key in ("actuatorsOnly", "allowSliding"):
                 if key in values:
                     inverse[key] = as_bool(values[key])
+            if self.inverse_off:
+                inverse["active"] = False
+                self.report.skip(what, solver.type, "not run: SOFA solves the inverse problem inside each dynamic "
+                                 "step, softsim's inverse model solves static equilibria only, and a static frame of "
+                                 "a body that only contacts hold (no fixed nodes) has no unique equilibrium (its "
+                                 "stiffness is singular). Imported with its settings and active = false: the "
+                                 "actuators are driven by their values (cables at their displacement), the "
+                                 "effectors' goals are shown but not sought", mechanics=True)
             data.setdefault("solver", {})["inverse"] = inverse
             return
         kinds = {"GenericConstraintSolver": "BlockGaussSeidel", "BlockGaussSeidelConstraintSolver": "BlockGaussSeidel",
@@ -1107,7 +1212,7 @@ class _Translator:
             return
         if len(bodies) == 1:
             collision["selfCollision"] = False
-            if not rigids:
+            if not rigids and not self.obstacle_tables:
                 self.report.notes.append(f"collision models on one deformable body ({bodies[0]}) only: contacts "
                                          f"with rigid objects are not translated")
         data["collision"] = collision
@@ -1141,6 +1246,27 @@ class _Translator:
             self.rigid_tables.append((table, rigid.collides))
         if self.rigid_tables:
             data["rigid"] = [table for table, _ in self.rigid_tables]
+
+    def static_surfaces(self, data: dict[str, Any]) -> None:
+        """Unmapped Vec3 collision objects that nothing integrates (CircularRobot's Floor on SOFA's square1.obj) as
+        ``[[obstacle]]`` boxes (:func:`static_surface`); why another is not, for the report."""
+        for node in self.root.walk():
+            state = node.getMechanicalState()
+            if (state is None or id(state) in self.used or node in self.bodies
+                    or not self.components(node, COLLISION_MODELS)
+                    or self.components(node, {"BarycentricMapping", "RigidMapping", "IdentityMapping",
+                                              "SubsetMapping", "SubsetMultiMapping"})):
+                continue
+            try:
+                box = static_surface(node, self.source.parent, placement_of)
+            except NotTranslated as why:
+                self.surface_why[id(node)] = str(why)
+                continue
+            self.use(*box.used)
+            self.report.notes += box.notes
+            table = {"name": self.unique_name(node.name, "obstacle"), **box.table}
+            self.obstacle_tables.append(table)
+            data.setdefault("obstacle", []).append(table)
 
     def static_obstacle(self, node: Node, data: dict[str, Any]) -> bool:
         """A candidate that does not move in SOFA as an ``[[obstacle]]`` box (:func:`static_box`); False when
@@ -1176,8 +1302,9 @@ class _Translator:
                     self.report.skip(what, obj.type, f"a free rigid body not translated: {self.rigid_why[id(node)]}",
                                      mechanics=True)
                 elif self.components(node, COLLISION_MODELS):
+                    why = f": {self.surface_why[id(node)]}" if id(node) in self.surface_why else ""
                     self.report.skip(what, obj.type, "part of a collision object softsim does not simulate (its "
-                                     "obstacles are planes, spheres, boxes and capsules)", mechanics=True)
+                                     f"obstacles are planes, spheres, boxes and capsules){why}", mechanics=True)
                 elif self.is_visual_node(node):
                     self.report.skip(what, obj.type, "part of a visual model", mechanics=False)
                 elif id(node) in self.goal_nodes:
@@ -1235,7 +1362,9 @@ class _Translator:
         self.rigid_tables: list[tuple[dict[str, Any], bool]] = []
         self.obstacle_tables: list[dict[str, Any]] = []
         self.rigid_why: dict[int, str] = {}
+        self.surface_why: dict[int, str] = {}
         self.free_rigids(data)
+        self.static_surfaces(data)
         self.collision(data)
         self.keyframes: list[dict[str, Any]] = []
         controllers = self.controllers()

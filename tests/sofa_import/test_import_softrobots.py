@@ -170,14 +170,16 @@ def test_circular_robot(tmp_path):
     assert len(body.cables) == 4 and all(c.n_points == 2 and not c.hasPullPoint for c in body.cables)
     assert body.cables[0].points == ((16.0, 0.0, 5.0), (-16.0, 0.0, 5.0))
     assert (body.cables[0].maxPositiveDisp, body.cables[0].maxDispVariation) == (12.0, 1.5)
-    # QPInverseProblemSolver epsilon=2, maxIterations=2500, tolerance=1e-7, responseFriction=0.8: inverse, static
+    # QPInverseProblemSolver epsilon=2, maxIterations=2500, tolerance=1e-7, responseFriction=0.8; nothing holds the
+    # wheel but its floor, so it stays dynamic (EulerImplicitSolver) with the inverse model off
+    # (test_import_collision.py)
     inverse = spec.solver.inverse
     assert (inverse.epsilon, inverse.maxIterations, inverse.tolerance, inverse.responseFriction) == (2.0, 2500, 1e-7,
                                                                                                        0.8)
-    assert spec.scene.mode == "static"
+    assert spec.scene.mode == "dynamic" and not inverse.active
     assert body.centerEffectors[0].effectorGoal == (0.0, 0.0, 5.0)
     assert spec.collision.friction == 0.8 and spec.collision.alarmDistance == 5.0
-    assert "/Floor/TriangleCollisionModel" in text and "matters for the mechanics" in text
+    assert "/QPInverseProblemSolver (QPInverseProblemSolver): not run" in text and "matters for the mechanics" in text
 
 
 def test_tripod_step3(tmp_path):
@@ -228,11 +230,12 @@ def test_written_scene_reads_back(tmp_path):
     ("SurfacePressureConstraint/Springy.py", 3), ("PneunetGripper/details/step4-boundaryConditions.py", 2),
     ("PneunetGripper/details/step5-timeIntegrationAndMatrixSolver.py", 3),
     ("PneunetGripper/details/step6-pneumaticActuatorAndPythonScriptController.py", 3),
-    ("UnilateralPlaneConstraint/ArticulatedTentacle.py", 3)])
+    ("UnilateralPlaneConstraint/ArticulatedTentacle.py", 3), ("CircularRobot/circularrobot.py", 3)])
 def test_imported_scenes_run(tmp_path, relative, frames):
-    """Item 5 of issue 31: each imported example runs with every frame converged (Tripod's steps and the
-    PneunetGripper's grasp: their own tests; PneunetGripper steps 2 and 3 have no ODE solver, so SOFA does not
-    move them, and softsim refuses a static frame of a body without fixed nodes)."""
+    """Item 5 of issue 31: each imported example runs with every frame converged (Tripod's steps, the
+    PneunetGripper's grasp and CircularRobot's 40 frames on its floor: their own tests; PneunetGripper steps 2 and
+    3 have no ODE solver, so SOFA does not move them, and softsim refuses a static frame of a body without fixed
+    nodes)."""
     scene = Scene(imported(relative, tmp_path).spec)
     reports = scene.simulation.run(frames)
     assert all(r.ok and r.converged for r in reports), [r.message for r in reports]
