@@ -228,12 +228,26 @@ def law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray
                 blocks: Blocks) -> float:
     """The largest constraint-law residual of a row as a length: row residual / |J_i|."""
     laws = row_residuals(np.maximum(np.abs(w_diag), np.finfo(float).tiny), violation, force, blocks)
+    return float(np.max(laws / np.maximum(_row_norms(J_free), np.finfo(float).tiny), initial=0.0))
+
+
+#: (J_free, its data array, |J_i| (m,)) of the last call of :func:`_row_norms`: a frame's states share their rows
+#: (a state, its linearised candidate and its shifted copies), and the laws are measured about twice per state
+_last_row_norms: list = [None, None, None]
+
+
+def _row_norms(J_free: sp.csr_matrix) -> np.ndarray:
+    """|J_i| (m,) of the rows of ``J_free`` (csr)."""
+    if _last_row_norms[0] is J_free and _last_row_norms[1] is J_free.data:
+        return _last_row_norms[2]
+    summed = J_free
     if not J_free.has_canonical_format:  # a mapped cable's rows may hold a column twice: sum them first
-        J_free = J_free.copy()
-        J_free.sum_duplicates()
-    rows = np.repeat(np.arange(J_free.shape[0]), np.diff(J_free.indptr))
-    row_norms = np.sqrt(np.bincount(rows, weights=J_free.data ** 2, minlength=J_free.shape[0]))
-    return float(np.max(laws / np.maximum(row_norms, np.finfo(float).tiny), initial=0.0))
+        summed = J_free.copy()
+        summed.sum_duplicates()
+    rows = np.repeat(np.arange(summed.shape[0]), np.diff(summed.indptr))
+    norms = np.sqrt(np.bincount(rows, weights=summed.data ** 2, minlength=summed.shape[0]))
+    _last_row_norms[:] = [J_free, J_free.data, norms]
+    return norms
 
 
 def solve_accuracy(system, W: np.ndarray, force: np.ndarray) -> float:
@@ -334,7 +348,7 @@ class _Context:
             residual = residual - self.homotopy.residual_shift(t)
             check = self.homotopy.shift(check, t)
         same = check.n_rows == force.size
-        unbalanced = float(np.linalg.norm(residual + check.J_free.T @ force)) if same else np.inf
+        unbalanced = float(np.linalg.norm(residual + _transpose_times(check.J_free, force))) if same else np.inf
         length = np.inf
         if same and self.W.shape[0] == check.n_rows:
             length = law_lengths(check.J_free, np.diag(self.W), check.dfree + check.compliance * force, force,
@@ -342,6 +356,15 @@ class _Context:
         relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
         balanced = unbalanced <= max(max(self.residual_tolerance, ROUND_OFF_FACTOR) * scale, self.force_floor)
         return _State(x, force, residual, check, unbalanced, relative, length, balanced)
+
+
+def _transpose_times(J: sp.csr_matrix, force: np.ndarray) -> np.ndarray:
+    """J^T force (n_free,) for J csr (m, n_free): the sums of scipy's J.T @ force in the same order (rows in
+    turn), without building the transpose."""
+    if J.shape[0] == 0:
+        return np.zeros(J.shape[1])
+    weights = J.data * np.repeat(force, np.diff(J.indptr))
+    return np.bincount(J.indices, weights=weights, minlength=J.shape[1])
 
 
 def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, system, report, force, W,

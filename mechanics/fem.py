@@ -321,8 +321,10 @@ class TetElasticity:
         """Energy density Psi per element (m,) [energy / rest volume]."""
         return self._run(x, False, False)[0]
 
-    #: (x, f_int) pairs kept: the frame's free configuration and the last corrected state alternate
-    FORCES_MEMO_SIZE = 2
+    #: (x, f_int) pairs kept. A slider frame evaluates the free configuration (the last frame's, unchanged), the
+    #: last equilibrium, the predicted state and one or two Newton iterates: with four kept, the next frame's
+    #: free configuration and start are still there (two kept: one force assembly more per frame)
+    FORCES_MEMO_SIZE = 4
 
     def _memoised_forces(self, x):
         for memo_x, memo_f in self._forces_memo:
@@ -331,7 +333,10 @@ class TetElasticity:
         return None
 
     def _remember_forces(self, x, f) -> None:
-        self._forces_memo = [(x.copy(), f.copy())] + self._forces_memo[: self.FORCES_MEMO_SIZE - 1]
+        """Keep ``(x, f)`` first; an older pair at the same positions is dropped (the tangent's assembly at a
+        state whose forces were just evaluated would otherwise hold two places)."""
+        kept = [(memo_x, memo_f) for memo_x, memo_f in self._forces_memo if not np.array_equal(memo_x, x)]
+        self._forces_memo = [(x.copy(), f.copy())] + kept[: self.FORCES_MEMO_SIZE - 1]
 
     def forces(self, x):
         """Internal force f_int = -dE/dx (n, 3) [force] (the SOFA force for the corotational model).

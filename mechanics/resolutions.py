@@ -63,6 +63,13 @@ _VALID_KIND = np.zeros(256, dtype=bool)
 _VALID_KIND[list(KIND_NAMES)] = True
 
 
+#: Blocks._index of layouts of at most _INDEX_MEMO_BLOCKS blocks, by layout (sizes and kinds); at most
+#: _INDEX_MEMO_SIZE layouts (then forgotten at once)
+_INDEX_MEMO: dict = {}
+_INDEX_MEMO_BLOCKS = 256
+_INDEX_MEMO_SIZE = 64
+
+
 def _per_block(value, n: int, name: str) -> np.ndarray:
     array = np.asarray(value, dtype=np.float64)
     if array.ndim == 0:
@@ -262,6 +269,22 @@ class Blocks:
 
     @cached_property
     def _index(self) -> dict[str, np.ndarray]:
+        """The blocks of each kind (shared by the tables of the same layout: a frame makes a new table per build of
+        its rows, with the same kinds; read only)."""
+        key = None
+        if self.size.size <= _INDEX_MEMO_BLOCKS:
+            key = (self.size.tobytes(), self.kind.tobytes())
+            found = _INDEX_MEMO.get(key)
+            if found is not None:
+                return found
+        index = self._kinds()
+        if key is not None:
+            if len(_INDEX_MEMO) >= _INDEX_MEMO_SIZE:
+                _INDEX_MEMO.clear()
+            _INDEX_MEMO[key] = index
+        return index
+
+    def _kinds(self) -> dict[str, np.ndarray]:
         one = self.size == 1
         return {
             "eq1": np.flatnonzero(one & (self.kind == EQUALITY)),

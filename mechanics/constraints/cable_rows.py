@@ -30,14 +30,19 @@ _PLANS: list = []
 _MAX_PLANS = 4
 
 
-def fast_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+def fast_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int], *,
+             canonical: bool = False) -> sp.csr_matrix:
     """A CSR matrix on arrays whose structure is valid by construction (``indices`` and ``indptr`` int32 or
     int64 alike, ``indptr`` non-decreasing from 0 to ``data.size``): scipy's constructor checks the format and
-    chooses the index type on every call, which cost more than the cables' rows themselves."""
+    chooses the index type on every call, which cost more than the cables' rows themselves. ``canonical``: each
+    row's columns are known to be strictly increasing (scipy then need not check it)."""
     matrix = sp.csr_matrix.__new__(sp.csr_matrix)
     matrix._shape = (int(shape[0]), int(shape[1]))
     matrix.maxprint = 50
     matrix.data, matrix.indices, matrix.indptr = data, indices, indptr
+    if canonical:
+        matrix._has_sorted_indices = True
+        matrix._has_canonical_format = True
     return matrix
 
 
@@ -107,6 +112,8 @@ class CableRows:
         self.point_weights = np.concatenate(weights)
         self.first_point = np.asarray(first, dtype=np.int64)
         self.slots = np.concatenate(slots)
+        #: each row's columns strictly increasing (free DOFs in increasing order): the matrices are canonical
+        self.canonical = all(np.all(np.diff(part) > 0) for part in indices)
         self.indices = np.concatenate(indices).astype(index_type)
         self.indptr = np.asarray(indptr, dtype=index_type)
         self.has_pull = np.array([c.pullPoint is not None for c in self.cables])
@@ -145,7 +152,8 @@ class CableRows:
     def rows(self, at: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
         """The lengths (r,) and the rows ``-dL/dx`` on the free DOFs, CSR (r, n_free), at ``at`` (n, 3)."""
         lengths, data = self._run(at, True)
-        return lengths, fast_csr(data, self.indices, self.indptr, (len(self.cables), self.free_dofs.size))
+        return lengths, fast_csr(data, self.indices, self.indptr, (len(self.cables), self.free_dofs.size),
+                                 canonical=self.canonical)
 
     def build(self, x: np.ndarray, at: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, Blocks]:
         """The rows linearised at ``at`` (n, 3), their violations ``L0 - L(at)`` (r,) and their laws, the rate
