@@ -12,6 +12,7 @@ parameter edits by the scene file's key paths (``softsim run --set``, the GUI pa
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from dataclasses import asdict
 from pathlib import Path
@@ -483,7 +484,19 @@ class Scene:
                                      correction=spec.solver.newton.correction, name=name,
                                      dynamic_solver=dynamic_solver, mode=spec.scene.mode,
                                      inverse=self._simulation_inverse())
+        turning = [(body.name, i) for body in spec.bodies for i, region in enumerate(body.fixed)
+                   if region.actuated or region.angle != 0.0 or tuple(region.axis) != (1.0, 0.0, 0.0)
+                   or any(region.center)]
+        if turning:
+            self.simulation.output_sources.append(functools.partial(self._servo_angles, turning))
         self._hold_fixed()
+
+    def _servo_angles(self, turning: list[tuple[str, int]]) -> dict[str, float]:
+        """``BODY.fixed[i].angle`` (degrees) of the turning fixed regions ``(body name, region index)``: those
+        actuated (the inverse frames choose the angle) or with an angle, axis or center of their own when the
+        scene was built (a servo's frame: Tripod's arms). The set is fixed per build, so the columns are."""
+        bodies = {body.name: body for body in self.spec.bodies}
+        return {f"{name}.fixed[{i}].angle": float(bodies[name].fixed[i].angle) for name, i in turning}
 
     def _servo_inverse(self) -> ServoInverse | None:
         """The inverse frames of actuated servos (``[[body.fixed]] actuated = true`` with an active

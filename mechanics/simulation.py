@@ -112,6 +112,8 @@ class Simulation:
         self.set_inverse(inverse)
         self.frame = 0
         self.last_report: FrameReport | None = None
+        #: more outputs, each a callable giving ``NAME.QUANTITY`` -> float (the scene's servo angles)
+        self.output_sources: list = []
 
     # -- running --------------------------------------------------------------------------------------
     def set_mode(self, mode: str) -> None:
@@ -320,8 +322,8 @@ class Simulation:
         return [] if self.dynamic_solver is None else self.dynamic_solver.rigid_bodies
 
     def outputs(self) -> dict[str, float]:
-        """Every actuator and effector output as ``NAME.QUANTITY`` -> float, and each rigid body's centre and
-        velocity (``NAME.x``, ``NAME.vx``...)."""
+        """Every actuator and effector output as ``NAME.QUANTITY`` -> float, each rigid body's centre and
+        velocity (``NAME.x``, ``NAME.vx``...), and those of :attr:`output_sources`."""
         values = {}
         for body in self.rigid_bodies:
             values.update(body.outputs())
@@ -329,6 +331,8 @@ class Simulation:
             for key, value in constraint.outputs.items():
                 if np.ndim(value) == 0:
                     values[f"{constraint.name}.{key}"] = float(value)
+        for source in self.output_sources:
+            values.update(source())
         return values
 
     def von_mises(self) -> np.ndarray:

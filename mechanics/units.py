@@ -50,7 +50,7 @@ OUTPUT_QUANTITIES = {
     "cableLength": "length", "displacement": "length", "force": "force", "pressure": "pressure",
     "volumeGrowth": "volume", "cavityVolume": "volume", "initialCavityVolume": "volume", "distance": "length",
     "normalForce": "force", "maxViolation": "length", "vx": "velocity", "vy": "velocity", "vz": "velocity",
-    "deviation": "length",
+    "deviation": "length", "angle": "angle",
 }
 
 

@@ -11,7 +11,8 @@ moves its fixed regions: PneunetGripper's arrow keys) are bound; reading or writ
 raises :class:`ControllerError` naming the field.
 
 ``on_key(scene, key)`` calls each controller's ``onKeypressedEvent({'key': key})`` and ``on_frame(scene, time)``
-its ``onAnimateBeginEvent({'dt': dt, 'time': time})``: the functions of softsim's ``[[controller]] script``
+its ``onAnimateBeginEvent({'dt': dt, 'time': time})``, after advancing the animations the controllers started
+(``splib3.animation.animate``, Tripod's A key): the functions of softsim's ``[[controller]] script``
 interface, so a script made by :func:`adapter_source` runs the controllers unmodified.
 """
 
@@ -26,8 +27,9 @@ import numpy as np
 
 from softsim.app.sofa_import import prefabs
 from softsim.app.sofa_import.graph import Component, Node
-from softsim.app.sofa_import.rigid import converts, from_scene, scene_key, to_scene
+from softsim.app.sofa_import.rigid import RELEASED, converts, from_scene, scene_key, to_scene
 from softsim.app.sofa_import.standin import KEYS, stand_in
+from softsim.app.sofa_import.values import as_floats
 
 __all__ = ["ControllerError", "SofaControllers", "adapter_source", "sofa_key"]
 
@@ -54,6 +56,8 @@ class _Binding:
         if key is not None and key.startswith("rest_position:"):
             points, translation, _ = self._rest(key)
             return (points + translation).tolist()
+        if key is not None and key.startswith(RELEASED):  # a servo's joint spring: as recorded, or as released
+            return owner.data.get(name)
         if key is None:
             raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
@@ -77,6 +81,9 @@ class _Binding:
         if key.startswith("rest_position:"):
             self._move_rest(owner, name, key, value)
             return
+        if key.startswith(RELEASED):
+            self._release(owner, name, key, value)
+            return
         if converts(key):
             try:
                 converted = to_scene(key, value)
@@ -90,6 +97,17 @@ class _Binding:
             value = value[0]
         self.scene.set(key, float(value) if key.endswith(".value") else [float(v) for v in value])
 
+
+    def _release(self, owner, name: str, key: str, value) -> None:
+        """A servo's joint spring set to stiffness 0 (Tripod's InverseController on the I key): the angle is left to
+        the inverse model, which the actuated region (``scene_key(key)``, true) already does from the first frame;
+        any other stiffness is not bound."""
+        numbers = np.asarray(as_floats(value, f"{owner.getPathName()}.{name}"), dtype=np.float64)
+        if numbers.size == 0 or np.any(numbers != 0.0) or not self.scene.get(scene_key(key)):
+            raise ControllerError(f"{owner.getPathName()}.{name}: only the release of the servo's joint spring "
+                                  f"(stiffness 0, which hands its angle to the inverse model: {scene_key(key)} = true, "
+                                  f"from the first frame in softsim) is bound, not {value!r}")
+        owner.data[name] = value
 
     def _rest(self, key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """The body's placed rest positions (n, 3), the fixed regions' translation (3,) and their key paths."""
@@ -150,6 +168,32 @@ class SofaControllers:
                     self.controllers.append(obj)
         self.root = root
         self.scene_file = Path(scene_file)
+        self.animations: list[dict[str, Any]] = []  # started by the controllers while the scene runs
+
+    def start_animation(self, on_update, params: dict[str, Any], duration: float, mode: str, on_done) -> None:
+        """``splib3.animation.animate`` called by a controller: from the next frame on, each frame calls
+        ``on_update(factor=f, **params)`` with f = (time - the first frame's time) / duration, at most 1, as
+        splib3's AnimationManager does; after f = 1 the animation ends (then ``on_done``). Only mode "once"."""
+        name = getattr(on_update, "__name__", "animation")
+        if mode != "once":
+            raise ControllerError(f"splib3.animation.animate({name}, mode={mode!r}) called while the scene runs: "
+                                  f"only mode 'once' is run (write a [[controller]] with keyframes instead)")
+        self.animations.append({"update": on_update, "params": dict(params), "duration": float(duration),
+                                "done": on_done, "start": None, "name": name})
+
+    def _animate(self, time: float) -> None:
+        running = []
+        for animation in self.animations:
+            if animation["start"] is None:
+                animation["start"] = time
+            duration = animation["duration"]
+            factor = 1.0 if duration <= 0 else min(max((time - animation["start"]) / duration, 0.0), 1.0)
+            animation["update"](factor=factor, **animation["params"])
+            if factor < 1.0:
+                running.append(animation)
+            elif animation["done"] is not None:
+                animation["done"](factor=factor, **animation["params"])
+        self.animations = running
 
     @contextlib.contextmanager
     def _live(self, scene) -> Iterator[None]:
@@ -175,6 +219,7 @@ class SofaControllers:
         """``onAnimateBeginEvent({'dt': dt, 'time': time})`` of every controller that has one."""
         dt = scene.get("scene.dt")
         with self._live(scene):
+            self._animate(time)  # splib3's AnimationManager, a controller of its own
             for controller in self.controllers:
                 handler = getattr(controller, "onAnimateBeginEvent", None)
                 if handler is not None:

@@ -244,12 +244,13 @@ def AnimationManager(node: Node) -> AnimationManagerController:  # noqa: N802
 
 
 def animate(onUpdate, params, duration, mode: str = "once", onDone=None, terminationDelay=None) -> None:  # noqa: N803
-    """splib3.animation.animate: recorded, not run here; the translation samples ``onUpdate(factor=f, **params)``
-    (:mod:`app.sofa_import.animation`) or the report names it."""
+    """splib3.animation.animate: called by ``createScene``, recorded, not run here (the translation samples
+    ``onUpdate(factor=f, **params)`` into keyframes, :mod:`app.sofa_import.animation`, or the report names it);
+    called by a controller while the scene runs (Tripod's A key), run by the live controllers from the next
+    frame on (:meth:`app.sofa_import.live.SofaControllers.start_animation`)."""
     if RUNNING:
-        raise RuntimeError(f"splib3.animation.animate({getattr(onUpdate, '__name__', 'animation')}) called by a "
-                           f"controller while the scene runs: softsim runs the animations createScene starts (as "
-                           f"keyframes), not those started later")
+        RUNNING[-1].start_animation(onUpdate, params, duration, mode, onDone)
+        return
     ANIMATIONS.append({"function": getattr(onUpdate, "__name__", "animation"), "duration": duration, "mode": mode,
                        "onUpdate": onUpdate, "params": params})
 

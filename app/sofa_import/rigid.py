@@ -34,8 +34,8 @@ from softsim.app.sofa_import.computed import computed_value
 from softsim.app.sofa_import.graph import Component, Link, Node, resolve_link
 from softsim.app.sofa_import.values import Ref, ValueProblem, as_float, as_floats, as_ints, follow
 
-__all__ = ["FRAME", "FRAME_REST", "RADIANS", "FramePose", "RigidGroup", "converts", "from_scene", "matching_rois",
-           "rigid_groups", "rigid_poses", "scene_key", "to_scene"]
+__all__ = ["FRAME", "FRAME_REST", "RADIANS", "RELEASED", "FramePose", "RigidGroup", "converts", "from_scene",
+           "matching_rois", "rigid_groups", "rigid_poses", "scene_key", "to_scene"]
 
 _HOLDERS = {"FixedConstraint", "FixedProjectiveConstraint", "RestShapeSpringsForceField"}
 #: key-path prefix of a binding whose scene value is in degrees and whose SOFA field is in radians
@@ -43,6 +43,10 @@ RADIANS = "radians:"
 #: prefixes of the bindings of a servo's base frame (``frame:x,y,z,qx,qy,qz,qw:key``): its ``position`` moved by
 #: the region's ``translation``; its ``rest_position``, read only (the frame where the import found it)
 FRAME, FRAME_REST = "frame:", "frame_rest:"
+#: prefix of the binding of a servo's joint spring (the RestShapeSpringsForceField on its joint angle) when the
+#: servo is actuated (``released:key``, key its region's ``actuated``): releasing it (stiffness 0, Tripod's I key)
+#: hands the angle to the inverse model, which softsim's actuated region does from the first frame
+RELEASED = "released:"
 
 
 def scene_key(binding: str) -> str:
@@ -51,7 +55,7 @@ def scene_key(binding: str) -> str:
         return binding.removeprefix(RADIANS)
     if binding.startswith((FRAME, FRAME_REST)):
         return binding.rsplit(":", 1)[1]
-    return binding
+    return binding.removeprefix(RELEASED)
 
 
 def converts(binding: str) -> bool:

@@ -27,7 +27,15 @@ from softsim.app.sofa_import.animation import animation_keyframes
 from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate, static_box, static_surface
 from softsim.app.sofa_import.graph import Component, Link, Node
 from softsim.app.sofa_import.report import ImportReport
-from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, matching_rois, rigid_groups, rigid_poses
+from softsim.app.sofa_import.rigid import (
+    FRAME,
+    FRAME_REST,
+    RADIANS,
+    RELEASED,
+    matching_rois,
+    rigid_groups,
+    rigid_poses,
+)
 from softsim.app.sofa_import.values import (
     Ref,
     ValueProblem,
@@ -392,6 +400,10 @@ class _Translator:
                                          f"{pose.source}, in radians there)")
                 if pose.actuator is not None:
                     region.update(self.joint_actuator(pose.actuator, f"body.{name}.fixed[{index}]"))
+                    for holder in [pose.actuator.node, *pose.actuator.node.parents]:  # the joint's spring (I key)
+                        for spring in self.components(holder, {"RestShapeSpringsForceField"}):
+                            self.bindings[(spring.getPathName(), "stiffness")] = \
+                                f"{RELEASED}body.{name}.fixed[{index}].actuated"
             regions.append(region)
         if groups:
             self.use(*matching_rois(self.root, groups, self.source.parent))

@@ -98,7 +98,7 @@ def test_step4_runs_and_turns_the_arms_by_45_degrees(tmp_path):
 
 def test_step5_tripod_controller_turns_the_servos(tmp_path):
     """TripodController, unmodified: the up arrow turns arm 0 by +0.1 rad from its angleOut, left arm 1, '+' arm 2,
-    the down arrow back; 'A' starts an animation at run time, which softsim refuses by name."""
+    the down arrow back; 'A' starts the initial-pose animation at run time (test_step8_keys)."""
     spec = imported("step5.py", tmp_path).spec
     scene = Scene(spec)
     script = runpy.run_path(str(spec.controllers[0].script_path))
@@ -114,8 +114,6 @@ def test_step5_tripod_controller_turns_the_servos(tmp_path):
     script["on_key"](scene, "Down")
     assert scene.get("body.MechanicalModel.fixed[0].angle") == pytest.approx(step, abs=1e-12)
     assert scene.step().converged
-    with pytest.raises(RuntimeError, match="animations createScene starts"):
-        script["on_key"](scene, "A")
 
 
 ANIMATED = '''
@@ -300,6 +298,44 @@ def test_step8_as_imported_settles_at_the_nearest_reachable_point(tmp_path):
         distances.append(scene.outputs()["effector.distance"])
     assert all(b <= a + 1e-9 for a, b in zip(distances, distances[1:]))
     assert 6.4 < distances[-1] < 6.45
+
+
+def test_step8_keys_release_the_servos_and_walk_to_the_initial_pose(tmp_path):
+    """step8.py's controllers, unmodified, through the written script. 'I' (InverseController): each servo's joint
+    spring released (stiffness 0: the angle is the inverse model's, which the actuated regions are from the first
+    frame) and the inverse nodes activated; the next frame converges. 'A' (DirectController): splib3's animate
+    of setupanimation over 0.2 s, run by the following frames as splib3's AnimationManager runs it (factor 0 at
+    the first, (t - t0) / 0.2 after): each servo base slides 35 mm forward and turns to -1.4965 rad (tripod.py),
+    the factor checked at every frame, then the animation ends. The servo angles are output columns
+    (MechanicalModel.fixed[i].angle, degrees) equal to the regions' angles."""
+    spec = imported("step8.py", tmp_path).spec
+    scene = Scene(spec)
+    script = runpy.run_path(str(spec.controllers[-1].script_path))
+    controllers = script["_CONTROLLERS"]
+    script["on_key"](scene, "I")
+    springs = [c for n in controllers.root.walk() for c in n.objects
+               if getattr(c, "type", "") == "RestShapeSpringsForceField" and "Articulation" in c.getPathName()]
+    assert len(springs) == 3 and all(c.data["stiffness"] == [0.0] for c in springs)
+    assert all(scene.get(f"body.MechanicalModel.fixed[{i}].actuated") for i in range(3))
+    report = scene.step()
+    assert report.ok and report.converged, report.message
+    outputs = scene.outputs()
+    angles = [scene.get(f"body.MechanicalModel.fixed[{i}].angle") for i in range(3)]
+    assert [outputs[f"MechanicalModel.fixed[{i}].angle"] for i in range(3)] == angles
+    assert any(a != 0.0 for a in angles)  # the inverse frame turned the servos
+    script["on_key"](scene, "A")
+    start = scene.get("body.MechanicalModel.fixed[0].translation")
+    forward = [servo(i)[1].apply([0.0, 0.0, 35.0]) for i in range(3)]
+    for k in range(22):
+        script["on_frame"](scene, 0.01 + 0.01 * k)
+        factor = min(0.01 * k / 0.2, 1.0)
+        for i in range(3):
+            np.testing.assert_allclose(scene.get(f"body.MechanicalModel.fixed[{i}].translation"),
+                                       forward[i] * factor, atol=1e-9)
+            assert scene.get(f"body.MechanicalModel.fixed[{i}].angle") == pytest.approx(-1.4965 * RADIAN * factor,
+                                                                                         abs=1e-9)
+    assert start == pytest.approx((0.0, 0.0, 0.0)) and controllers.animations == []
+    assert scene.outputs()["MechanicalModel.fixed[2].angle"] == pytest.approx(-1.4965 * RADIAN)
 
 
 def walk_to_initial_pose(scene: Scene, frames: int = 30) -> None:
