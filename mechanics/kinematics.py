@@ -10,6 +10,16 @@ import numpy as np
 from softsim.mechanics.errors import ParameterError
 
 
+def cross_matrices(vectors) -> np.ndarray:
+    """The cross-product matrices ``[v]x`` (k, 3, 3) of ``vectors`` (k, 3), or (1, 3, 3) of one (3,):
+    ``[v]x u = v x u``."""
+    v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
+    out = np.zeros((v.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    return out
+
+
 def rest_shape(X, tets):
     """Rest-state quantities of every tetrahedron.
 

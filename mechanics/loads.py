@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 
 logger = logging.getLogger(__name__)
 
@@ -155,15 +156,6 @@ class NodalForce:
         return None
 
 
-def _cross_matrices(v: np.ndarray) -> np.ndarray:
-    """Skew matrices ``[v]_x`` of shape (k, 3, 3) with ``[v]_x w = v x w``."""
-    m = np.zeros((v.shape[0], 3, 3))
-    m[:, 0, 1], m[:, 0, 2] = -v[:, 2], v[:, 1]
-    m[:, 1, 0], m[:, 1, 2] = v[:, 2], -v[:, 0]
-    m[:, 2, 0], m[:, 2, 1] = -v[:, 1], v[:, 0]
-    return m
-
-
 class PressureLoad:
     """Follower pressure on a triangle set: each vertex gets ``pressure * area_normal / 3``.
 
@@ -215,7 +207,7 @@ class PressureLoad:
         # d(e1 x e2)/dx1 = -[e2]_x, d(e1 x e2)/dx2 = [e1]_x, d/dx0 = [e2]_x - [e1]_x; force = p/6 (e1 x e2).
         scale = self._pressure / 6.0
         derivative = np.stack(
-            [_cross_matrices(e2) - _cross_matrices(e1), -_cross_matrices(e2), _cross_matrices(e1)], axis=1
+            [cross_matrices(e2) - cross_matrices(e1), -cross_matrices(e2), cross_matrices(e1)], axis=1
         )  # (k, 3 columns-nodes, 3, 3): d force_a / d x_b, identical for the 3 rows-nodes a
         blocks = -scale * np.broadcast_to(derivative[:, None], (derivative.shape[0], 3, 3, 3, 3))
         tri = self.triangles

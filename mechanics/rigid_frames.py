@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 
 __all__ = ["rotation_matrix", "held_positions", "rigid_motion", "best_rigid_motion", "apply_motion"]
 
@@ -24,7 +25,7 @@ def rotation_matrix(axis, angle_deg: float) -> np.ndarray:
         raise ParameterError(f"rotation axis must be a non-zero finite vector, got {a.tolist()}")
     k = a / norm
     theta = np.deg2rad(float(angle_deg))
-    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    cross = cross_matrices(k)[0]
     return np.eye(3) + np.sin(theta) * cross + (1.0 - np.cos(theta)) * (cross @ cross)
 
 

@@ -37,19 +37,12 @@ import scipy.sparse as sp
 from softsim.mechanics.constraints.base import PointSet, check_positions
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 from softsim.mechanics.scene.schema import CavitySpec, check_parameters
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["SurfacePressureConstraint", "surface_volume", "surface_volume_gradient"]
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    """The cross-product matrices ``[v]x`` (k, 3, 3) of the vectors ``v`` (k, 3): ``[v]x w = v x w``."""
-    out = np.zeros((v.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
-    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
-    return out
 
 
 def surface_volume(points: np.ndarray, triangles: np.ndarray) -> float:
@@ -229,7 +222,7 @@ class SurfacePressureConstraint(ScalarActuator):
         rows, cols, products = self._pairs
         a, b, c = (points[t[:, i]] for i in range(3))
         scale = -float(np.asarray(force).reshape(-1)[0]) * self.orientation / 6.0
-        ab, ac, bc = -_skew(c) * scale, _skew(b) * scale, -_skew(a) * scale
+        ab, ac, bc = -cross_matrices(c) * scale, cross_matrices(b) * scale, -cross_matrices(a) * scale
         blocks = np.concatenate([ab, ac, bc, np.swapaxes(ab, 1, 2), np.swapaxes(ac, 1, 2), np.swapaxes(bc, 1, 2)])
         return rows, cols, self.point_set.pair_values(products, blocks)
 

@@ -29,6 +29,7 @@ from scipy.spatial.transform import Rotation
 from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.constraints.effector import goal_violation
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.rigid_frames import best_rigid_motion
 from softsim.mechanics.scene.schema import CenterEffectorSpec, check_parameters
@@ -141,7 +142,7 @@ class CenterEffector(Constraint):
             return position
         arms = points - points.mean(axis=0)
         H = (arms * arms).sum() * np.eye(3) - arms.T @ arms
-        blocks = np.einsum("ab,ibc->aic", np.linalg.inv(H), _cross_matrices(arms))  # (3, k, 3): dtheta / dp_i
+        blocks = np.einsum("ab,ibc->aic", np.linalg.inv(H), cross_matrices(arms))  # (3, k, 3): dtheta / dp_i
         dofs = (3 * self.nodes[:, None] + np.arange(3)[None, :]).reshape(-1)
         rotation = sp.csr_matrix((self.weight * blocks[turns].reshape(turns.size, -1).reshape(-1),
                                   (np.repeat(np.arange(turns.size), dofs.size), np.tile(dofs, turns.size))),
@@ -214,12 +215,3 @@ def affine_weights(points: np.ndarray, point, name: str = "centerEffector") -> n
         raise ParameterError(f"{name}: point {target.tolist()} is not an affine combination of its nodes (they lie "
                              f"in a plane or on a line that does not hold it)")
     return w
-
-
-def _cross_matrices(vectors: np.ndarray) -> np.ndarray:
-    """``[v]x`` (k, 3, 3) of the vectors (k, 3): ``[v]x u = v x u``."""
-    v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
-    out = np.zeros((v.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
-    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
-    return out

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from softsim.mechanics.constraints.base import Constraint, check_positions
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.rigid_frames import best_rigid_motion
 
@@ -97,8 +98,8 @@ class RigidGroupConstraint(Constraint):
         R = best_rigid_motion(self.arms, points)[0]
         g = (self.Q @ np.asarray(force, dtype=np.float64).reshape(-1)).reshape(-1, 3) @ R.T  # R g_i, (k, 3)
         H = (arms * arms).sum() * np.eye(3) - arms.T @ arms
-        left = _cross_matrices(g) @ np.linalg.inv(H)  # (k, 3, 3)
-        blocks = np.einsum("iab,jbc->ijac", left, _cross_matrices(arms))  # (k, k, 3, 3)
+        left = cross_matrices(g) @ np.linalg.inv(H)  # (k, 3, 3)
+        blocks = np.einsum("iab,jbc->ijac", left, cross_matrices(arms))  # (k, k, 3, 3)
         if getattr(self, "_stiffness_pattern", None) is None:
             k = self.nodes.size
             dofs = self._columns.reshape(k, 3)
@@ -121,12 +122,3 @@ class RigidGroupConstraint(Constraint):
     @property
     def outputs(self) -> dict[str, float]:
         return dict(self._outputs)
-
-
-def _cross_matrices(vectors: np.ndarray) -> np.ndarray:
-    """``[v]x`` (k, 3, 3) of the vectors (k, 3): ``[v]x u = v x u``."""
-    v = np.asarray(vectors, dtype=np.float64).reshape(-1, 3)
-    out = np.zeros((v.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
-    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
-    return out

@@ -28,21 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from softsim.mechanics.kinematics import cross_matrices
+
 __all__ = ["plane_gap", "plane_gap_hessian"]
 
 _I = np.eye(3)
 
 #: (r, e1, e2) = _MAP (p, a, b, c)
 _MAP = np.kron(np.array([[1.0, -1.0, 0.0, 0.0], [0.0, -1.0, 1.0, 0.0], [0.0, -1.0, 0.0, 1.0]]), _I)
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    """[v]_x (k, 3, 3): [v]_x u = v x u for rows v (k, 3)."""
-    out = np.zeros((v.shape[0], 3, 3))
-    out[:, 0, 1], out[:, 0, 2] = -v[:, 2], v[:, 1]
-    out[:, 1, 0], out[:, 1, 2] = v[:, 2], -v[:, 0]
-    out[:, 2, 0], out[:, 2, 1] = -v[:, 1], v[:, 0]
-    return out
 
 
 def _outer(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -81,12 +74,12 @@ def plane_gap_hessian(p: np.ndarray, triangle: np.ndarray) -> np.ndarray:
     dT = np.concatenate([N, np.cross(e2, r), np.cross(r, e1)], axis=1)
     dL = np.concatenate([np.zeros((k, 3)), np.cross(e2, n), np.cross(n, e1)], axis=1)
     HT = np.zeros((k, 9, 9))
-    HT[:, 0:3, 3:6], HT[:, 0:3, 6:9], HT[:, 3:6, 6:9] = -_skew(e2), _skew(e1), -_skew(r)
+    HT[:, 0:3, 3:6], HT[:, 0:3, 6:9], HT[:, 3:6, 6:9] = -cross_matrices(e2), cross_matrices(e1), -cross_matrices(r)
     HT = HT + HT.transpose(0, 2, 1)
-    D = np.concatenate([np.zeros((k, 3, 3)), -_skew(e2), _skew(e1)], axis=2)  # dN / d(r, e1, e2)
+    D = np.concatenate([np.zeros((k, 3, 3)), -cross_matrices(e2), cross_matrices(e1)], axis=2)  # dN / d(r, e1, e2)
     HL = np.einsum("kai,kab,kbj->kij", D, _I[None] - _outer(n, n), D) / L[:, None, None]
-    HL[:, 3:6, 6:9] -= _skew(n)
-    HL[:, 6:9, 3:6] += _skew(n)
+    HL[:, 3:6, 6:9] -= cross_matrices(n)
+    HL[:, 6:9, 3:6] += cross_matrices(n)
     L1 = L[:, None, None]
     Tk = T[:, None, None]
     H = HT / L1 - (_outer(dT, dL) + _outer(dL, dT)) / L1 ** 2 - Tk * HL / L1 ** 2 + 2.0 * Tk * _outer(dL, dL) / L1 ** 3

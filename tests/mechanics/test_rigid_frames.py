@@ -12,6 +12,7 @@ import scipy.sparse.linalg as spla
 from scipy.spatial.transform import Rotation
 
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.kinematics import cross_matrices
 from softsim.mechanics.rigid_frames import best_rigid_motion, held_positions, rigid_motion, rotation_matrix
 from softsim.mechanics.scene import SceneError, load_scene, parse_data, to_data
 from softsim.mechanics.scene_runtime import Scene
@@ -57,6 +58,14 @@ def test_held_positions_against_scipy_rotations():
     np.testing.assert_allclose(fitted_b, b, atol=1e-12)
     with pytest.raises(ParameterError, match="non-zero"):
         rotation_matrix([0.0, 0.0, 0.0], 10.0)
+
+
+def test_cross_matrices_are_the_cross_product():
+    """[v]x u = v x u (numpy's cross) for 5 random pairs, and one vector (3,) gives one (1, 3, 3) matrix."""
+    rng = np.random.default_rng(5)
+    v, u = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    np.testing.assert_allclose(np.einsum("kij,kj->ki", cross_matrices(v), u), np.cross(v, u), rtol=0, atol=1e-15)
+    assert cross_matrices([0.0, 0.0, 1.0]).tolist() == [[[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]]
 
 
 def test_the_axis_must_not_be_zero():
