@@ -352,10 +352,11 @@ class SimulationRunner:
     def _take_commands(self) -> list[Command]:
         """The queued commands, in order, without those a later one makes pointless: of a run of
         :class:`SetParameter` commands for one key path with nothing between them (a slider dragged while a frame
-        runs sends one every 40 ms), only the last is applied. The others are answered as done (their reply has
-        no error): the scene ends with the value it would have had applying them in turn (when the last is refused
-        it keeps the value from before them, and the refusal's reply says so), and is not made to set and check
-        each value (on the trunk, 11 ms each; the solver alone applies one value per frame)."""
+        runs sends one per tick of its throttle, ``MAX_EDITS_PER_SECOND``), only the last is applied. The others
+        are answered as done (their reply has no error): the scene ends with the value it would have had applying
+        them in turn (when the last is refused it keeps the value from before them, and the refusal's reply says
+        so), and is not made to set and check each value (a scene check per edit: benchmarks/RESULTS.md,
+        "Measurements moved out of docstrings"; the solver alone applies one value per frame)."""
         commands: list[Command] = []
         while True:
             try:

@@ -630,9 +630,9 @@ class Viewport(PickingMixin, NativePlotter):
     def set_fast_drawing(self, fast: bool) -> None:
         """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling) and translucent
         surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency.
-        On a software OpenGL (gripper_grasp's window, 890x722 px) a draw cost about 160 ms of CPU with both,
-        100 ms without the multisampling and 55-60 ms without either: the window draws fast while frames stream
-        in or the mouse is held down, and at full quality again once the view is still."""
+        On a software OpenGL both cost most of a draw's CPU (benchmarks/RESULTS.md, "Measurements moved out of
+        docstrings"): the window draws fast while frames stream in or the mouse is held down, and at full quality
+        again once the view is still."""
         if self.render_window is None:
             return
         samples = 0 if fast else self.quality_samples
