@@ -16,7 +16,7 @@ STEPS = 1000
 DT = 1e-3
 
 
-def cantilever(model="linear", gravity=None, rayleigh_nodes=False):
+def cantilever(model="linear", gravity=None):
     mesh = beam(length=1.0, width=0.1, height=0.1, nx=6, ny=1, nz=1)
     X, tets = mesh.points, mesh.tets
     elasticity = TetElasticity(X, tets, model=model, young=1e5, poisson=0.3)
