@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from softsim.mechanics.constraints.cable_rows import fast_csr
+
 
 class ResponseCache:
     """The last K^-1 J^T of one linear solver: a later call with the same factorization solves only for the
@@ -94,9 +96,10 @@ class ConstrainedTangent:
             self._key = key
         data = np.zeros(self._indices.size)
         data[self._k_positions] = K_free.data
-        for (_, _, values), (keep, positions) in zip(terms, self._term_positions):
-            data += np.bincount(positions, weights=values[keep], minlength=data.size)
-        return sp.csr_matrix((data, self._indices, self._indptr), shape=K_free.shape)
+        for (_, _, values), (keep, touched, inverse) in zip(terms, self._term_positions):
+            # the term's sum on the entries it touches only (a cable's few hundred, not the whole pattern)
+            data[touched] += np.bincount(inverse, weights=values[keep], minlength=touched.size)
+        return fast_csr(data, self._indices, self._indptr, K_free.shape, canonical=True)
 
     def _build(self, K_free: sp.csr_matrix, terms: list) -> None:
         n = K_free.shape[0]
@@ -113,4 +116,5 @@ class ConstrainedTangent:
         self._indptr = np.zeros(n + 1, dtype=K_free.indptr.dtype)
         np.cumsum(np.bincount(rows, minlength=n), out=self._indptr[1:])
         self._k_positions = np.searchsorted(keys, k_keys)
-        self._term_positions = [(keep, np.searchsorted(keys, k)) for keep, k in term_keys]
+        self._term_positions = [(keep, *np.unique(np.searchsorted(keys, k), return_inverse=True))
+                                for keep, k in term_keys]

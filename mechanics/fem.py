@@ -321,14 +321,17 @@ class TetElasticity:
         """Energy density Psi per element (m,) [energy / rest volume]."""
         return self._run(x, False, False)[0]
 
-    #: (x, f_int) pairs kept. A slider frame evaluates the free configuration (the last frame's, unchanged), the
-    #: last equilibrium, the predicted state and one or two Newton iterates: with four kept, the next frame's
-    #: free configuration and start are still there (two kept: one force assembly more per frame)
-    FORCES_MEMO_SIZE = 4
+    #: (x, f_int) pairs kept, the last used first. A slider frame evaluates the free configuration (the last
+    #: frame's, unchanged), the last equilibrium, the predicted state and one or two Newton iterates: with five
+    #: kept, the next frame's free configuration and start are still there (two kept: one force assembly more per
+    #: frame)
+    FORCES_MEMO_SIZE = 5
 
     def _memoised_forces(self, x):
-        for memo_x, memo_f in self._forces_memo:
+        for index, (memo_x, memo_f) in enumerate(self._forces_memo):
             if np.array_equal(memo_x, x):
+                if index:  # the last used first
+                    self._forces_memo.insert(0, self._forces_memo.pop(index))
                 return memo_f.copy()
         return None
 
