@@ -31,6 +31,8 @@ from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, comp
 logger = logging.getLogger(__name__)
 
 FRICTION_SWEEPS = 200_000
+#: sweeps between two checks of the certificate
+FRICTION_CHUNK = 2_000
 
 
 def lemke(M: np.ndarray, q: np.ndarray, max_pivots: int) -> tuple[np.ndarray, int, bool]:
@@ -191,17 +193,17 @@ class ExactSolver(ConstraintSolver):
             f = f0.copy()
             scale = max(float(np.abs(dfree).max()), 1e-300)
             graph = np.zeros(FRICTION_SWEEPS)
-            sweeps, _, success = block_gauss_seidel(
-                W,
-                dfree,
-                f,
-                *block_arrays(blocks, W),
-                1e-14 * scale,
-                FRICTION_SWEEPS,
-                1.0,
-                False,
-                graph,
-            )
+            arrays = block_arrays(blocks, W)
+            sweeps, success = 0, False
+            while sweeps < FRICTION_SWEEPS and not success:
+                # in chunks, each continuing from the last one's forces: the sweeps' own criterion (their change)
+                # may stall above 1e-14 at round-off with many coupled friction blocks while the laws already
+                # hold to it, which the certificate (complementarity_residual) then says
+                chunk = min(FRICTION_CHUNK, FRICTION_SWEEPS - sweeps)
+                done, _, success = block_gauss_seidel(W, dfree, f, *arrays, 1e-14 * scale, chunk, 1.0, False,
+                                                      graph[sweeps:sweeps + chunk])
+                sweeps += done
+                success = success or complementarity_residual(W, dfree, f, blocks) <= 1e-14 * scale
             iterations = sweeps
         else:
             f, iterations, success = solve_mixed_lcp(W, dfree, blocks)

@@ -38,7 +38,7 @@ from numba import njit
 from scipy.spatial import cKDTree
 
 from softsim.mechanics.constraints.base import check_positions
-from softsim.mechanics.constraints.contact import ContactRows
+from softsim.mechanics.constraints.contact import ContactRows, friction_frame_derivatives, friction_frames
 from softsim.mechanics.constraints.triangle_distance import plane_gap, plane_gap_hessian
 from softsim.mechanics.errors import ParameterError
 
@@ -438,14 +438,16 @@ class BodyContactConstraint(ContactRows):
 
     # ------------------------------------------------------------------ following normals
     def following(self) -> np.ndarray:
-        """(c,) bool: the frictionless contacts. Their normal row is the gradient of the node's signed gap to the
-        plane of its triangle at the current positions (:func:`~mechanics.constraints.triangle_distance.plane_gap`:
-        the normal and the projection's weights taken again, the triangle kept), so the constrained equilibrium
-        is the stationary point of the contact problem itself, the force normal to the triangle where the node
-        touches it, and its derivatives are exact; :meth:`force_stiffness` gives the gap's second derivative.
-        Friction contacts keep the closest point and the frame found at detection (as SOFA does), their
-        tangential rows measuring the relative motion in it."""
-        return self.mu == 0.0
+        """(c,) bool: every contact. Its normal row is the gradient of the node's signed gap to the plane of its
+        triangle at the current positions (:func:`~mechanics.constraints.triangle_distance.plane_gap`: the normal
+        and the projection's weights taken again, the triangle kept), so the constrained equilibrium is the
+        stationary point of the contact problem itself, the force normal to the triangle where the node touches
+        it, and its derivatives are exact; :meth:`force_stiffness` gives the gap's second derivative. A friction
+        contact's tangent frame is SOFA's construction (:func:`friction_frames`) on that normal, so it turns with
+        the triangle, and its tangential rows measure the relative motion since the frame's start
+        (:meth:`~ContactRows.begin_frame`) of the node and its triangle's point at the current weights, in that
+        frame (:meth:`violation`, :meth:`law_jacobian`)."""
+        return np.ones(self.n_contacts, dtype=bool)
 
     def _geometry(self, x: np.ndarray, ids: np.ndarray):
         """Weights (k, 3), normals (k, 3) and signed gaps (k,) of the contacts ``ids`` at positions ``x`` (n, 3):
@@ -453,83 +455,161 @@ class BodyContactConstraint(ContactRows):
         return plane_gap(x[self.contact_nodes[ids]], x[self.contact_triangles[ids]])
 
     def _frame_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Weights and normals (c, 3) at positions ``x`` (n, 3): taken again for the :meth:`following`
-        contacts, those found at detection for the others."""
-        following = self.following()
-        if not following.any():
+        """Weights and normals (c, 3) at positions ``x`` (n, 3) (see :meth:`following`)."""
+        if self.n_contacts == 0:
             return self.weights, self.normals
-        ids = np.flatnonzero(following)
-        weights, normals = self.weights.copy(), self.normals.copy()
-        weights[ids], normals[ids], _gaps = self._geometry(np.asarray(x, dtype=np.float64).reshape(-1, 3), ids)
+        weights, normals, _gaps = self._geometry(np.asarray(x, dtype=np.float64).reshape(-1, 3),
+                                                 np.arange(self.n_contacts))
         return weights, normals
 
     def normals_at(self, x: np.ndarray) -> np.ndarray:
         """The contacts' normals (c, 3) at positions ``x`` (n, 3) (see :meth:`following`)."""
         return self._frame_at(x)[1]
 
-    # ------------------------------------------------------------------ protocol
-    def _row_directions(self, normals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per row: its direction ``(r, 3)`` and its contact ``(r,)``; contacts in order, each as n[, t, s]."""
-        directions = np.stack([normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
-        keep = self._row_mask()
-        return directions[keep], np.nonzero(keep)[0]
+    def frames_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(normals, tangents, bitangents) (c, 3) at positions ``x`` (n, 3): a friction contact's tangent frame is
+        built on its normal there (:func:`friction_frames`)."""
+        normals = self.normals_at(x)
+        turning = np.flatnonzero(self.mu > 0.0)
+        if turning.size == 0:
+            return normals, self.tangents, self.bitangents
+        tangents, bitangents = self.tangents.copy(), self.bitangents.copy()
+        tangents[turning], bitangents[turning] = friction_frames(normals[turning])
+        return normals, tangents, bitangents
 
+    def _factors(self, weights: np.ndarray) -> np.ndarray:
+        """(c, 4): each row's factor on the node and its triangle's three nodes, ``[1, -w_a, -w_b, -w_c]``."""
+        return np.column_stack([np.ones(self.n_contacts), -weights])
+
+    def _points(self) -> np.ndarray:
+        """(c, 4): the node and its triangle's three nodes."""
+        return np.column_stack([self.contact_nodes, self.contact_triangles])
+
+    # ------------------------------------------------------------------ protocol
     def jacobian(self, x: np.ndarray) -> sp.csr_matrix:
-        """Per row: ``+d`` on the node, ``-w_i d`` on the triangle's nodes (d = n, t or s), ``(n_rows, 3n)``; a
-        :meth:`following` contact's n and w are those at ``x`` (the gradient of its signed gap)."""
-        weights, normals = self._frame_at(x)
-        directions, contact = self._row_directions(normals)
+        """Per row: ``+d`` on the node, ``-w_i d`` on the triangle's nodes (d = n, t or s), ``(n_rows, 3n)``, with
+        the weights, normal and tangent frame at ``x`` (the normal row is the gradient of the signed gap)."""
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        weights, _normals = self._frame_at(x)
+        directions = np.stack(self.frames_at(x), axis=1)  # (c, 3, 3)
+        keep = self._row_mask()
+        directions, contact = directions[keep], np.nonzero(keep)[0]
         n_rows = directions.shape[0]
-        nodes = np.column_stack([self.contact_nodes, self.contact_triangles])[contact]  # (r, 4)
-        factors = np.column_stack([np.ones(self.n_contacts), -weights])[contact]  # (r, 4)
+        nodes = self._points()[contact]  # (r, 4)
+        factors = self._factors(weights)[contact]  # (r, 4)
         values = factors[:, :, None] * directions[:, None, :]  # (r, 4, 3)
         cols = 3 * nodes[:, :, None] + np.arange(3)[None, None, :]
         rows = np.repeat(np.arange(n_rows), 12)
         return sp.csr_matrix((values.reshape(-1), (rows, cols.reshape(-1))), shape=(n_rows, 3 * self.n_nodes))
 
+    def _derivatives(self, x: np.ndarray, ids: np.ndarray):
+        """For the contacts ``ids`` (k,) at positions ``x`` (n, 3), over their 12 DOFs y = (p, a, b, c): the
+        gap's Hessian H (k, 12, 12); the derivatives (k, 3, 12) of the normal (``H``'s p rows, as the gap's
+        gradient on p is n) and, for friction contacts, of the tangent and bitangent
+        (:func:`friction_frame_derivatives`, per column); and those (k, 4, 12) of the factors ``[1, -w]``
+        (``-dw_i = n^T H_i`` over the corner i's rows, as the gradient there is ``-w_i n`` and ``n . dn = 0``)."""
+        points = self._points()[ids]
+        hessian = plane_gap_hessian(x[points[:, 0]], x[points[:, 1:]])
+        _weights, normals, _gaps = self._geometry(x, ids)
+        d_normal = hessian[:, 0:3, :]
+        d_factors = np.zeros((ids.size, 4, 12))
+        for i in range(3):
+            d_factors[:, 1 + i, :] = np.einsum("kd,kdj->kj", normals, hessian[:, 3 + 3 * i:6 + 3 * i, :])
+        d_t, d_s = np.zeros_like(d_normal), np.zeros_like(d_normal)
+        for j in range(12):
+            d_t[:, :, j], d_s[:, :, j] = friction_frame_derivatives(normals, d_normal[:, :, j])
+        return hessian, d_t, d_s, d_factors
+
+    def _dofs(self, ids: np.ndarray) -> np.ndarray:
+        """(k, 12): the DOFs of the contacts' node and triangle nodes."""
+        points = self._points()[ids]
+        return (3 * points[:, :, None] + np.arange(3)[None, None, :]).reshape(ids.size, 12)
+
     def force_stiffness(self, x: np.ndarray, force: np.ndarray):
-        """``-lambda_n d^2 g / dy^2`` over each :meth:`following` contact's node and triangle nodes (y, 12 DOFs), g
-        its signed gap (:func:`~mechanics.constraints.triangle_distance.plane_gap_hessian`); None when no contact
-        follows. Triplets, see :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
-        following = self.following()
-        if not following.any():
+        """``-d(J(x)^T lambda)/dy`` over each contact's node and triangle nodes (y, 12 DOFs): the force on point k
+        is ``c_k f`` with c = [1, -w] and ``f = lambda_n n + lambda_t t + lambda_s s``, so the blocks are
+        ``-(lambda_n H + c_k (lambda_t dt/dy + lambda_s ds/dy) + (lambda_t t + lambda_s s) dc_k/dy)``, H the
+        signed gap's second derivative (:func:`~mechanics.constraints.triangle_distance.plane_gap_hessian`: the
+        triangle's turning and stretching as its nodes move) and the rest the tangent frame turning with the
+        normal (not symmetric); None without contacts. Triplets, see
+        :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
+        if self.n_contacts == 0:
             return None
-        ids = np.flatnonzero(following)
+        ids = np.arange(self.n_contacts)
         x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
         per_contact = np.zeros(self._row_mask().shape)
         per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
-        hessian = plane_gap_hessian(x[self.contact_nodes[ids]], x[self.contact_triangles[ids]])
-        blocks = -per_contact[ids, 0][:, None, None] * hessian
+        friction = np.flatnonzero(self.mu > 0.0)
+        if friction.size == 0:
+            blocks = -per_contact[:, 0][:, None, None] * plane_gap_hessian(x[self.contact_nodes],
+                                                                         x[self.contact_triangles])
+        else:
+            hessian, d_t, d_s, d_factors = self._derivatives(x, ids)
+            weights, _normals = self._frame_at(x)
+            _n, tangents, bitangents = self.frames_at(x)
+            lam = per_contact
+            turning = lam[:, 1, None, None] * d_t + lam[:, 2, None, None] * d_s  # (c, 3, 12)
+            tangential = lam[:, 1:2] * tangents + lam[:, 2:3] * bitangents  # (c, 3)
+            factors = self._factors(weights)  # (c, 4)
+            extra = (factors[:, :, None, None] * turning[:, None, :, :]
+                     + tangential[:, None, :, None] * d_factors[:, :, None, :])  # (c, 4, 3, 12)
+            blocks = -(lam[:, 0, None, None] * hessian + extra.reshape(-1, 12, 12))
         pattern = getattr(self, "_stiffness_pattern", None)
-        if pattern is None or pattern[0] is not self.contact_nodes or not np.array_equal(pattern[1], ids):
+        if pattern is None or pattern[0] is not self.contact_nodes or pattern[1].size != ids.size:
             # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern
-            points = np.column_stack([self.contact_nodes[ids], self.contact_triangles[ids]])  # (k, 4)
-            dofs = (3 * points[:, :, None] + np.arange(3)[None, None, :]).reshape(ids.size, 12)
+            dofs = self._dofs(ids)
             rows = np.broadcast_to(dofs[:, :, None], blocks.shape).reshape(-1).copy()
             cols = np.broadcast_to(dofs[:, None, :], blocks.shape).reshape(-1).copy()
             pattern = self._stiffness_pattern = (self.contact_nodes, ids, rows, cols)
         return pattern[2], pattern[3], blocks.reshape(-1)
 
-    def _relative(self, x: np.ndarray) -> np.ndarray:
-        """p - q per contact (c, 3) at positions x, q at the weights found at detection."""
-        q = np.einsum("ck,ckd->cd", self.weights, x[self.contact_triangles])
-        return x[self.contact_nodes] - q
+    def _motion(self, x: np.ndarray, start: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """(c, 3): the node's motion from ``start`` to ``x`` (n, 3) minus that of its triangle's point at
+        ``weights`` (c, 3): the relative motion the tangential rows measure."""
+        delta = x - start
+        return delta[self.contact_nodes] - np.einsum("ck,ckd->cd", weights, delta[self.contact_triangles])
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
-        """Normal rows: the signed gap at ``x_free`` minus contactDistance (a :meth:`following` contact's to its
-        triangle's plane there, another's ``(p - q).n`` at its detection weights and normal); tangential rows:
-        the relative tangential motion from ``x``."""
+        """Normal rows: the node's signed gap to its triangle's plane at ``x_free`` minus contactDistance;
+        tangential rows: the relative motion from ``x`` (the frame's start) to ``x_free`` of the node and its
+        triangle's point at the weights at ``x_free``, along the tangent frame at ``x_free``."""
         x = check_positions(self.name, x, self.n_nodes)
         x_free = check_positions(self.name, x_free, self.n_nodes)
         if self.n_contacts == 0:
             return np.zeros(0)
-        relative = self._relative(x_free)
-        gap = np.einsum("ij,ij->i", relative, self.normals)
-        following = self.following()
-        if following.any():
-            ids = np.flatnonzero(following)
-            gap[ids] = self._geometry(x_free, ids)[2]
-        return self._row_values(gap - self.contactDistance, relative - self._relative(x))
+        weights, _normals, gap = self._geometry(x_free, np.arange(self.n_contacts))
+        _n, tangents, bitangents = self.frames_at(x_free)
+        return self._row_values(gap - self.contactDistance, self._motion(x_free, x, weights), tangents, bitangents)
+
+    def law_jacobian(self, x: np.ndarray) -> sp.csr_matrix:
+        """The derivative ``(n_rows, 3n)`` of the rows' laws (:meth:`violation`, measured from the frame's start
+        :attr:`frame_start`) at positions ``x`` (n, 3): a normal row's is the row itself; a friction contact's
+        tangential law ``t(y) . sum_k c_k(y) (y_k - y_k0)`` has ``c_k t + (dt/dy)^T m + sum_k (t . (y_k - y_k0))
+        dc_k/dy`` (m the relative motion), which differs from its force row by the frame's turning and the
+        weights' change. ValueError when the frame's start is not known (a constraint used outside a
+        simulation)."""
+        J = self.jacobian(x)
+        turning = np.flatnonzero(self.mu > 0.0)
+        if turning.size == 0:
+            return J
+        start = self.frame_start
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        if start is None or start.shape != x.shape:
+            raise ValueError(f"{self.name}: the frame's start positions are not known (begin_frame)")
+        _hessian, d_t, d_s, d_factors = self._derivatives(x, turning)
+        weights, _normals = self._frame_at(x)
+        _n, tangents, bitangents = self.frames_at(x)
+        motion = self._motion(x, start, weights)[turning]  # (k, 3)
+        delta = (x - start)[self._points()[turning]]  # (k, 4, 3)
+        first = np.concatenate(([0], np.cumsum(self._rows_per_contact)[:-1]))[turning]
+        values, rows = [], []
+        for offset, direction, d_direction in ((1, tangents, d_t), (2, bitangents, d_s)):
+            along = np.einsum("kpd,kd->kp", delta, direction[turning])  # (k, 4): t . (y_k - y_k0)
+            values.append(np.einsum("kdj,kd->kj", d_direction, motion) + np.einsum("kp,kpj->kj", along, d_factors))
+            rows.append(np.repeat(first + offset, 12))
+        cols = np.tile(self._dofs(turning).reshape(-1), 2)
+        turn = sp.csr_matrix((np.concatenate(values).reshape(-1), (np.concatenate(rows), cols)), shape=J.shape)
+        return sp.csr_matrix(J + turn)
 
 
 def winding_numbers(x: np.ndarray, points: np.ndarray, triangles: np.ndarray) -> np.ndarray:

@@ -124,7 +124,8 @@ def equilibrium_state(scene) -> EquilibriumState:
 
 def tangent(state: EquilibriumState) -> sp.csr_matrix:
     """A = K + S (+ follower loads' tangents) on the free DOFs at the equilibrium, with the exact material
-    tangent (the bodies' elasticities are switched to it for the assembly and back)."""
+    tangent (the bodies' elasticities are switched to it for the assembly and back). The same assembly leaves
+    the force scale at the equilibrium in ``problem.last_force_scale``."""
     sim = state.scene.simulation
     problem = sim.problem
     switched = []
@@ -133,8 +134,8 @@ def tangent(state: EquilibriumState) -> sp.csr_matrix:
         if not elasticity.exact_tangent:
             switched.append((elasticity, elasticity.corotational_tangent, elasticity.spd_projection))
             elasticity.set_material(corotational_tangent="exact", spd_projection=False)
-    try:
-        K = problem.tangent(state.x)
+    try:  # forces and tangent in one assembly: the forces give the force scale (problem.last_force_scale)
+        K = problem.system(state.x)[1]
     finally:
         for elasticity, kind, projection in switched:
             elasticity.set_material(corotational_tangent=kind, spd_projection=projection)
@@ -238,17 +239,18 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
     state = equilibrium_state(scene)
     grads = [output_gradient(state, name) for name in outputs]
     params = [parameter(scene, key) for key in wrt]
-    force_scale = _force_scale(state)
+    times = {"setup": time.perf_counter() - started}
+    started = time.perf_counter()
+    A = tangent(state)
+    times["tangent"] = time.perf_counter() - started
+    started = time.perf_counter()
+    force_scale = float(scene.simulation.problem.last_force_scale)
     active = classify(state.system, state.force, force_scale, state.size) if state.system is not None else \
         ActiveSet(np.zeros(0, bool), np.zeros(0, bool), [])
     if active.edges:
         raise NotDifferentiableError(active.edges)
     _check_contacts(state, active)
-    times = {"setup": time.perf_counter() - started}
-
-    started = time.perf_counter()
-    A = tangent(state)
-    times["tangent"] = time.perf_counter() - started
+    times["setup"] += time.perf_counter() - started
     started = time.perf_counter()
     free = state.free_dofs
     m = state.n_rows
@@ -275,7 +277,7 @@ def gradient_report(scene, outputs, wrt) -> GradientReport:
     for p in params:
         partial = p.partial(state)
         d_lambda = np.where(active.force_target, partial.target, 0.0)
-        b_force = partial.force[free] + (J.T @ d_lambda if m else 0.0)
+        b_force = partial.force[free] + (d_lambda @ J if m and d_lambda.any() else 0.0)
         b_law = -(partial.violation[held] - np.where(target_held, partial.target, 0.0)[held])
         column = y_x.T @ b_force + y_held.T @ b_law + g_l.T @ d_lambda
         for g, value in zip(grads, column):
@@ -291,23 +293,24 @@ def law_rows(state: EquilibriumState, J: sp.csr_matrix) -> sp.csr_matrix:
     (``law_jacobian``). GradientError when such a contact does not know its frame's start."""
     if state.system is None or not state.n_rows:
         return J
-    blocks, changed = [], False
-    for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
+    turning = [_turning_frames(constraint) for constraint in state.system.constraints]
+    if not any(turning):  # J's rows (slicing them per constraint cost as much as the parameters' partials)
+        return J
+    blocks = []
+    for constraint, rows, turns in zip(state.system.constraints, state.system.row_ranges, turning):
         block = J[rows]
-        if _turning_frames(constraint):
+        if turns:
             try:
                 block = sp.csr_matrix(constraint.law_jacobian(state.x))[:, state.free_dofs]
             except ValueError as error:
                 raise GradientError(f"{error}: the tangential rows' origin is unknown, no gradient") from None
-            changed = True
         blocks.append(block)
-    return sp.vstack(blocks, format="csr") if changed else J
+    return sp.vstack(blocks, format="csr")
 
 
 def _turning_frames(constraint) -> bool:
     """Whether a constraint has friction contacts whose tangent frame follows the node."""
-    if not (hasattr(constraint, "obstacles") and hasattr(constraint, "law_jacobian")
-            and hasattr(constraint, "following")):
+    if not (hasattr(constraint, "law_jacobian") and hasattr(constraint, "following")):
         return False
     return bool(np.any(constraint.following() & (np.asarray(constraint.mu) > 0.0)))
 
@@ -364,11 +367,10 @@ def _force_scale(state: EquilibriumState) -> float:
 
 def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
     """Contact rows are exact when their rows are functions of the equilibrium (and, for the tangential rows,
-    of the frame's start): against planes (one frame), against spheres, boxes and capsules (the normal and its
-    tangent frame follow the node, their turning is in the tangent and in the law rows, :func:`law_rows`), and
-    frictionless between bodies (the row follows the node and its triangle's plane, the gap's second derivative
-    is in the tangent). Friction between bodies keeps the frame found at detection: GradientError when such a
-    contact is active."""
+    of the frame's start): against planes (one frame), against spheres, boxes and capsules, and between bodies
+    (the normal and its tangent frame follow the node, and the triangle's plane for a body, their turning is in
+    the tangent and in the law rows, :func:`law_rows`). GradientError when an active contact keeps a frame
+    found at detection (a contact model whose rows do not follow the nodes)."""
     if state.system is None:
         return
     for constraint, rows in zip(state.system.constraints, state.system.row_ranges):
@@ -380,10 +382,9 @@ def _check_contacts(state: EquilibriumState, active: ActiveSet) -> None:
         if obstacles is None:
             frozen = [int(i) for i in held if not follows[i]]
             if frozen:
-                raise GradientError(f"{constraint.name}: active friction contacts between bodies: their contact "
-                                    "point, normal and tangent frame are taken at the frame's detection, so the "
-                                    "gradient would not be exact; between bodies only frictionless contacts are "
-                                    "differentiated (docs/gradients.md)")
+                raise GradientError(f"{constraint.name}: active contacts between bodies {frozen[:5]} keep the "
+                                    "contact point, normal and tangent frame found at detection, so the gradient "
+                                    "would not be exact (docs/gradients.md)")
             continue
         frozen = [int(i) for i in held if not follows[i]
                   and type(obstacles[constraint.contact_obstacles[i]]).__name__ != "PlaneObstacle"]

@@ -58,38 +58,60 @@ def _pair():
     return x, surfaces
 
 
+def _differences(function, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """Central differences (rows, 3n) of ``function(x (n, 3)) -> (rows,)``."""
+    flat = x.reshape(-1)
+    columns = []
+    for k in range(flat.size):
+        step = np.zeros(flat.size)
+        step[k] = h
+        columns.append((function((flat + step).reshape(-1, 3)) - function((flat - step).reshape(-1, 3))) / (2 * h))
+    return np.column_stack(columns)
+
+
 def test_body_contact_force_stiffness_against_differences_of_the_jacobian():
     """BodyContactConstraint's frictionless rows follow the nodes: J(x) is the derivative of the normal rows'
-    violation, and force_stiffness is -d(J(x)^T lambda)/dx (central differences); friction contacts keep the
-    detection's rows (no stiffness, J independent of x)."""
+    violation, and force_stiffness is -d(J(x)^T lambda)/dx (central differences)."""
     x, surfaces = _pair()
     contact = BodyContactConstraint(surfaces, [(0, 1, 0.0)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
     contact.update(x)
     assert contact.n_contacts == 3 and contact.following().all()
-    h = 1e-6
-    flat = x.reshape(-1)
-
-    def at(k, sign):
-        step = np.zeros(21)
-        step[k] = sign * h
-        return (flat + step).reshape(-1, 3)
-
     J = contact.jacobian(x).toarray()
-    differences = np.column_stack([(contact.violation(x, at(k, 1), None) - contact.violation(x, at(k, -1), None))
-                                   / (2 * h) for k in range(21)])
-    np.testing.assert_allclose(J, differences, atol=1e-9)
+    np.testing.assert_allclose(J, _differences(lambda y: contact.violation(x, y, None), x), atol=1e-9)
     force = np.array([2.0, 5.0, 3.0])
     rows, cols, values = contact.force_stiffness(x, force)
     S = sp.coo_matrix((values, (rows, cols)), shape=(21, 21)).toarray()
-    reference = np.column_stack([-(contact.jacobian(at(k, 1)).T @ force - contact.jacobian(at(k, -1)).T @ force)
-                                 / (2 * h) for k in range(21)])
-    np.testing.assert_allclose(S, reference, atol=1e-8)
+    np.testing.assert_allclose(S, -_differences(lambda y: contact.jacobian(y).T @ force, x), atol=1e-8)
     assert np.abs(S).max() > 1.0
-    frictional = BodyContactConstraint(surfaces, [(0, 1, 0.5)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
-    frictional.update(x)
-    assert not frictional.following().any()
-    assert frictional.force_stiffness(x, np.ones(frictional.n_rows)) is None
-    np.testing.assert_array_equal(frictional.jacobian(x).toarray(), frictional.jacobian(at(10, 1)).toarray())
+
+
+def test_body_friction_rows_against_differences():
+    """Friction contacts between bodies follow the nodes too: the normal row is the gap's gradient, the tangent
+    frame is SOFA's construction on the triangle's normal (it turns with the triangle), and the tangential rows
+    measure the relative motion since the frame's start of the node and its triangle's point at the current
+    weights. force_stiffness is -d(J(x)^T lambda)/dx with tangential forces (unsymmetric), and law_jacobian the
+    derivative of the rows' violations, both against central differences; the laws' derivative differs from the
+    force rows (the frame's turning and the weights' change)."""
+    x, surfaces = _pair()
+    contact = BodyContactConstraint(surfaces, [(0, 1, 0.5)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
+    contact.update(x)
+    assert contact.n_contacts == 3 and contact.n_rows == 9 and contact.following().all()
+    contact.begin_frame(x + np.random.default_rng(1).normal(scale=0.05, size=x.shape))
+    force = np.array([2.0, 0.7, -0.4, 5.0, -1.1, 0.9, 3.0, 0.2, 0.3])
+    rows, cols, values = contact.force_stiffness(x, force)
+    S = sp.coo_matrix((values, (rows, cols)), shape=(21, 21)).toarray()
+    np.testing.assert_allclose(S, -_differences(lambda y: contact.jacobian(y).T @ force, x), atol=1e-8)
+    assert np.abs(S - S.T).max() > 0.1  # the frame's turning makes it unsymmetric
+    law = contact.law_jacobian(x).toarray()
+    np.testing.assert_allclose(law, _differences(lambda y: contact.violation(contact.frame_start, y, None), x),
+                               atol=1e-8)
+    assert np.abs(law - contact.jacobian(x).toarray()).max() > 1e-2
+    # the rows of one contact sum to zero over its four nodes (the contact force is internal)
+    J = contact.jacobian(x).toarray().reshape(9, 7, 3)
+    np.testing.assert_allclose(J.sum(axis=1), 0.0, atol=1e-14)
+    contact.frame_start = None
+    with pytest.raises(ValueError, match="frame's start"):
+        contact.law_jacobian(x)
 
 
 def _solved(extra=None):
@@ -149,25 +171,23 @@ def test_body_contact_gradients_against_finite_differences(pressed):
     assert worst < 1e-6
 
 
-def test_held_friction_contacts_between_bodies_are_refused():
-    """A friction contact between bodies keeps the detection's frame, so a held one is refused with a
-    GradientError naming it; held frictionless ones pass the check. (On finger_block, friction frames either
-    slide, a NotDifferentiableError, or do not converge: the check is exercised on the contacts of _pair.)"""
+def test_held_friction_contacts_between_bodies_pass_the_contact_check():
+    """Friction contacts between bodies follow the nodes now (their normal, tangent frame and weights are taken
+    at the current positions), so held ones, like frictionless ones, pass the gradients' contact check; a
+    contact model whose rows keep the frame found at detection is refused, naming the constraint."""
     from types import SimpleNamespace
 
     from softsim.mechanics.sensitivity.active_set import ActiveSet
     from softsim.mechanics.sensitivity.adjoint import _check_contacts
 
     x, surfaces = _pair()
-    for friction, refused in ((0.0, False), (0.5, True)):
+    for friction in (0.0, 0.5):
         contact = BodyContactConstraint(surfaces, [(0, 1, friction)], contactDistance=0.1, alarmDistance=0.6,
                                         n_nodes=7)
         contact.update(x)
         state = SimpleNamespace(system=SimpleNamespace(constraints=[contact], row_ranges=[slice(0, contact.n_rows)]))
-        held = np.ones(contact.n_rows, dtype=bool)
-        active = ActiveSet(held, np.zeros(contact.n_rows, dtype=bool), [])
-        if refused:
-            with pytest.raises(GradientError, match="friction contacts between bodies"):
-                _check_contacts(state, active)
-        else:
+        active = ActiveSet(np.ones(contact.n_rows, dtype=bool), np.zeros(contact.n_rows, dtype=bool), [])
+        _check_contacts(state, active)
+        contact.following = lambda: np.zeros(3, dtype=bool)  # a model that keeps its detection frames
+        with pytest.raises(GradientError, match="collision: active contacts between bodies"):
             _check_contacts(state, active)
