@@ -81,8 +81,8 @@ def animation_keyframes(root: Node, animation: dict[str, Any], bindings: dict[tu
     except (TypeError, ValueError):
         return [], f"duration {animation.get('duration')!r} is not a number"
     sources: dict[str, tuple[Component | Node, str]] = {}
-    for (path, data), key in bindings.items():
-        if key.startswith("rest_position:") or key in sources:
+    for (path, data), key in bindings.items():  # one source per scene key (a servo angle is bound several ways)
+        if key.startswith("rest_position:") or scene_key(key) in {scene_key(k) for k in sources}:
             continue
         owner = _owner(root, path)
         if owner is not None:

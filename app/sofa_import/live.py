@@ -27,7 +27,7 @@ import numpy as np
 
 from softsim.app.sofa_import import prefabs
 from softsim.app.sofa_import.graph import Component, Node
-from softsim.app.sofa_import.rigid import RELEASED, converts, from_scene, scene_key, to_scene
+from softsim.app.sofa_import.rigid import HARDWARE, RELEASED, converts, from_scene, scene_key, to_scene
 from softsim.app.sofa_import.standin import KEYS, stand_in
 from softsim.app.sofa_import.values import as_floats
 
@@ -56,8 +56,8 @@ class _Binding:
         if key is not None and key.startswith("rest_position:"):
             points, translation, _ = self._rest(key)
             return (points + translation).tolist()
-        if key is not None and key.startswith(RELEASED):  # a servo's joint spring: as recorded, or as released
-            return owner.data.get(name)
+        if key is not None and key.startswith((RELEASED, HARDWARE)):  # a servo's joint spring (as recorded, or as
+            return owner.data.get(name)  # released); what a controller last sent to the robot's port
         if key is None:
             raise ControllerError(f"{owner.getPathName()}.{name}: a SOFA controller read this data field, which is "
                                   f"not bound to the softsim scene (bound: {', '.join(sorted(self.bindings))})")
@@ -83,6 +83,9 @@ class _Binding:
             return
         if key.startswith(RELEASED):
             self._release(owner, name, key, value)
+            return
+        if key.startswith(HARDWARE):  # the robot's serial port: kept on the record, sent nowhere
+            owner.data[name] = value
             return
         if converts(key):
             try:

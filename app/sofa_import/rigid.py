@@ -34,8 +34,8 @@ from softsim.app.sofa_import.computed import computed_value
 from softsim.app.sofa_import.graph import Component, Link, Node, resolve_link
 from softsim.app.sofa_import.values import Ref, ValueProblem, as_float, as_floats, as_ints, follow
 
-__all__ = ["FRAME", "FRAME_REST", "RADIANS", "RELEASED", "FramePose", "RigidGroup", "converts", "from_scene",
-           "matching_rois", "rigid_groups", "rigid_poses", "scene_key", "to_scene"]
+__all__ = ["FRAME", "FRAME_REST", "HARDWARE", "RADIANS", "RADIANS_VEC", "RELEASED", "FramePose", "RigidGroup",
+           "converts", "from_scene", "matching_rois", "rigid_groups", "rigid_poses", "scene_key", "to_scene"]
 
 _HOLDERS = {"FixedConstraint", "FixedProjectiveConstraint", "RestShapeSpringsForceField"}
 #: key-path prefix of a binding whose scene value is in degrees and whose SOFA field is in radians
@@ -47,12 +47,22 @@ FRAME, FRAME_REST = "frame:", "frame_rest:"
 #: servo is actuated (``released:key``, key its region's ``actuated``): releasing it (stiffness 0, Tripod's I key)
 #: hands the angle to the inverse model, which softsim's actuated region does from the first frame
 RELEASED = "released:"
+#: prefix of the binding of a joint-angle MechanicalObject's own fields (Vec1 ``position`` / ``rest_position``:
+#: ``[[radians]]`` in SOFA, the region's angle in degrees here)
+RADIANS_VEC = "radians_vec:"
+#: prefix of a hardware output nothing simulates (the serial bridge's ``packetOut``): written values are kept
+#: on the record, nothing else happens
+HARDWARE = "hardware:"
 
 
 def scene_key(binding: str) -> str:
     """The scene key path a binding names (its conversion prefix removed)."""
     if binding.startswith(RADIANS):
         return binding.removeprefix(RADIANS)
+    if binding.startswith(RADIANS_VEC):
+        return binding.removeprefix(RADIANS_VEC)
+    if binding.startswith(HARDWARE):
+        return "(the robot's serial port: not driven)"
     if binding.startswith((FRAME, FRAME_REST)):
         return binding.rsplit(":", 1)[1]
     return binding.removeprefix(RELEASED)
@@ -60,7 +70,7 @@ def scene_key(binding: str) -> str:
 
 def converts(binding: str) -> bool:
     """Whether the binding converts between SOFA's value and the scene's (the functions below)."""
-    return binding.startswith((RADIANS, FRAME, FRAME_REST))
+    return binding.startswith((RADIANS, RADIANS_VEC, FRAME, FRAME_REST))
 
 
 def _origin(binding: str) -> np.ndarray:
@@ -71,7 +81,7 @@ def to_scene(binding: str, value: Any) -> Any:
     """The scene value of a SOFA value written to a converting binding (radians -> degrees; a base frame's
     position -> the region's translation). ValueError when the SOFA value cannot be expressed."""
     numbers = np.asarray(as_floats(value, binding), dtype=np.float64)
-    if binding.startswith(RADIANS):
+    if binding.startswith((RADIANS, RADIANS_VEC)):
         if numbers.size != 1:
             raise ValueError(f"expected one angle, got {value!r}")
         return math.degrees(float(numbers[0]))
@@ -91,6 +101,8 @@ def from_scene(binding: str, value: Any) -> Any:
     translation -> the base frame ``[[x, y, z, qx, qy, qz, qw]]``)."""
     if binding.startswith(RADIANS):
         return math.radians(float(value))
+    if binding.startswith(RADIANS_VEC):
+        return [[math.radians(float(value))]]
     origin = _origin(binding)
     if binding.startswith(FRAME_REST):
         return [origin.tolist()]
@@ -113,6 +125,8 @@ class FramePose:
     source: str = ""
     #: the joint's JointActuator (SoftRobots.Inverse) on the angle, when the scene solves for it
     actuator: Component | None = None
+    #: the Vec1 MechanicalObject of the joint angles, when the frame's angle is its only one
+    angles: Component | None = None
 
 
 @dataclass
@@ -325,6 +339,7 @@ class _Frames:
                          angle_fields=chain if len(radians) == 1 else [],
                          angle_readers=_readers(self.root, chain_ends) if len(radians) == 1 else [],
                          base=base, used=used, actuator=actuators[0] if actuators else None,
+                         angles=angles if len(radians) == 1 else None,
                          source=f"{joint.getPathName()} (angle from {chain[-1][0]}.{chain[-1][1]})")
         return pose, ""
 

@@ -30,7 +30,9 @@ from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.rigid import (
     FRAME,
     FRAME_REST,
+    HARDWARE,
     RADIANS,
+    RADIANS_VEC,
     RELEASED,
     matching_rois,
     rigid_groups,
@@ -388,6 +390,10 @@ class _Translator:
                 key = f"{RADIANS}body.{name}.fixed[{index}].angle"
                 for path, data in [*pose.angle_fields, *pose.angle_readers]:
                     self.bindings[(path, data)] = key
+                if pose.angles is not None:  # the joint-angle object's own fields: [[radians]] (controllers read
+                    for data in ("position", "rest_position"):  # Articulation.dofs.position[0][0])
+                        self.bindings[(pose.angles.getPathName(), data)] = \
+                            f"{RADIANS_VEC}body.{name}.fixed[{index}].angle"
                 if pose.base is not None and len(rigid_poses(pose.base)) == 1:  # a script may slide the servo
                     position, orientation = rigid_poses(pose.base)[0]
                     origin = ",".join(repr(float(v)) for v in [*position, *orientation.as_quat()])
@@ -1326,7 +1332,9 @@ class _Translator:
                     self.report.skip(what, obj.type, "a region nothing uses", mechanics=False)
                 elif obj.type == "SerialPortBridgeGeneric":
                     self.report.skip(what, obj.type, "the serial link to the real robot's servos (hardware; softsim "
-                                     "drives no device)", mechanics=True)
+                                     "drives no device: what the controllers send to packetOut is kept, not sent)",
+                                     mechanics=True)
+                    self.bindings[(what, "packetOut")] = f"{HARDWARE}{what}.packetOut"
                 elif self.follows_translated_frame(node):
                     self.report.skip(what, obj.type, "a rigid frame mapped from a translated one, carrying nothing "
                                      "simulated (drawn only)", mechanics=False)

@@ -200,7 +200,7 @@ def test_step6_initial_pose_animation_slides_and_turns_the_servos(tmp_path):
 
 
 def test_servo_binding_conversions():
-    from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, from_scene, scene_key, to_scene
+    from softsim.app.sofa_import.rigid import FRAME, FRAME_REST, RADIANS, RADIANS_VEC, from_scene, scene_key, to_scene
 
     angle = f"{RADIANS}body.b.fixed[0].angle"
     assert scene_key(angle) == "body.b.fixed[0].angle"
@@ -214,6 +214,9 @@ def test_servo_binding_conversions():
     np.testing.assert_allclose(from_scene(frame, [3.0, 0.0, -2.0]), [[4.0, 2.0, 1.0, *q]])
     with pytest.raises(ValueError, match="orientation changed"):
         to_scene(frame, [[1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]])
+    joint = f"{RADIANS_VEC}body.b.fixed[0].angle"  # a joint-angle MechanicalObject's position: [[radians]]
+    assert scene_key(joint) == "body.b.fixed[0].angle" and from_scene(joint, 90.0) == [[pytest.approx(math.pi / 2)]]
+    assert to_scene(joint, [[math.pi / 4]]) == pytest.approx(45.0)
     rest = frame.replace(FRAME, FRAME_REST, 1)
     np.testing.assert_allclose(from_scene(rest, [5.0, 5.0, 5.0]), [origin])
     with pytest.raises(ValueError, match="read only"):
@@ -301,7 +304,8 @@ def test_step8_as_imported_settles_at_the_nearest_reachable_point(tmp_path):
 
 
 def test_step8_keys_release_the_servos_and_walk_to_the_initial_pose(tmp_path):
-    """step8.py's controllers, unmodified, through the written script. 'I' (InverseController): each servo's joint
+    """step8.py's controllers, unmodified, through the written script (then 'B', below). 'I' (InverseController):
+    each servo's joint
     spring released (stiffness 0: the angle is the inverse model's, which the actuated regions are from the first
     frame) and the inverse nodes activated; the next frame converges. 'A' (DirectController): splib3's animate
     of setupanimation over 0.2 s, run by the following frames as splib3's AnimationManager runs it (factor 0 at
@@ -336,6 +340,15 @@ def test_step8_keys_release_the_servos_and_walk_to_the_initial_pose(tmp_path):
                                                                                          abs=1e-9)
     assert start == pytest.approx((0.0, 0.0, 0.0)) and controllers.animations == []
     assert scene.outputs()["MechanicalModel.fixed[2].angle"] == pytest.approx(-1.4965 * RADIAN)
+    # 'B' starts the serial communication: each frame the InverseController reads each joint angle
+    # (Articulation/dofs.position[0][0], radians) and sends floor(degrees) + 179, clamped to [60, 180], to the
+    # robot's port, whose packetOut softsim keeps and sends nowhere: -1.4965 rad is -85.74 degrees, so 93
+    script["on_key"](scene, "B")
+    script["on_frame"](scene, 0.3)
+    (bridge,) = [c for n in controllers.root.walk() for c in n.objects if getattr(c, "type", "") ==
+                 "SerialPortBridgeGeneric"]
+    expected = min(max(math.floor(math.degrees(-1.4965)) + 179, 60), 180)
+    assert expected == 93 and bridge.data["packetOut"] == [expected] * 3
 
 
 def walk_to_initial_pose(scene: Scene, frames: int = 30) -> None:
