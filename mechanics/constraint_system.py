@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from softsim.mechanics.constrained_tangent import ResponseCache
 from softsim.mechanics.constraints.cable_rows import LazyJacobians, cable_rows_for
+from softsim.mechanics.constraints.cavity_rows import cavity_rows_for
 from softsim.mechanics.resolutions import Blocks
 
 
@@ -67,34 +68,38 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
     ``x`` is the last frame's state: rate bounds are taken from it and constraints that ``measures_motion``
     (frictional contacts) measure their tangential rows from it; the others give their violation at x_free,
     linearised from ``linearize_at`` (default x_free itself, i.e. exact), where J is evaluated. The plain cables
-    among them are built together (:mod:`~mechanics.constraints.cable_rows`) when J is evaluated at x_free.
+    and cavities among them are built together (:mod:`~mechanics.constraints.cable_rows`,
+    :mod:`~mechanics.constraints.cavity_rows`) when J is evaluated at x_free.
     """
     at = x_free if linearize_at is None else linearize_at
-    cables = None
+    plans = []
     if at is x_free and constraints:
-        cables = cable_rows_for(constraints, free_dofs, np.asarray(at).size // 3)
-    batched = {} if cables is None else {id(c): i for i, c in enumerate(cables.cables)}
-    if cables is not None and len(batched) == len(constraints):  # only cables (the finger, the trunk)
-        J_free, dfree, blocks = cables.build(x, at)
+        n_nodes = np.asarray(at).size // 3
+        plans = [plan for plan in (cable_rows_for(constraints, free_dofs, n_nodes),
+                                   cavity_rows_for(constraints, free_dofs, n_nodes)) if plan is not None]
+    batched = {id(c): (k, i) for k, plan in enumerate(plans) for i, c in enumerate(plan.constraints)}
+    if len(plans) == 1 and len(batched) == len(constraints):  # only cables (the finger, the trunk), or cavities
+        plan = plans[0]
+        J_free, dfree, blocks = plan.build(x, at)
         compliance = np.zeros(J_free.shape[0])
-        for i, cable in enumerate(cables.cables):
-            own = cable.compliance()
+        for i, constraint in enumerate(plan.constraints):
+            own = constraint.compliance()
             if own is not None:
                 compliance[i] = float(np.asarray(own, float).reshape(-1)[0])
-        return ConstraintSystem(list(cables.cables), J_free, dfree, blocks, compliance, list(cables.row_ranges),
-                                LazyJacobians(cables.cables, [None] * len(batched), np.array(at, dtype=np.float64)))
-    if cables is not None:
-        cable_J, cable_dfree, cable_blocks = cables.build(x, at)
+        return ConstraintSystem(list(plan.constraints), J_free, dfree, blocks, compliance, list(plan.row_ranges),
+                                LazyJacobians(plan.constraints, [None] * len(batched), np.array(at, dtype=np.float64)))
+    built = [plan.build(x, at) for plan in plans]
     J_parts, dfree_parts, block_parts, compliance_parts, row_ranges, active, jacobians = [], [], [], [], [], [], []
     row = 0
     for constraint in constraints:
-        index = batched.get(id(constraint))
-        if index is not None:
-            J = cable_J[index:index + 1]
-            J_parts.append(("free", J))
+        found = batched.get(id(constraint))
+        if found is not None:
+            plan_J, plan_dfree, plan_blocks = built[found[0]]
+            index = found[1]
+            J_parts.append(("free", plan_J[index:index + 1]))
             jacobians.append(None)
-            dfree_parts.append(cable_dfree[index:index + 1])
-            block_parts.append(cable_blocks.part(index, index + 1))
+            dfree_parts.append(plan_dfree[index:index + 1])
+            block_parts.append(plan_blocks.part(index, index + 1))
             rows = 1
         else:
             J = constraint.jacobian(at)
@@ -115,7 +120,7 @@ def build_constraint_system(constraints, x: np.ndarray, x_free: np.ndarray, free
         empty = sp.csr_matrix((0, free_dofs.size))
         return ConstraintSystem([], empty, np.zeros(0), Blocks.concatenate([]), np.zeros(0), [])
     J_free = _stack_free_columns(J_parts, free_dofs)
-    if cables is not None:
+    if plans:
         jacobians = LazyJacobians(active, jacobians, np.array(at, dtype=np.float64))
     return ConstraintSystem(active, J_free, np.concatenate(dfree_parts), Blocks.concatenate(block_parts),
                             np.concatenate(compliance_parts), row_ranges, jacobians)

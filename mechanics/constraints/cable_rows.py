@@ -19,11 +19,11 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from softsim.mechanics.constraints.cable import CableConstraint, _polyline_length_and_gradient
+from softsim.mechanics.constraints.cable import CableConstraint
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
 
-__all__ = ["CableRows", "cable_rows_for", "fast_csr"]
+__all__ = ["CableRows", "PointRows", "cable_rows_for", "fast_csr", "rows_for"]
 
 #: the plans of the last few sets of cables (a scene's frames use one; tests alternate a few scenes)
 _PLANS: list = []
@@ -47,21 +47,49 @@ def fast_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: t
 
 
 @njit(cache=True, nogil=True)
-def _cables(x, point_ptr, point_nodes, point_weights, first_point, pull_points, has_pull, slots, lengths, points,
-            gradient, data, with_rows):
+def _cables(x, point_ptr, point_nodes, point_weights, first_point, pull_points, has_pull, blend, slots, lengths,
+            points, gradient, data, with_rows):
     """Lengths (r,) of the cables whose points ``first_point[i]:first_point[i + 1]`` are at
     ``sum_j point_weights[j] x[point_nodes[j]]`` (j in ``point_ptr[p]:point_ptr[p + 1]``), and, when
     ``with_rows``, the values of their rows ``-dL/dx`` on the free DOFs written into ``data`` (``slots[3 j + c]``
-    is the entry of node j's coordinate c, -1 for a fixed DOF). ``points`` and ``gradient`` (K, 3) are scratch."""
+    is the entry of node j's coordinate c, -1 for a fixed DOF). ``points`` and ``gradient`` (K, 3) are scratch.
+
+    The length and gradient are those of the cable's own ``_polyline_length_and_gradient`` (the same sums in the
+    same order; written here too so that this cached kernel calls no compiled function of another file, whose
+    changes numba's cache would not see): a segment of length s ending at point p counts s, or
+    ``(s^2 + delta^2) / (2 delta)`` when shorter than its blend length ``delta = blend[p]`` (0: none)."""
     for p in range(point_ptr.size - 1):
         for c in range(3):
             total = 0.0
             for j in range(point_ptr[p], point_ptr[p + 1]):
                 total += point_weights[j] * x[point_nodes[j], c]
             points[p, c] = total
+            gradient[p, c] = 0.0
     for i in range(lengths.size):
         a, b = first_point[i], first_point[i + 1]
-        lengths[i] = _polyline_length_and_gradient(points[a:b], pull_points[i], has_pull[i], gradient[a:b])
+        total = 0.0
+        for p in range(a if has_pull[i] else a + 1, b):
+            d0 = points[p, 0] - (pull_points[i, 0] if p == a else points[p - 1, 0])
+            d1 = points[p, 1] - (pull_points[i, 1] if p == a else points[p - 1, 1])
+            d2 = points[p, 2] - (pull_points[i, 2] if p == a else points[p - 1, 2])
+            length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            delta = blend[p]
+            if length < delta:
+                total += 0.5 * (length * length + delta * delta) / delta
+                scale = delta
+            else:
+                total += length
+                scale = length
+            if scale > 0.0:
+                u0, u1, u2 = d0 / scale, d1 / scale, d2 / scale
+                gradient[p, 0] += u0
+                gradient[p, 1] += u1
+                gradient[p, 2] += u2
+                if p > a:
+                    gradient[p - 1, 0] -= u0
+                    gradient[p - 1, 1] -= u1
+                    gradient[p - 1, 2] -= u2
+        lengths[i] = total
     if not with_rows:
         return
     for e in range(data.size):
@@ -74,14 +102,17 @@ def _cables(x, point_ptr, point_nodes, point_weights, first_point, pull_points, 
                     data[slot] += point_weights[j] * -gradient[p, c]
 
 
-class CableRows:
-    """The stacked rows of ``cables`` (active :class:`CableConstraint` of one body of ``n_nodes`` nodes, in
-    order) on the free DOFs ``free_dofs``: the pattern is found at construction, :meth:`lengths` and
-    :meth:`rows` fill the values."""
+class PointRows:
+    """The stacked one-row-each rows of ``constraints`` (active, one body of ``n_nodes`` nodes, in order), each
+    written on its :class:`~mechanics.constraints.base.PointSet`'s points, on the free DOFs ``free_dofs``: the
+    pattern is found at construction (each row's free DOFs in DOF order, zeros included, exactly as
+    ``PointSet.rows_to_dofs`` gives them), :meth:`build` fills the values. A subclass gives the compiled pass
+    (:meth:`_run`: a quantity per row and, when asked, the row values) and the motion of each row from its
+    quantity (:meth:`_motions`)."""
 
-    def __init__(self, cables: list, free_dofs: np.ndarray, n_nodes: int) -> None:
-        self.cables = list(cables)
-        self.point_sets = [c.point_set for c in self.cables]
+    def __init__(self, constraints: list, free_dofs: np.ndarray, n_nodes: int) -> None:
+        self.constraints = list(constraints)
+        self.point_sets = [c.point_set for c in self.constraints]
         self.free_dofs = free_dofs
         self.n_nodes = int(n_nodes)
         dof_to_free = np.full(3 * self.n_nodes, -1, dtype=np.int64)
@@ -94,7 +125,7 @@ class CableRows:
                 node_ids, node_weights = point_set.indices[:, None], np.ones((point_set.n_points, 1))
             node_ids = np.asarray(node_ids, dtype=np.int64)
             dofs = (3 * node_ids[:, :, None] + np.arange(3)).reshape(-1)  # (k q 3,) in the kernel's order
-            columns = np.unique(dofs)  # the row's DOFs, as the one-cable row has them (zeros included)
+            columns = np.unique(dofs)  # the row's DOFs, as the one-constraint row has them (zeros included)
             free = dof_to_free[columns]
             kept = columns[free >= 0]
             position = np.full(3 * self.n_nodes, -1, dtype=np.int64)
@@ -116,19 +147,76 @@ class CableRows:
         self.canonical = all(np.all(np.diff(part) > 0) for part in indices)
         self.indices = np.concatenate(indices).astype(index_type)
         self.indptr = np.asarray(indptr, dtype=index_type)
-        self.has_pull = np.array([c.pullPoint is not None for c in self.cables])
-        self.row_ranges = [slice(i, i + 1) for i in range(len(self.cables))]
-        self._block_start = np.arange(len(self.cables), dtype=np.int64)
-        self._block_size = np.ones(len(self.cables), dtype=np.int64)
+        self.row_ranges = [slice(i, i + 1) for i in range(len(self.constraints))]
+        self._block_start = np.arange(len(self.constraints), dtype=np.int64)
+        self._block_size = np.ones(len(self.constraints), dtype=np.int64)
         n_points = int(self.first_point[-1])
         self._points, self._gradient = np.empty((n_points, 3)), np.empty((n_points, 3))
-        self._last: tuple | None = None  # (positions, lengths) of the rate limits' reference positions
+        self._last: tuple | None = None  # (positions, quantities) of the rate limits' reference positions
 
-    def matches(self, cables: list, free_dofs: np.ndarray, n_nodes: int) -> bool:
-        return (free_dofs is self.free_dofs and n_nodes == self.n_nodes and len(cables) == len(self.cables)
-                and all(a is b and a.point_set is p for a, b, p in zip(cables, self.cables, self.point_sets)))
+    def matches(self, constraints: list, free_dofs: np.ndarray, n_nodes: int) -> bool:
+        return (free_dofs is self.free_dofs and n_nodes == self.n_nodes and len(constraints) == len(self.constraints)
+                and all(a is b and a.point_set is p for a, b, p in zip(constraints, self.constraints,
+                                                                       self.point_sets)))
 
-    def _run(self, x: np.ndarray, with_rows: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _run(self, x: np.ndarray, with_rows: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(quantity per row (r,), the rows' values on the pattern, or an empty array) at ``x`` (n, 3)."""
+        raise NotImplementedError
+
+    def _motions(self, quantities: np.ndarray) -> np.ndarray:
+        """Each row's motion (its violation at the positions, ScalarActuator.motion_at) from its quantity."""
+        raise NotImplementedError
+
+    def quantities(self, x: np.ndarray) -> np.ndarray:
+        """The rows' quantities (r,) at ``x`` (n, 3); the last answer is kept (the rate limits' reference
+        positions are the last frame's, the same in every build of a frame)."""
+        if self._last is not None and np.array_equal(self._last[0], x):
+            return self._last[1]
+        quantities = self._run(x, False)[0]
+        self._last = (np.array(x, dtype=np.float64), quantities)
+        return quantities
+
+    def rows(self, at: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        """The quantities (r,) and the rows on the free DOFs, CSR (r, n_free), at ``at`` (n, 3)."""
+        quantities, data = self._run(at, True)
+        return quantities, fast_csr(data, self.indices, self.indptr, (len(self.constraints), self.free_dofs.size),
+                                    canonical=self.canonical)
+
+    def build(self, x: np.ndarray, at: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, Blocks]:
+        """The rows linearised at ``at`` (n, 3), their violations (the motions at ``at``, (r,)) and their laws,
+        the rate limits measured from ``x`` (n, 3) (:meth:`ScalarActuator.block_values`)."""
+        quantities, J_free = self.rows(at)
+        last: list = []
+
+        def motion(i):
+            if not last:
+                last.append(self._motions(self.quantities(x)))
+            return last[0][i]
+
+        values = [c.block_values(lambda i=i: motion(i)) for i, c in enumerate(self.constraints)]
+        for _kind, target, lo, hi in values:  # Blocks' checks, on a few floats
+            if not lo <= hi:
+                raise ParameterError("Blocks: lo must be <= hi (no NaN)")
+            if not math.isfinite(target):
+                raise ParameterError("Blocks: target must be finite")
+        r = len(self.constraints)
+        kind, target, lo, hi = zip(*values)
+        blocks = Blocks._trusted(self._block_start, self._block_size, np.array(kind, dtype=np.int8),
+                                 np.array(target, dtype=np.float64), np.array(lo, dtype=np.float64),
+                                 np.array(hi, dtype=np.float64), np.zeros(r))
+        return J_free, self._motions(quantities), blocks
+
+
+class CableRows(PointRows):
+    """The rows ``-dL/dx`` of cables (:class:`CableConstraint`); their quantity is the length L, their motion
+    the displacement ``L0 - L``."""
+
+    def __init__(self, cables: list, free_dofs: np.ndarray, n_nodes: int) -> None:
+        super().__init__(cables, free_dofs, n_nodes)
+        self.cables = self.constraints
+        self.has_pull = np.array([c.pullPoint is not None for c in self.cables])
+
+    def _run(self, x: np.ndarray, with_rows: bool) -> tuple[np.ndarray, np.ndarray]:
         x = np.ascontiguousarray(x, dtype=np.float64).reshape(self.n_nodes, 3)
         pull = np.zeros((len(self.cables), 3))
         for i, cable in enumerate(self.cables):
@@ -137,60 +225,42 @@ class CableRows:
         lengths = np.empty(len(self.cables))
         data = np.empty(int(self.indptr[-1]) if with_rows else 0)
         _cables(x, self.point_ptr, self.point_nodes, self.point_weights, self.first_point, pull, self.has_pull,
-                self.slots, lengths, self._points, self._gradient, data, with_rows)
+                self._blend(), self.slots, lengths, self._points, self._gradient, data, with_rows)
         return lengths, data
 
+    def _blend(self) -> np.ndarray:
+        """(K,) each point's segment blend length, from the cables that have them (``CableConstraint._blend``,
+        kept by each cable while its pull point is the same), else zeros."""
+        parts = []
+        for cable in self.cables:
+            own = getattr(cable, "_blend", None)
+            parts.append(np.zeros(cable.point_set.n_points) if own is None else own(cable.pullPoint))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float64)
+
+    def _motions(self, quantities: np.ndarray) -> np.ndarray:
+        return np.array([c.L0 for c in self.cables]) - quantities
+
     def lengths(self, x: np.ndarray) -> np.ndarray:
-        """The cables' lengths (r,) at ``x`` (n, 3); the last answer is kept (the rate limits' reference
-        positions are the last frame's, the same in every build of a frame)."""
-        if self._last is not None and np.array_equal(self._last[0], x):
-            return self._last[1]
-        lengths = self._run(x, False)[0]
-        self._last = (np.array(x, dtype=np.float64), lengths)
-        return lengths
-
-    def rows(self, at: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
-        """The lengths (r,) and the rows ``-dL/dx`` on the free DOFs, CSR (r, n_free), at ``at`` (n, 3)."""
-        lengths, data = self._run(at, True)
-        return lengths, fast_csr(data, self.indices, self.indptr, (len(self.cables), self.free_dofs.size),
-                                 canonical=self.canonical)
-
-    def build(self, x: np.ndarray, at: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, Blocks]:
-        """The rows linearised at ``at`` (n, 3), their violations ``L0 - L(at)`` (r,) and their laws, the rate
-        limits measured from ``x`` (n, 3) (:meth:`ScalarActuator.block_values`)."""
-        lengths, J_free = self.rows(at)
-        rest = np.array([c.L0 for c in self.cables])
-        last: list = []
-
-        def motion(i):
-            if not last:
-                last.append(self.lengths(x))
-            return rest[i] - last[0][i]
-
-        values = [c.block_values(lambda i=i: motion(i)) for i, c in enumerate(self.cables)]
-        for _kind, target, lo, hi in values:  # Blocks' checks, on a few floats
-            if not lo <= hi:
-                raise ParameterError("Blocks: lo must be <= hi (no NaN)")
-            if not math.isfinite(target):
-                raise ParameterError("Blocks: target must be finite")
-        r = len(self.cables)
-        kind, target, lo, hi = zip(*values)
-        blocks = Blocks._trusted(self._block_start, self._block_size, np.array(kind, dtype=np.int8),
-                                 np.array(target, dtype=np.float64), np.array(lo, dtype=np.float64),
-                                 np.array(hi, dtype=np.float64), np.zeros(r))
-        return J_free, rest - lengths, blocks
+        """The cables' lengths (r,) at ``x`` (n, 3) (kept for the last ``x``)."""
+        return self.quantities(x)
 
 
 def cable_rows_for(constraints: list, free_dofs: np.ndarray, n_nodes: int) -> CableRows | None:
     """The (kept) :class:`CableRows` of the active plain cables among ``constraints``, or None when there are
     none (a cable wrapped for a body of a composite builds its rows one at a time)."""
-    cables = [c for c in constraints if type(c) is CableConstraint and c.active and c.n_nodes == n_nodes]
-    if not cables:
+    return rows_for(CableRows, CableConstraint, constraints, free_dofs, n_nodes)
+
+
+def rows_for(kind, model, constraints: list, free_dofs: np.ndarray, n_nodes: int):
+    """The (kept) ``kind`` (a :class:`PointRows`) of the active constraints of class ``model`` exactly among
+    ``constraints``, or None when there are none."""
+    chosen = [c for c in constraints if type(c) is model and c.active and c.n_nodes == n_nodes]
+    if not chosen:
         return None
     for plan in _PLANS:
-        if plan.matches(cables, free_dofs, n_nodes):
+        if type(plan) is kind and plan.matches(chosen, free_dofs, n_nodes):
             return plan
-    plan = CableRows(cables, free_dofs, n_nodes)
+    plan = kind(chosen, free_dofs, n_nodes)
     _PLANS.insert(0, plan)
     del _PLANS[_MAX_PLANS:]
     return plan

@@ -1,5 +1,6 @@
-"""All the cables' rows built at once (mechanics.constraints.cable_rows) against the rows built one cable at a
-time by each cable's own jacobian / violation / blocks, and against finite differences of the cable lengths."""
+"""All the cables' and cavities' rows built at once (mechanics.constraints.cable_rows, cavity_rows) against the
+rows built one constraint at a time by each one's own jacobian / violation / blocks, and against finite
+differences of the cable lengths and cavity volumes."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ import scipy.sparse as sp
 
 from softsim.mechanics import Scene
 from softsim.mechanics.constraint_system import build_constraint_system
-from softsim.mechanics.constraints import CableConstraint, UnilateralPlaneConstraint
+from softsim.mechanics.constraints import CableConstraint, SurfacePressureConstraint, UnilateralPlaneConstraint
 from softsim.mechanics.constraints.cable_rows import CableRows, fast_csr
+from softsim.mechanics.constraints.cavity_rows import CavityRows
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FORCE
-from tests.mechanics.test_constraint_models import FINGER_CABLE, FINGER_PULL_POINT, finger_box
+from tests.mechanics.test_constraint_models import (
+    FINGER_CABLE,
+    FINGER_PULL_POINT,
+    boundary_triangles,
+    finger_box,
+    inner_cube_cavity,
+)
+from tests.mechanics.test_mapping import box_mesh
 
 SCENES = Path(__file__).resolve().parents[2] / "resources" / "scenes"
 
@@ -36,11 +45,15 @@ def one_at_a_time(constraints, x_last, x, free_dofs):
     return np.vstack(J), np.concatenate(dfree), *laws
 
 
-def assert_same_rows(system, reference):
+def assert_same_rows(system, reference, volume_scale=0.0):
+    """The rows as the reference's to 1e-12 of their largest entry; the violations to 1e-12 of the largest
+    violation, or of ``volume_scale`` (a cavity's volume: its growth is a difference of volumes summed in
+    another order)."""
     J, dfree, kind, target, lo, hi = reference
     scale = np.abs(J).max()
     np.testing.assert_allclose(system.J_free.toarray(), J, rtol=0.0, atol=1e-12 * scale)
-    np.testing.assert_allclose(system.dfree, dfree, rtol=0.0, atol=1e-12 * np.abs(dfree).max())
+    np.testing.assert_allclose(system.dfree, dfree, rtol=0.0,
+                               atol=1e-12 * max(np.abs(dfree).max(), volume_scale))
     np.testing.assert_array_equal(system.blocks.kind, kind.astype(np.int8))
     np.testing.assert_allclose(system.blocks.target, target, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(system.blocks.lo, lo)
@@ -54,6 +67,7 @@ def assert_same_rows(system, reference):
     # the trunk's cables have a rate limit of 1 mm per frame: cableL0's target is clipped from the last frame's
     # length, measured at x_last
     ("trunk.toml", "body.trunk.cable.cableL0.value", 4.0),
+    ("pneunet.toml", "body.pneunet.cavity.cavity.value", 5.0),
 ])
 def test_scene_cables_match_the_rows_built_one_cable_at_a_time(scene_name, key, value):
     scene = Scene.load(SCENES / scene_name)
@@ -62,14 +76,15 @@ def test_scene_cables_match_the_rows_built_one_cable_at_a_time(scene_name, key, 
     simulation = scene.simulation
     problem = simulation.problem
     enforced = [c for c in simulation.constraints if c.enforced and c.active]
-    assert enforced and all(type(c) is CableConstraint for c in enforced)
+    assert enforced and all(type(c) in (CableConstraint, SurfacePressureConstraint) for c in enforced)
     scene.set(key, 2.0 * value)
     x_last = simulation.x.copy()
     rng = np.random.default_rng(7)
     x = x_last + problem.expand(rng.normal(scale=0.5, size=problem.free_dofs.size))
     system = build_constraint_system(enforced, x_last, x, problem.free_dofs, linearize_at=x)
     reference = one_at_a_time(enforced, x_last, x, problem.free_dofs)
-    assert_same_rows(system, reference)
+    volume = max([abs(c.signed_volume(x)) for c in enforced if isinstance(c, SurfacePressureConstraint)], default=0.0)
+    assert_same_rows(system, reference, volume)
     if scene_name == "trunk.toml":  # the rate limit binds: the target is 1 mm past x_last's displacement
         cable = enforced[0]
         assert system.blocks.target[0] == pytest.approx(cable.L0 - cable.length(x_last) + 1.0, abs=1e-12)
@@ -80,7 +95,7 @@ def test_scene_cables_match_the_rows_built_one_cable_at_a_time(scene_name, key, 
     # the same rows at the same positions built twice: the kept lengths at x_last do not go stale
     x_last += 0.1
     again = build_constraint_system(enforced, x_last, x, problem.free_dofs, linearize_at=x)
-    assert_same_rows(again, one_at_a_time(enforced, x_last, x, problem.free_dofs))
+    assert_same_rows(again, one_at_a_time(enforced, x_last, x, problem.free_dofs), volume)
 
 
 def test_rows_are_minus_the_length_gradient_by_finite_differences():
@@ -154,3 +169,51 @@ def test_fast_csr_is_the_matrix_scipy_builds():
     np.testing.assert_array_equal(built @ vector, reference @ vector)
     np.testing.assert_array_equal(built.T.toarray(), dense.T)
     np.testing.assert_array_equal((built[1:3]).toarray(), dense[1:3])
+
+
+def test_cavity_rows_are_the_volume_gradient_by_finite_differences():
+    X, tets, triangles = inner_cube_cavity()
+    cube_X, cube_tets = box_mesh((1, 1, 1), size=(2.0, 2.0, 2.0), origin=(0.5, 0.5, 0.5))
+    cavities = [SurfacePressureConstraint(X, tets, triangles=triangles, name="nodes"),
+                SurfacePressureConstraint(X, tets, triangles=triangles[:, ::-1], flipNormal=True, name="flipped"),
+                SurfacePressureConstraint(X, tets, surface_points=cube_X,
+                                          surface_triangles=boundary_triangles(cube_X, cube_tets), name="mapped")]
+    free_dofs = np.arange(3, 3 * X.shape[0])  # node 0 fixed
+    rows = CavityRows(cavities, free_dofs, X.shape[0])
+    rng = np.random.default_rng(4)
+    x = X + rng.normal(scale=0.1, size=X.shape)
+    volumes, J = rows.rows(x)
+    np.testing.assert_allclose(volumes, [c.signed_volume(x) for c in cavities], rtol=1e-13)
+    h = 1e-4
+    flat = x.reshape(-1)
+    numeric = np.empty((len(cavities), free_dofs.size))
+    orientation = np.array([c.orientation for c in cavities])
+    for k, dof in enumerate(free_dofs):
+        plus, minus = flat.copy(), flat.copy()
+        plus[dof] += h
+        minus[dof] -= h
+        difference = rows.quantities(plus.reshape(x.shape)) - rows.quantities(minus.reshape(x.shape))
+        numeric[:, k] = orientation * difference / (2 * h)
+    np.testing.assert_allclose(J.toarray(), numeric, rtol=0.0, atol=1e-8)
+    assert np.abs(numeric).max() > 0.1
+    # the violations are the growths s (V - V_rest), as each cavity's own
+    system = build_constraint_system(cavities, X, x, free_dofs)
+    np.testing.assert_allclose(system.dfree, [c.growth(x) for c in cavities], rtol=0.0, atol=1e-13)
+
+
+def test_cavities_and_cables_among_other_constraints():
+    X, tets, triangles = inner_cube_cavity()
+    cavity = SurfacePressureConstraint(X, tets, triangles=triangles, valueType="volumeGrowth", value=0.2,
+                                       maxVolumeGrowthVariation=0.05)
+    cable = CableConstraint(X, tets, indices=[5, 17, 40], pullPoint=[3.0, 7.0, 7.0], minForce=0.0)
+    plane = UnilateralPlaneConstraint(X, tets, indices=[10, 20, 21, 22])
+    constraints = [cavity, plane, cable]
+    free_dofs = np.arange(3 * X.shape[0])
+    rng = np.random.default_rng(9)
+    x_last = X + rng.normal(scale=0.05, size=X.shape)
+    x = x_last + rng.normal(scale=0.05, size=X.shape)
+    system = build_constraint_system(constraints, x_last, x, free_dofs, linearize_at=x)
+    assert system.constraints == constraints
+    assert_same_rows(system, one_at_a_time(constraints, x_last, x, free_dofs), 1.0)
+    # the rate limit holds the cavity 0.05 past its growth at x_last
+    assert system.blocks.target[0] == pytest.approx(cavity.growth(x_last) + 0.05, abs=1e-13)
