@@ -14,6 +14,15 @@ Reference sofa-constraints.md 4.2 (SoftRobots ``CableModel.inl``, ``CableConstra
 
 Cable points given as positions are embedded in the body with a :class:`~mechanics.mapping.BarycentricMapping`
 (``J = J_points @ mapping``); points given as ``indices`` are body nodes.
+
+Where two consecutive cable points meet, SOFA's length ``|p_k - p_{k-1}|`` has a kink: the segment's direction
+flips as the points pass each other, and so does its force on them (2 x the tension). A static equilibrium
+with the two points together (the tentacle's last hinge closed on its cable at 26.2 mm) then cannot be found
+by Newton's method: the residual jumps by the tension between two states 1e-3 mm apart. So a segment shorter
+than :data:`SEGMENT_BLEND` of its rest length ``s_0`` counts with the parabola ``(s^2 + delta^2) / (2 delta)``,
+``delta = SEGMENT_BLEND s_0``, which meets ``s`` with the same value and slope at ``s = delta``: the length is
+SOFA's wherever each segment is at least ``delta`` long, and continuously differentiable everywhere; below it
+the two points are pulled together like a spring of stiffness ``force / delta`` (docs/equilibrium.md).
 """
 
 from __future__ import annotations
@@ -35,10 +44,18 @@ logger = logging.getLogger(__name__)
 __all__ = ["CableConstraint", "cable_length_and_gradient"]
 
 
+#: a cable segment shorter than this fraction of its rest length counts with a parabola instead of its length
+#: (module docstring): 1e-3 of a 2.8 mm segment is 0.0028 mm, where the length is at most 0.0014 mm longer than
+#: the polyline's. Measured on SoftRobots' ArticulatedTentacle (its last hinge's cable points meet at 26.2 mm):
+#: with the kink the static ramp stalls at 26.21 mm; with this blend every 0.25 mm ramp frame to 35 mm converges
+SEGMENT_BLEND = 1e-3
+
+
 @njit(cache=True, nogil=True)
-def _polyline_length_and_gradient(points, pull_point, has_pull_point, gradient):
+def _polyline_length_and_gradient(points, pull_point, has_pull_point, blend, gradient):
     """Length of ``[pull_point,] points`` and its gradient with respect to ``points`` written into
-    ``gradient`` (k, 3) (zeroed first); a zero-length segment contributes nothing."""
+    ``gradient`` (k, 3) (zeroed first). ``blend`` (k,): the blend length delta of the segment that ends at each
+    point (0: none); a segment shorter than its delta counts (s^2 + delta^2) / (2 delta), gradient d / delta."""
     k = points.shape[0]
     for i in range(k):
         for c in range(3):
@@ -50,9 +67,15 @@ def _polyline_length_and_gradient(points, pull_point, has_pull_point, gradient):
         d1 = points[i, 1] - (pull_point[1] if i == 0 else points[i - 1, 1])
         d2 = points[i, 2] - (pull_point[2] if i == 0 else points[i - 1, 2])
         length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-        total += length
-        if length > 0.0:
-            u0, u1, u2 = d0 / length, d1 / length, d2 / length
+        delta = blend[i]
+        if length < delta:
+            total += 0.5 * (length * length + delta * delta) / delta
+            scale = delta
+        else:
+            total += length
+            scale = length
+        if scale > 0.0:
+            u0, u1, u2 = d0 / scale, d1 / scale, d2 / scale
             gradient[i, 0] += u0
             gradient[i, 1] += u1
             gradient[i, 2] += u2
@@ -63,24 +86,43 @@ def _polyline_length_and_gradient(points, pull_point, has_pull_point, gradient):
     return total
 
 
-def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None) -> tuple[float, np.ndarray]:
+def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None,
+                              blend: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Length of the polyline ``[pull_point,] points[0], ..., points[-1]`` and its gradient.
 
     Args:
         points: ``(k, 3)`` cable points, from the pulled end to the far extremity.
         pull_point: ``(3,)`` fixed pull point, or None when ``points[0]`` is the pull point.
+        blend: ``(k,)`` the blend length of the segment ending at each point (entry 0: the segment from the
+            pull point), or None (the polyline's length: a zero-length segment then contributes no gradient).
 
     Returns:
-        ``(L, dL/dpoints (k, 3))``. A zero-length segment contributes no gradient.
+        ``(L, dL/dpoints (k, 3))``.
     """
     points = np.ascontiguousarray(points, dtype=np.float64)
     gradient = np.empty_like(points)
+    blend = np.zeros(points.shape[0]) if blend is None else np.ascontiguousarray(blend, dtype=np.float64)
+    if blend.shape != (points.shape[0],):
+        raise ParameterError(f"cable: blend must have shape ({points.shape[0]},), got {blend.shape}")
     if pull_point is None:
-        length = _polyline_length_and_gradient(points, _NO_PULL_POINT, False, gradient)
+        length = _polyline_length_and_gradient(points, _NO_PULL_POINT, False, blend, gradient)
     else:
         pull = np.ascontiguousarray(pull_point, dtype=np.float64)
-        length = _polyline_length_and_gradient(points, pull, True, gradient)
+        length = _polyline_length_and_gradient(points, pull, True, blend, gradient)
     return float(length), gradient
+
+
+def segment_blend(rest_points: np.ndarray, pull_point: np.ndarray | None) -> np.ndarray:
+    """``(k,)`` the blend length of each segment (the one ending at each point): :data:`SEGMENT_BLEND` times
+    its rest length, from the rest positions ``rest_points`` (k, 3) of the cable points (entry 0 is the segment
+    from ``pull_point``, 0 without one)."""
+    rest_points = np.asarray(rest_points, dtype=np.float64)
+    blend = np.zeros(rest_points.shape[0])
+    if rest_points.shape[0] > 1:
+        blend[1:] = SEGMENT_BLEND * np.linalg.norm(np.diff(rest_points, axis=0), axis=1)
+    if pull_point is not None and rest_points.shape[0]:
+        blend[0] = SEGMENT_BLEND * float(np.linalg.norm(rest_points[0] - np.asarray(pull_point, dtype=np.float64)))
+    return blend
 
 
 _NO_PULL_POINT = np.zeros(3)
@@ -185,9 +227,20 @@ class CableConstraint(ScalarActuator):
         if (cached is not None and np.array_equal(cached[0], x) and cached[3] is self.point_set
                 and (cached[4] is None if pull is None else np.array_equal(cached[4], pull))):
             return cached[1], cached[2]
-        length, gradient = cable_length_and_gradient(self.point_set.positions(x), pull)
+        length, gradient = cable_length_and_gradient(self.point_set.positions(x), pull, self._blend(pull))
         self._geometry = (x.copy(), length, gradient, self.point_set, None if pull is None else np.copy(pull))
         return length, gradient
+
+    def _blend(self, pull: np.ndarray | None) -> np.ndarray:
+        """``(k,)`` the segments' blend lengths (:func:`segment_blend`) for the pull point ``pull``, kept while
+        the pull point and the points are the same."""
+        cached = getattr(self, "_blend_cache", None)
+        if (cached is not None and cached[1] is self.point_set
+                and (cached[0] is None if pull is None else np.array_equal(cached[0], pull))):
+            return cached[2]
+        blend = segment_blend(self.point_set.positions(self.point_set.X), pull)
+        self._blend_cache = (None if pull is None else np.copy(pull), self.point_set, blend)
+        return blend
 
     @property
     def L0(self) -> float:
@@ -209,7 +262,8 @@ class CableConstraint(ScalarActuator):
 
     def force_stiffness(self, x: np.ndarray, force: np.ndarray):
         """``force * d2L/dx2``: each segment of length l and direction n adds ``(force / l) (I - n n^T)`` on the
-        difference of its end points (the pull point is fixed). Triplets, see
+        difference of its end points (the pull point is fixed), one shorter than its blend length delta
+        ``(force / delta) I`` (module docstring). Triplets, see
         :meth:`~mechanics.constraints.base.Constraint.force_stiffness`."""
         if not self.active:
             return None
@@ -230,9 +284,14 @@ class CableConstraint(ScalarActuator):
         length = np.linalg.norm(difference, axis=1)
         safe = np.where(length > 0.0, length, 1.0)
         n = difference / safe[:, None]
-        blocks = (float(np.asarray(force).reshape(-1)[0]) / safe)[:, None, None] * (
-            np.eye(3)[None] - n[:, :, None] * n[:, None, :])
+        tension = float(np.asarray(force).reshape(-1)[0])
+        blocks = (tension / safe)[:, None, None] * (np.eye(3)[None] - n[:, :, None] * n[:, None, :])
         blocks[length == 0.0] = 0.0
+        # a segment shorter than its blend length counts (s^2 + delta^2) / (2 delta): its Hessian is I / delta
+        blend = self._blend(self.pullPoint)
+        blend = blend if self.hasPullPoint else blend[1:]
+        short = length < blend
+        blocks[short] = (tension / blend[short])[:, None, None] * np.eye(3)[None]
         # blocks[s] belongs to the segment ending at point s (with a pull point) or at point s + 1
         inner = blocks[1:] if self.hasPullPoint else blocks
         pair_blocks = np.concatenate([inner, inner, -inner, -inner])
