@@ -281,11 +281,12 @@ def _contact_rows(system, force: np.ndarray, roles, state) -> tuple[np.ndarray, 
         if force[row] > f_tol:
             held.append(row)
             if size == 3 and mu > 0.0:
-                raise GradientError("touching friction contacts in an inverse frame are not differentiated yet: "
-                                    "the sticking rows would be held like the normal one, but the inverse frames "
-                                    "with friction tried (the finger pressing a plane with mu = 0.5) stall before "
-                                    "the QP's fixed point, so no such gradient could be checked "
-                                    "(docs/gradients.md)")
+                raise GradientError("touching friction contacts in an inverse frame are not differentiated: the "
+                                    "inverse QP has no sliding state (an active contact sticks, its tangential "
+                                    "forces bounded by a pyramid) while the frame's forward re-equilibration "
+                                    "applies Coulomb's disk, so the frames tried (the finger pressing a plane "
+                                    "with mu = 0.5) never reach the QP's fixed point: their contact pivots do "
+                                    "not settle (docs/gradients.md)")
             fixed.extend(range(row + 1, row + size))  # a frictionless contact's tangential rows carry no force
         else:
             fixed.extend(range(row, row + size))
