@@ -433,6 +433,25 @@ class _Child:
         return True
 
 
+def own_session() -> bool:
+    """Make the calling process (the simulation process) the leader of a new session (POSIX ``setsid``); False
+    where that is not possible.
+
+    Linux's scheduler shares the CPU fairly between sessions first ("autogroups", on by default on desktops),
+    then between the tasks of a session. In the window's session the solver shared one session's share with the
+    window's threads, among them a software OpenGL's rendering threads: with other programs busy, it got a
+    fraction of what the same solver got as a program of its own (bench_gui, the solve-rate ratio). In its own
+    session it gets a program's share. It still ends with the window: when the window's end of the command pipe
+    closes, :func:`serve` returns."""
+    if not hasattr(os, "setsid"):
+        return False
+    try:
+        os.setsid()
+    except OSError:  # already a session leader, or not allowed
+        return False
+    return True
+
+
 def serve(commands, output, prefix: str, niceness: int) -> None:
     """The simulation process's main loop (the target of the spawned process): receive commands until
     ``quit`` or until the GUI's end of the pipe closes."""
@@ -440,6 +459,7 @@ def serve(commands, output, prefix: str, niceness: int) -> None:
     from softsim.mechanics.linear_solvers import configure_threads
 
     configure_threads()  # the native solvers' thread settings (MKL's spin time, one OpenBLAS thread), before any solve
+    own_session()
     if niceness > 0 and hasattr(os, "nice"):
         try:
             os.nice(niceness)

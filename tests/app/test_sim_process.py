@@ -302,3 +302,28 @@ def test_the_simulation_process_solves_at_its_own_priority_not_a_nicer_thread(ma
     # a runner in the GUI's own process keeps its worker behind the GUI thread
     monkeypatch.delenv("SOFTSIM_WORKER_NICENESS", raising=False)
     assert SimulationRunner(_StaticAtRest()).niceness == 10
+
+
+@pytest.mark.skipif(not hasattr(os, "getsid"), reason="POSIX sessions")
+def test_the_simulation_process_leads_its_own_session_and_still_ends_with_the_window():
+    """In its own session the solver gets a program's share of the CPU from Linux's scheduler (autogroups), not
+    a share of the window's session shared with its OpenGL threads; it still ends when the window's end of the
+    command pipe closes, without being told to quit (the window's process died)."""
+    import time
+
+    from softsim.app.sim_process import ProcessRunner
+
+    runner = ProcessRunner()
+    try:
+        deadline = time.monotonic() + 120.0
+        while os.getsid(runner.pid) != runner.pid:  # set first thing in the child, before it says "ready"
+            assert time.monotonic() < deadline, "the simulation process did not start its own session"
+            time.sleep(0.05)
+        assert os.getsid(0) != runner.pid
+        runner._commands.close()  # as when the window's process ends
+        runner.process.join(60.0)
+        assert runner.process.exitcode == 0
+    finally:
+        runner.forget()
+        if runner.process.is_alive():
+            runner.process.kill()
