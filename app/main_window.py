@@ -638,14 +638,16 @@ class MainWindow(QMainWindow):
     def _update_drawing_quality(self) -> None:
         """A slow (software) OpenGL draws the view fast while frames stream in (playing, until a static scene is
         at rest) or while a mouse button is held down on the window; at full quality otherwise, drawn again at
-        once when it comes back."""
+        once when it comes back if the view was drawn meanwhile (a click that changed nothing renders nothing)."""
         streaming = self.session.playing and not self.at_rest
         busy = streaming or self.interaction.active
         if busy and not self.viewport.fast_drawing and self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD:
             self.viewport.set_fast_drawing(True)
         elif not busy and self.viewport.fast_drawing:
+            redraw = self.viewport.drawn_fast
             self.viewport.set_fast_drawing(False)
-            self.viewport.draw()
+            if redraw:
+                self.viewport.draw()
 
     def reset(self) -> None:
         """Back to the rest shape with the tuned parameters; the camera frames the body again."""

@@ -273,6 +273,8 @@ class Viewport(PickingMixin, NativePlotter):
         self.quality_samples = self.render_window.GetMultiSamples()
         self.quality_oit = bool(self.renderer.GetUseOIT())  # VTK's order-independent transparency (default on)
         self.fast_drawing = False
+        self.drawn_fast = False  # the view was rendered since fast drawing began (a camera turn renders too)
+        self.render_window.AddObserver("StartEvent", self._render_started)
         self.selected_marker = None
         self._frame = None
         self._rest_paths: dict[str, np.ndarray] = {}
@@ -627,6 +629,10 @@ class Viewport(PickingMixin, NativePlotter):
                 self.update_frame(self._frame)
         self.render()
 
+    def _render_started(self, *_args) -> None:
+        if self.fast_drawing:
+            self.drawn_fast = True
+
     def set_fast_drawing(self, fast: bool) -> None:
         """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling) and translucent
         surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency.
@@ -640,6 +646,8 @@ class Viewport(PickingMixin, NativePlotter):
             self.render_window.SetMultiSamples(samples)
         for renderer in (*self.renderers, self.top_renderer):
             renderer.SetUseOIT(not fast and self.quality_oit)
+        if fast and not self.fast_drawing:
+            self.drawn_fast = False
         self.fast_drawing = bool(fast)
 
     # -- display options -------------------------------------------------------------------------------

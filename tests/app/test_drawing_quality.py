@@ -32,14 +32,31 @@ def test_a_mouse_button_held_on_the_window_draws_fast_until_released(main_window
     assert full == (viewport.quality_samples, True, True) and viewport.quality_samples > 0
     slider = next(s for s in main_window.findChildren(QSlider) if s.isVisible() and s.isEnabled())
 
+    renders = _renders(viewport)
     QTest.mousePress(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
     assert main_window.interaction.active and viewport.fast_drawing
     assert _quality(viewport) == (0, False, False)
-    renders = _renders(viewport)
+    viewport.render()  # the view drawn while the button is held (a frame, a turn of the camera)
+    assert renders[0] == 1
     QTest.mouseRelease(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
     assert not main_window.interaction.active and not viewport.fast_drawing
     assert _quality(viewport) == full
-    qtbot.waitUntil(lambda: renders[0] >= 1, timeout=10000)  # drawn again at full quality
+    qtbot.waitUntil(lambda: renders[0] >= 2, timeout=10000)  # drawn again at full quality
+
+
+def test_a_click_that_draws_nothing_renders_nothing_after_it(main_window, qtbot, monkeypatch):
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)
+    viewport = main_window.viewport
+    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    qtbot.wait(200)  # the paints the open asked for are done
+    renders = _renders(viewport)
+    label = main_window.frame_label  # a click on the status bar changes nothing in the view
+    QTest.mouseClick(label, Qt.MouseButton.LeftButton)
+    assert not viewport.fast_drawing and _quality(viewport)[0] == viewport.quality_samples
+    qtbot.wait(200)
+    assert renders[0] == 0
 
 
 def test_a_press_on_another_window_changes_nothing(main_window, qtbot, monkeypatch):
