@@ -231,22 +231,24 @@ def law_lengths(J_free: sp.csr_matrix, w_diag: np.ndarray, violation: np.ndarray
     return float(np.max(laws / np.maximum(_row_norms(J_free), np.finfo(float).tiny), initial=0.0))
 
 
-#: (J_free, its data array, |J_i| (m,)) of the last call of :func:`_row_norms`: a frame's states share their rows
-#: (a state, its linearised candidate and its shifted copies), and the laws are measured about twice per state
-_last_row_norms: list = [None, None, None]
+#: [(J_free, its data array, |J_i| (m,))] of the last call of :func:`_row_norms` (one tuple, replaced whole): a
+#: frame's states share their rows (a state, its linearised candidate and its shifted copies), and the laws are
+#: measured about twice per state
+_last_row_norms: list = [None]
 
 
 def _row_norms(J_free: sp.csr_matrix) -> np.ndarray:
     """|J_i| (m,) of the rows of ``J_free`` (csr)."""
-    if _last_row_norms[0] is J_free and _last_row_norms[1] is J_free.data:
-        return _last_row_norms[2]
+    last = _last_row_norms[0]
+    if last is not None and last[0] is J_free and last[1] is J_free.data:
+        return last[2]
     summed = J_free
     if not J_free.has_canonical_format:  # a mapped cable's rows may hold a column twice: sum them first
         summed = J_free.copy()
         summed.sum_duplicates()
     rows = np.repeat(np.arange(summed.shape[0]), np.diff(summed.indptr))
     norms = np.sqrt(np.bincount(rows, weights=summed.data ** 2, minlength=summed.shape[0]))
-    _last_row_norms[:] = [J_free, J_free.data, norms]
+    _last_row_norms[0] = (J_free, J_free.data, norms)
     return norms
 
 
