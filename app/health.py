@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from softsim.mechanics.equilibrium import percent
 from softsim.mechanics.scene import actuators
 from softsim.mechanics.units import output_quantity, unit_label
 
@@ -115,7 +116,7 @@ def _cause(name: str, report, frame, kind: str = "", item=None, units: str | Non
         equilibrium = getattr(report, "equilibrium", None)
         reached = getattr(equilibrium, "reached", None)
         if reached is not None and reached < 1.0:
-            return f"the frame did not converge: it reached {100.0 * reached:.0f} % of the requested change"
+            return f"the frame did not converge: it reached {percent(reached)} % of the requested change"
         return "the frame did not converge"
     contacts = len(getattr(frame, "contact_points", ()))
     if contacts:

@@ -169,6 +169,9 @@ class OffsetConstraint:
     def update(self, x_free) -> None:
         self.constraint.update(self._local(x_free))
 
+    def add_missed_contacts(self, x, at=None, tolerance: float = 1e-9) -> int:
+        return self.constraint.add_missed_contacts(self._local(x), self._local(at), tolerance)
+
     def jacobian(self, x) -> sp.csr_matrix:
         local = sp.csr_matrix(self.constraint.jacobian(self._local(x)))
         wide = sp.csr_matrix((local.data, local.indices + 3 * self.start, local.indptr),

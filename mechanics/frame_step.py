@@ -53,6 +53,7 @@ from softsim.mechanics.constraint_system import (
 )
 from softsim.mechanics.equilibrium import (
     body_size,
+    carry_forces,
     equilibrate,
     solve_accuracy,
     solve_failed,
@@ -130,7 +131,10 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         _ensure_factorization(problem, newton, x_free)
         times["factorization"] += time.perf_counter() - started
         try:
-            for detection in range(1 + MAX_REDETECTIONS):
+            # SOFA's linear correction detects again where it lands; the equilibrium iterations find the contacts
+            # their steps reach (a jump's linear correction lands deep inside another body, where the nearest
+            # triangles are far faces and their rows would hold the start state behind them)
+            for detection in range(1 + (MAX_REDETECTIONS if correction == "linear" else 0)):
                 if detection:
                     # Contacts that appear only after the correction (an actuator or the drag pushed the body
                     # onto an obstacle x_free does not touch): detect them at the corrected positions, project
@@ -208,29 +212,55 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
 
 def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, equilibrium, tangent, times):
     """Contacts the equilibrium's positions reach but that have no row (a finger curled onto a plane it did not
-    touch at the projection): detect them there, build the rows again and continue the equilibrium iterations
-    from that state, up to :data:`MAX_REDETECTIONS` times, so that a frame ends with a contact set that matches
-    its positions. Returns the last equilibrium report (steps and factorizations summed)."""
+    touch at the projection, a node that slid onto another face of a body): give them rows, keeping the others
+    and their multipliers, and continue the equilibrium iterations from that state, up to
+    :data:`MAX_REDETECTIONS` times, so that a frame ends with a contact set that matches its positions. Returns
+    the last equilibrium report (steps and factorizations summed)."""
     steps, factorizations = 0, 0
-    for _ in range(MAX_REDETECTIONS):
+    for attempt in range(MAX_REDETECTIONS):
         if equilibrium.diverged or equilibrium.x is None:
             break
-        missed = [c for c in enforced if getattr(c, "missed_contacts", None) and c.missed_contacts(equilibrium.x)]
-        if not missed:
-            break
-        for constraint in missed:
-            constraint.remember(equilibrium.x)
-            constraint.update(x_free)
-        system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+        contacts = [c for c in enforced if getattr(c, "missed_contacts", None)]
         previous = equilibrium.system
-        pairs = [] if previous is None else [(c, equilibrium.force[rows]) for c, rows in
-                                             zip(previous.constraints, previous.row_ranges)]
-        _dx, report, W = project_rows(constraint_solver, newton.linear_solver, system, None, times=times)
-        start_force = system.initial_force(pairs)
+        canonical = attempt == 0 and equilibrium.touches and previous is not None
+        if canonical:
+            # Rows added where the steps touched depend on the path the steps took (which face a node met
+            # first): the frame's contact set is detected again at its equilibrium, so that the answer depends
+            # on where the frame ends, not on how it got there (and is smooth in the scene's parameters). The
+            # rows of contacts found again keep their multipliers.
+            # When the equilibrium with those rows cannot be found, the frame keeps the one it found along its path.
+            by_key = {c: c.forces_by_key(equilibrium.force[previous.rows_of(c)]) for c in contacts
+                      if previous.rows_of(c) is not None}
+            saved_sets = [(c, c.contact_state()) for c in contacts]
+            for constraint in contacts:
+                constraint.remember(equilibrium.x)
+                constraint.update(x_free)
+            system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+            start_force = carry_forces(equilibrium.force, system, previous)
+            for constraint, forces in by_key.items():
+                rows = system.rows_of(constraint)
+                if rows is not None:
+                    start_force[rows] = constraint.forces_from(forces)
+        else:
+            missed = [c for c in contacts if c.missed_contacts(equilibrium.x)]
+            if not missed:
+                break
+            for constraint in missed:
+                constraint.add_missed_contacts(equilibrium.x)
+            system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
+            start_force = carry_forces(equilibrium.force, system, previous)
+        _dx, report, W = project_rows(constraint_solver, newton.linear_solver, system, start_force, times=times)
         steps, factorizations = steps + equilibrium.steps, factorizations + equilibrium.iterations
-        equilibrium = equilibrate(problem, newton, constraint_solver, enforced, x, equilibrium.x, system, report,
-                                  np.zeros(system.n_rows) if start_force is None else start_force, W, tangent,
-                                  build=build_constraint_system, project=project_rows, check_state=check_state)
+        result = equilibrate(problem, newton, constraint_solver, enforced, x, equilibrium.x, system, report,
+                             start_force, W, tangent, build=build_constraint_system, project=project_rows,
+                             check_state=check_state)
+        if canonical and not result.converged:  # the work counts; the answer is the one found along the path
+            for constraint, state in saved_sets:
+                constraint.restore_contact_state(state)
+            steps += result.steps - equilibrium.steps
+            factorizations += result.iterations - equilibrium.iterations
+            continue
+        equilibrium = result
     equilibrium.steps += steps
     equilibrium.iterations += factorizations
     return equilibrium

@@ -263,6 +263,11 @@ def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np
     return distance, weights, normal, gap
 
 
+#: a node through another body's surface whose contact rows all see it farther out than its nearest triangle by
+#: more than this fraction of alarmDistance slid past its triangle's edge onto another face: it gets a row there
+STALE_ROW_MARGIN = 1e-3
+
+
 class BodyContactConstraint(ContactRows):
     """Frictional contacts between the surfaces of several bodies on the model's concatenated DOFs.
 
@@ -426,16 +431,79 @@ class BodyContactConstraint(ContactRows):
         self._set_contacts(normals, mu)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
+    def contact_keys(self) -> list:
+        """(node, its triangle's three nodes) per contact."""
+        return [(node, tuple(triangle)) for node, triangle in zip(self.contact_nodes.tolist(),
+                                                                  self.contact_triangles.tolist())]
+
     def missed_contacts(self, x: np.ndarray, tolerance: float = 1e-9) -> int:
-        """Number of surface nodes closer than contactDistance - tolerance to another body's surface at ``x``
-        that have no contact row this frame (the frame step then detects again and projects again)."""
+        """Number of surface nodes at ``x`` (n, 3) that their contact rows do not hold (the frame step then
+        gives them rows and solves again): nodes closer than contactDistance - tolerance to another body's
+        surface with no row, and nodes through the other surface (gap < -tolerance) with no row against the
+        triangle they are nearest (a node that slid past its triangle's edge onto another face)."""
+        return sum(int(found[0].size) for found, _stale in self._missed(x, tolerance))
+
+    def _missed(self, x: np.ndarray, tolerance: float) -> list:
+        """Per detection direction: (the rows found at ``x`` (n, 3) that :meth:`missed_contacts` counts, as a
+        tuple of arrays like :meth:`_detect`'s, and (k,) bool: which of them are nodes that have rows)."""
+        if not self.active or not self.pairs:
+            return []
+        x = check_positions(self.name, x, self.n_nodes)
+        row_gaps = self._geometry(x, np.arange(self.n_contacts))[2] if self.n_contacts else np.zeros(0)
+        # a row against a triangle in the plane of the one the node is nearest (a flat face's next triangle) holds
+        # it as well: only a row that sees the node this much farther out than the nearest triangle does not
+        margin = STALE_ROW_MARGIN * self.alarmDistance
+        missed = []
+        for found in self._detect(x, None):
+            nodes, gap = found[0], found[4]
+            has_rows = np.isin(nodes, self.contact_nodes)
+            new = (gap < self.contactDistance - tolerance) & ~has_rows
+            for i in np.flatnonzero((gap < -tolerance) & has_rows):  # few: nodes through the surface
+                new[i] = bool(np.all(row_gaps[self.contact_nodes == nodes[i]] > gap[i] + margin))
+            missed.append((tuple(values[new] for values in found), has_rows[new]))
+        return missed
+
+    def add_missed_contacts(self, x: np.ndarray, at: np.ndarray | None = None, tolerance: float = 1e-9) -> int:
+        """Give the nodes :meth:`missed_contacts` counts at ``x`` (n, 3) rows, appended after the existing
+        contacts, whose rows keep their order (their multipliers stay valid). A node with no row is paired with
+        its nearest triangle of the other surface at the positions ``at`` (n, 3; default ``x``), at any
+        distance: the equilibrium steps pass the state just before a step's first touch, where the node is
+        still outside and its nearest triangle is the face it moves onto (after a deep step the nearest one
+        at ``x`` could be a far face). A node that slid onto another face keeps its rows and gets one more,
+        against that face. Returns the number of contacts added."""
         if not self.active or not self.pairs:
             return 0
         x = check_positions(self.name, x, self.n_nodes)
-        missed = 0
-        for nodes, _triangles, _weights, _normal, gap, _mu in self._detect(x, None):
-            missed += int(np.sum((gap < self.contactDistance - tolerance) & ~np.isin(nodes, self.contact_nodes)))
-        return missed
+        at = x if at is None else check_positions(self.name, at, self.n_nodes)
+        directions = [(first, second, mu) for a, b, mu in self.pairs
+                      for first, second in (((a, b), (b, a)) if a != b else ((a, a),))]
+        parts = []
+        for (first, second, mu), (found, stale) in zip(directions, self._missed(x, tolerance)):
+            if found[0].size == 0:
+                continue
+            surface_nodes, triangles = self.surfaces[first].nodes, self.surfaces[second].triangles
+            order = np.argsort(surface_nodes)
+            point = order[np.searchsorted(surface_nodes, found[0], sorter=order)]
+            row_of = {tuple(triangle): i for i, triangle in enumerate(triangles)}
+            triangle = np.array([row_of[tuple(t)] for t in found[1]], dtype=np.int64)
+            moving = np.flatnonzero(~stale)
+            if first != second and at is not x and moving.size:  # the face each node without a row moves onto
+                candidates = np.repeat(point[moving], triangles.shape[0])
+                every = np.tile(np.arange(triangles.shape[0]), moving.size)
+                distance = closest_points_on_triangles(at, surface_nodes, triangles, candidates, every)[0]
+                triangle[moving] = np.argmin(distance.reshape(-1, triangles.shape[0]), axis=1)
+            _distance, weights, normal, gap = closest_points_on_triangles(at, surface_nodes, triangles, point,
+                                                                          triangle)
+            parts.append((surface_nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu)))
+        if not parts:
+            return 0
+        nodes, triangles, weights, normals, gaps, mu = (np.concatenate(values) for values in zip(*parts))
+        self.contact_nodes = np.concatenate([self.contact_nodes, nodes])
+        self.contact_triangles = np.concatenate([self.contact_triangles, triangles])
+        self.weights = np.concatenate([self.weights, weights])
+        self.gaps = np.concatenate([self.gaps, gaps])
+        self._set_contacts(np.concatenate([self.normals, normals]), np.concatenate([self.mu, mu]))
+        return int(nodes.size)
 
     # ------------------------------------------------------------------ following normals
     def following(self) -> np.ndarray:

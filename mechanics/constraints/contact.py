@@ -363,6 +363,39 @@ class ContactRows(Constraint):
     def n_contacts(self) -> int:
         return int(self.contact_nodes.size)
 
+    def contact_keys(self) -> list:
+        """One hashable key per contact (c,) that names what touches what (subclasses: node and obstacle, node
+        and triangle)."""
+        raise NotImplementedError
+
+    def contact_state(self) -> dict:
+        """The contact set as it is now, for :meth:`restore_contact_state` (detection and :meth:`update` replace
+        the arrays they change, so a shallow copy keeps them)."""
+        return dict(vars(self))
+
+    def restore_contact_state(self, state: dict) -> None:
+        vars(self).update(state)
+
+    def forces_by_key(self, force: np.ndarray) -> dict:
+        """The multipliers ``force`` (n_rows,) of the current contacts, per contact key: {key: its rows' values}."""
+        ends = np.cumsum(self._rows_per_contact)
+        return {key: force[end - size:end] for key, end, size in zip(self.contact_keys(), ends,
+                                                                      self._row_counts())}
+
+    def forces_from(self, by_key: dict) -> np.ndarray:
+        """Multipliers (n_rows,) for the current contacts: a contact's rows from ``by_key`` (:meth:`forces_by_key`
+        of an earlier contact set) when it has the same key and row count, else zeros."""
+        force = np.zeros(self.n_rows)
+        ends = np.cumsum(self._rows_per_contact)
+        for key, end, size in zip(self.contact_keys(), ends, self._row_counts()):
+            values = by_key.get(key)
+            if values is not None and values.size == size:
+                force[end - size:end] = values
+        return force
+
+    def _row_counts(self) -> np.ndarray:
+        return np.asarray(self._rows_per_contact, dtype=np.int64)
+
     @property
     def n_rows(self) -> int:
         return int(self._rows_per_contact.sum())
@@ -530,6 +563,10 @@ class ContactConstraint(ContactRows):
         self._set_contacts(normals[node_index, obstacle_index], self.friction[self.contact_obstacles])
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
+    def contact_keys(self) -> list:
+        """(node, obstacle index) per contact."""
+        return list(zip(self.contact_nodes.tolist(), self.contact_obstacles.tolist()))
+
     def _curved(self) -> np.ndarray:
         """(c,) bool: the contacts against a sphere, box or capsule (not a plane)."""
         curved = np.array([not isinstance(obstacle, PlaneObstacle) for obstacle in self.obstacles], dtype=bool)
@@ -548,6 +585,34 @@ class ContactConstraint(ContactRows):
         for j, obstacle in enumerate(self.obstacles):
             missed |= obstacle.distance_and_normal(points)[0] < self.contactDistance[j] - tolerance
         return int(missed.sum())
+
+    def add_missed_contacts(self, x: np.ndarray, at: np.ndarray | None = None, tolerance: float = 1e-9) -> int:
+        """Give the contacts :meth:`missed_contacts` counts at ``x`` (n, 3) rows: each (node, obstacle) pair
+        closer than contactDistance - tolerance that has none is appended after the existing contacts, whose
+        rows keep their order (their multipliers stay valid). The new rows' normals are taken at ``at`` (n, 3;
+        default ``x``): the equilibrium steps pass the state just before a step's first touch. Returns the
+        number of contacts added."""
+        if not self.active or not self.obstacles or self.surface_nodes.size == 0:
+            return 0
+        points = np.asarray(x, dtype=np.float64).reshape(-1, 3)[self.surface_nodes]
+        at_points = points if at is None else np.asarray(at, dtype=np.float64).reshape(-1, 3)[self.surface_nodes]
+        nodes, obstacles, distances, normals = [], [], [], []
+        for j, obstacle in enumerate(self.obstacles):
+            known = self.contact_nodes[self.contact_obstacles == j]
+            new = (obstacle.distance_and_normal(points)[0] < self.contactDistance[j] - tolerance) & ~np.isin(
+                self.surface_nodes, known)
+            distance, normal = obstacle.distance_and_normal(at_points[new])
+            nodes.append(self.surface_nodes[new])
+            obstacles.append(np.full(int(new.sum()), j, dtype=np.int64))
+            distances.append(distance)
+            normals.append(normal)
+        added = int(sum(part.size for part in nodes))
+        if added:
+            self.contact_nodes = np.concatenate([self.contact_nodes, *nodes])
+            self.contact_obstacles = np.concatenate([self.contact_obstacles, *obstacles])
+            self.distances = np.concatenate([self.distances, *distances])
+            self._set_contacts(np.concatenate([self.normals, *normals]), self.friction[self.contact_obstacles])
+        return added
 
     def following(self) -> np.ndarray:
         """(c,) bool: the contacts against a curved obstacle (sphere, box, capsule). Their normal row is the

@@ -54,6 +54,9 @@ class MappedConstraint:
     def update(self, x_free) -> None:
         self.constraint.update(self.extend(x_free))
 
+    def add_missed_contacts(self, x, at=None, tolerance: float = 1e-9) -> int:
+        return self.constraint.add_missed_contacts(self.extend(x), self.extend(at), tolerance)
+
     def jacobian(self, x) -> sp.csr_matrix:
         extended = sp.csr_matrix(self.constraint.jacobian(self.extend(x)))
         J = sp.csr_matrix(extended @ self.expand)

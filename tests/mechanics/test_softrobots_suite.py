@@ -39,19 +39,6 @@ suite = _load_suite()
 
 #: (case, mode) -> what happens now (measured on the exact-tangent solver with automatic increments)
 XFAIL = {
-    ("tentacle", "jump"): "35 mm in one frame spends the frame's budget of 100 factorizations at 72 % "
-                          "(25.16 mm), short of where the last hinge's cable points meet (26.2 mm); with "
-                          "newton_iterations = 40 (a budget of 400) it converges in 153 steps, 152 "
-                          "factorizations and 9 increments. The ramp converges since the cable's segment blend",
-    ("finger_block", "jump"): "30 mm in one frame: the first equilibrium curls the finger through the block's "
-                              "underside (no row holds it yet); the nodes it carried inside are found again at "
-                              "the end (inside test), but their rows measure the gap to the plane of the triangle "
-                              "found there, far from where the frame starts, and even 1/256 of the change fails. "
-                              "Before the inside test this frame 'converged' with 18 finger nodes inside the "
-                              "block and 32 block nodes inside the finger",
-    ("finger_block", "ramp"): "5..25 mm converge with no node inside the other body (25 mm reached 94 % before "
-                              "the exact solve of an indefinite contact Schur complement); 30 mm fails as the "
-                              "jump does: contacts are detected after each equilibrium, not during its steps",
 }
 
 
