@@ -18,7 +18,11 @@ from tests.mechanics.sensitivity_checks import tighten, worst_against_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = ROOT / "tests" / "data" / "softrobots" / "finger_block.toml"
-CABLE = 20.0  # mm: the finger presses into the block's underside with 11 contacts
+#: mm: the finger presses into the block's underside with 9 contacts, the same in every re-solved frame. At 20 mm
+#: the re-solved frames' contacts switch between neighbouring triangles of the block; there, before contacts were
+#: found inside the equilibrium steps, the tight solve ended with the finger bent down, 10 mm below the block, held
+#: there by 3160 mN of contact force on rows of triangle planes far from the nodes
+CABLE = 17.0
 OUTPUTS = ["cable.force", "node[117].y", "collision.normalForce"]
 TRIANGLE = np.array([[0.0, 0.0, 0.0], [2.0, 0.2, 0.1], [0.3, 1.7, -0.2]])
 
@@ -153,11 +157,10 @@ def test_body_contacts_end_at_the_contact_problems_stationary_point(pressed):
 
 
 def test_body_contact_gradients_against_finite_differences(pressed):
-    """The finger pressing into the soft block (11 frictionless contacts held, nodes of both bodies in their rows):
+    """The finger pressing into the soft block (9 frictionless contacts held, nodes of both bodies in their rows):
     d(cable force, the tip node's height, the total contact force)/d(the finger's E, the block's E, the cable's
     value, gravity) agree with Richardson central differences of re-solved frames to 1e-6 relative (measured
-    2.1e-7; 6e-9 before nodes deeper than alarmDistance inside the other body were found, which changes the
-    contact set of some re-solved frames)."""
+    5e-10)."""
     steps = {"body.finger.material.youngModulus": 0.5, "body.block.material.youngModulus": 0.1,
              "body.finger.cable.cable.value": 1e-3, "scene.gravity.y": 5.0}
     report = gradient_report(pressed, OUTPUTS, list(steps))
