@@ -421,6 +421,12 @@ class SimulationRunner:
             if changed or edited:
                 self.at_rest = False
             if run_one or (self._playing and not self.at_rest):
+                # A command sent before a step request is queued before the request is counted (one reader puts
+                # both, in order), but it may have arrived after the drain above: apply it now, so that a frame
+                # never runs ahead of an edit sent before it. The frame about to run shows its effect.
+                if self._apply_commands():
+                    self.at_rest = False
+                self._edited = False
                 started = time.perf_counter()
                 self._run_frame()
                 spare = self.min_frame_interval - (time.perf_counter() - started)
