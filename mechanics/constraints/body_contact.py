@@ -449,7 +449,7 @@ class BodyContactConstraint(ContactRows):
         if not self.active or not self.pairs:
             return []
         x = check_positions(self.name, x, self.n_nodes)
-        row_gaps = self._geometry(x, np.arange(self.n_contacts))[2] if self.n_contacts else np.zeros(0)
+        row_gaps = None  # the rows' gaps at x, taken once a node through the surface has rows (rarely)
         # a row against a triangle in the plane of the one the node is nearest (a flat face's next triangle) holds
         # it as well: only a row that sees the node this much farther out than the nearest triangle does not
         margin = STALE_ROW_MARGIN * self.alarmDistance
@@ -459,6 +459,8 @@ class BodyContactConstraint(ContactRows):
             has_rows = np.isin(nodes, self.contact_nodes)
             new = (gap < self.contactDistance - tolerance) & ~has_rows
             for i in np.flatnonzero((gap < -tolerance) & has_rows):  # few: nodes through the surface
+                if row_gaps is None:
+                    row_gaps = self._geometry(x, np.arange(self.n_contacts))[2]
                 new[i] = bool(np.all(row_gaps[self.contact_nodes == nodes[i]] > gap[i] + margin))
             missed.append((tuple(values[new] for values in found), has_rows[new]))
         return missed
