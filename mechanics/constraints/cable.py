@@ -28,13 +28,12 @@ the two points are pulled together like a spring of stiffness ``force / delta`` 
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
 from softsim.mechanics.constraints.base import PointSet, check_positions
+from softsim.mechanics.constraints.row_kernels import polyline_length_and_gradient
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.scene.schema import CableSpec, check_parameters
@@ -49,41 +48,6 @@ __all__ = ["CableConstraint", "cable_length_and_gradient"]
 #: the polyline's. Measured on SoftRobots' ArticulatedTentacle (its last hinge's cable points meet at 26.2 mm):
 #: with the kink the static ramp stalls at 26.21 mm; with this blend every 0.25 mm ramp frame to 35 mm converges
 SEGMENT_BLEND = 1e-3
-
-
-@njit(cache=True, nogil=True)
-def _polyline_length_and_gradient(points, pull_point, has_pull_point, blend, gradient):
-    """Length of ``[pull_point,] points`` and its gradient with respect to ``points`` written into
-    ``gradient`` (k, 3) (zeroed first). ``blend`` (k,): the blend length delta of the segment that ends at each
-    point (0: none); a segment shorter than its delta counts (s^2 + delta^2) / (2 delta), gradient d / delta."""
-    k = points.shape[0]
-    for i in range(k):
-        for c in range(3):
-            gradient[i, c] = 0.0
-    total = 0.0
-    first = 0 if has_pull_point else 1
-    for i in range(first, k):
-        d0 = points[i, 0] - (pull_point[0] if i == 0 else points[i - 1, 0])
-        d1 = points[i, 1] - (pull_point[1] if i == 0 else points[i - 1, 1])
-        d2 = points[i, 2] - (pull_point[2] if i == 0 else points[i - 1, 2])
-        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-        delta = blend[i]
-        if length < delta:
-            total += 0.5 * (length * length + delta * delta) / delta
-            scale = delta
-        else:
-            total += length
-            scale = length
-        if scale > 0.0:
-            u0, u1, u2 = d0 / scale, d1 / scale, d2 / scale
-            gradient[i, 0] += u0
-            gradient[i, 1] += u1
-            gradient[i, 2] += u2
-            if i > 0:
-                gradient[i - 1, 0] -= u0
-                gradient[i - 1, 1] -= u1
-                gradient[i - 1, 2] -= u2
-    return total
 
 
 def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None,
@@ -105,10 +69,10 @@ def cable_length_and_gradient(points: np.ndarray, pull_point: np.ndarray | None,
     if blend.shape != (points.shape[0],):
         raise ParameterError(f"cable: blend must have shape ({points.shape[0]},), got {blend.shape}")
     if pull_point is None:
-        length = _polyline_length_and_gradient(points, _NO_PULL_POINT, False, blend, gradient)
+        length = polyline_length_and_gradient(points, _NO_PULL_POINT, False, blend, gradient)
     else:
         pull = np.ascontiguousarray(pull_point, dtype=np.float64)
-        length = _polyline_length_and_gradient(points, pull, True, blend, gradient)
+        length = polyline_length_and_gradient(points, pull, True, blend, gradient)
     return float(length), gradient
 
 

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
 from softsim.mechanics.constraints.cable import CableConstraint
+from softsim.mechanics.constraints.row_kernels import cable_lengths
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
 
@@ -44,62 +44,6 @@ def fast_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: t
         matrix._has_sorted_indices = True
         matrix._has_canonical_format = True
     return matrix
-
-
-@njit(cache=True, nogil=True)
-def _cables(x, point_ptr, point_nodes, point_weights, first_point, pull_points, has_pull, blend, slots, lengths,
-            points, gradient, data, with_rows):
-    """Lengths (r,) of the cables whose points ``first_point[i]:first_point[i + 1]`` are at
-    ``sum_j point_weights[j] x[point_nodes[j]]`` (j in ``point_ptr[p]:point_ptr[p + 1]``), and, when
-    ``with_rows``, the values of their rows ``-dL/dx`` on the free DOFs written into ``data`` (``slots[3 j + c]``
-    is the entry of node j's coordinate c, -1 for a fixed DOF). ``points`` and ``gradient`` (K, 3) are scratch.
-
-    The length and gradient are those of the cable's own ``_polyline_length_and_gradient`` (the same sums in the
-    same order; written here too so that this cached kernel calls no compiled function of another file, whose
-    changes numba's cache would not see): a segment of length s ending at point p counts s, or
-    ``(s^2 + delta^2) / (2 delta)`` when shorter than its blend length ``delta = blend[p]`` (0: none)."""
-    for p in range(point_ptr.size - 1):
-        for c in range(3):
-            total = 0.0
-            for j in range(point_ptr[p], point_ptr[p + 1]):
-                total += point_weights[j] * x[point_nodes[j], c]
-            points[p, c] = total
-            gradient[p, c] = 0.0
-    for i in range(lengths.size):
-        a, b = first_point[i], first_point[i + 1]
-        total = 0.0
-        for p in range(a if has_pull[i] else a + 1, b):
-            d0 = points[p, 0] - (pull_points[i, 0] if p == a else points[p - 1, 0])
-            d1 = points[p, 1] - (pull_points[i, 1] if p == a else points[p - 1, 1])
-            d2 = points[p, 2] - (pull_points[i, 2] if p == a else points[p - 1, 2])
-            length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-            delta = blend[p]
-            if length < delta:
-                total += 0.5 * (length * length + delta * delta) / delta
-                scale = delta
-            else:
-                total += length
-                scale = length
-            if scale > 0.0:
-                u0, u1, u2 = d0 / scale, d1 / scale, d2 / scale
-                gradient[p, 0] += u0
-                gradient[p, 1] += u1
-                gradient[p, 2] += u2
-                if p > a:
-                    gradient[p - 1, 0] -= u0
-                    gradient[p - 1, 1] -= u1
-                    gradient[p - 1, 2] -= u2
-        lengths[i] = total
-    if not with_rows:
-        return
-    for e in range(data.size):
-        data[e] = 0.0
-    for p in range(point_ptr.size - 1):
-        for j in range(point_ptr[p], point_ptr[p + 1]):
-            for c in range(3):
-                slot = slots[3 * j + c]
-                if slot >= 0:
-                    data[slot] += point_weights[j] * -gradient[p, c]
 
 
 class PointRows:
@@ -215,6 +159,7 @@ class CableRows(PointRows):
         super().__init__(cables, free_dofs, n_nodes)
         self.cables = self.constraints
         self.has_pull = np.array([c.pullPoint is not None for c in self.cables])
+        self._minus_ones = np.full(len(self.cables), -1.0)  # the rows are -dL/dx
 
     def _run(self, x: np.ndarray, with_rows: bool) -> tuple[np.ndarray, np.ndarray]:
         x = np.ascontiguousarray(x, dtype=np.float64).reshape(self.n_nodes, 3)
@@ -224,8 +169,9 @@ class CableRows(PointRows):
                 pull[i] = cable.pullPoint
         lengths = np.empty(len(self.cables))
         data = np.empty(int(self.indptr[-1]) if with_rows else 0)
-        _cables(x, self.point_ptr, self.point_nodes, self.point_weights, self.first_point, pull, self.has_pull,
-                self._blend(), self.slots, lengths, self._points, self._gradient, data, with_rows)
+        cable_lengths(x, self.point_ptr, self.point_nodes, self.point_weights, self.first_point, pull, self.has_pull,
+                      self._blend(), self.slots, self._minus_ones, lengths, self._points, self._gradient, data,
+                      with_rows)
         return lengths, data
 
     def _blend(self) -> np.ndarray:
