@@ -134,8 +134,10 @@ class SeriesPlot(QWidget):
                 self.plot.enableAutoRange(axis="x")
             self._y_range()
         set_style_sheet(self.status, "color: gray;")
-        self.status.setText(f"{hidden} value(s) <= 0 not drawn on the log axis" if hidden else "")
-        self.status.setToolTip(self.status.text())
+        # short enough for the bar beside the title and the CSV button of a 1280 px window's dock; the whole
+        # sentence is the tooltip
+        self.status.setText(f"{hidden} hidden (<= 0)" if hidden else "")
+        self.status.setToolTip(f"{hidden} value(s) <= 0 are not drawn on the log axis" if hidden else "")
 
     def _y_range(self) -> None:
         """Automatic, but a log axis spans at least two decades (one value, or values within a few percent of

@@ -1,8 +1,10 @@
 """What daily use found (issue 30): the status bar at 1280 px, the health box after switching scenes, the
 recording clock."""
 
+import numpy as np
 import pytest
 from PyQt6.QtGui import QFontMetrics
+from PyQt6.QtWidgets import QDockWidget
 
 from softsim.app.resources import default_scene, resource_path
 from softsim.app.status_labels import ElidedLabel, elide_words
@@ -120,3 +122,20 @@ def test_a_camera_view_is_saved_by_name_and_restored(main_window, qtbot, private
     assert Settings(private_config_dir).camera_views["from above"]["position"] == top["position"]  # on disk
     with pytest.raises(KeyError, match="saved: from above"):
         main_window.restore_camera_view("nope")
+
+
+def test_a_plots_note_fits_beside_its_csv_button_at_1280_px(main_window, qtbot):
+    """A log plot's note on values it cannot draw is shown whole beside the title and the CSV button (it was
+    cut to "3 value(s) <= 0 not dr" at 1280 px); the whole sentence is its tooltip."""
+    main_window.resize(1280, 800)
+    main_window.show()
+    assert main_window.open_path(default_scene())
+    plots = main_window.findChild(QDockWidget, "plots_dock").widget()
+    plot = plots.constraint_plot
+    plot.set_data(np.arange(5.0), {"error": np.array([1e-2, 0.0, 1e-4, 0.0, 0.0])})
+    qtbot.waitUntil(lambda: plot.status.width() > 0 and plot.status.isVisible(), timeout=20000)
+    metrics = QFontMetrics(plot.status.font())
+    assert plot.status.text() == "3 hidden (<= 0)"
+    assert metrics.horizontalAdvance(plot.status.text()) <= plot.status.width(), plot.status.width()
+    assert plot.status.toolTip() == "3 value(s) <= 0 are not drawn on the log axis"
+    assert plot.export_button.isVisible()
