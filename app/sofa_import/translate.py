@@ -50,7 +50,8 @@ from softsim.app.sofa_import.values import (
 )
 from softsim.mechanics.scene.schema import BodySpec, MaterialSpec, schema_fields
 
-__all__ = ["Translation", "translate", "has_key", "placement_of", "in_oriented_box"]
+__all__ = ["Placement", "Translation", "translate", "has_key", "placement_of", "in_oriented_box",
+           "rotation_from_angles"]
 
 VOLUME_LOADERS = {"MeshVTKLoader", "MeshGmshLoader", "GIDMeshLoader", "MeshXspLoader", "MeshExtendedVTKLoader"}
 SURFACE_LOADERS = {"MeshOBJLoader", "MeshObjLoader", "MeshSTLLoader", "MeshOffLoader", "MeshVTKLoader",
@@ -121,21 +122,23 @@ class Translation:
     bindings: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def _rotation(angles) -> Rotation:
+def rotation_from_angles(angles) -> Rotation:
+    """The rotation of SOFA's ``rotation`` data: x-y-z fixed-axis angles (3,) in degrees."""
     return Rotation.from_euler("xyz", angles, degrees=True)
 
 
 @dataclass
-class _Placement:
-    """``x = R (s X) + t`` with R from x-y-z fixed-axis angles in degrees."""
+class Placement:
+    """The transform ``x = R (s X) + t`` a loader or a MechanicalObject applies (:func:`placement_of`): scale s,
+    rotation R (:func:`rotation_from_angles`), translation t (3,). Points are (k, 3)."""
 
     scale: float = 1.0
     rotation: Rotation = field(default_factory=Rotation.identity)
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
-    def then(self, other: _Placement) -> _Placement:
+    def then(self, other: Placement) -> Placement:
         """This placement followed by ``other``."""
-        return _Placement(self.scale * other.scale, other.rotation * self.rotation,
+        return Placement(self.scale * other.scale, other.rotation * self.rotation,
                           other.scale * other.rotation.apply(self.translation) + other.translation)
 
     def apply(self, points: np.ndarray) -> np.ndarray:
@@ -144,7 +147,7 @@ class _Placement:
     def inverse_apply(self, points: np.ndarray) -> np.ndarray:
         return self.rotation.inv().apply(np.asarray(points, dtype=float) - self.translation) / self.scale
 
-    def equals(self, other: _Placement) -> bool:
+    def equals(self, other: Placement) -> bool:
         return (math.isclose(self.scale, other.scale) and np.allclose(self.translation, other.translation)
                 and np.allclose(self.rotation.as_matrix(), other.rotation.as_matrix(), atol=1e-12))
 
@@ -159,11 +162,11 @@ def _clean(value: float) -> float:
     return 0.0 if rounded == 0 else rounded
 
 
-def placement_of(component: Component | None) -> _Placement:
+def placement_of(component: Component | None) -> Placement:
     """The transform a loader or a MechanicalObject applies (translation, rotation, scale/scale3d, and the
     MechanicalObject's dx, dy, dz, rx, ry, rz)."""
     if component is None:
-        return _Placement()
+        return Placement()
     what = component.getPathName()
     data = component.data
     translation = np.asarray(as_floats(data.get("translation", [0, 0, 0]), f"{what}.translation"), dtype=float)
@@ -185,7 +188,7 @@ def placement_of(component: Component | None) -> _Placement:
         scale *= values[0]
     if len(translation) != 3 or len(angles) != 3:
         raise ValueProblem(f"{what}: translation and rotation need 3 numbers each")
-    return _Placement(scale, _rotation(angles), translation)
+    return Placement(scale, rotation_from_angles(angles), translation)
 
 
 class _Translator:
@@ -246,7 +249,7 @@ class _Translator:
         self.names.add(name)
         return name
 
-    def placement(self, component: Component | None) -> _Placement:
+    def placement(self, component: Component | None) -> Placement:
         """The transform a loader or a MechanicalObject applies (:func:`placement_of`)."""
         return placement_of(component)
 
@@ -667,7 +670,7 @@ class _Translator:
                                f"{state.getPathName()}")
         return [[_clean(v) for v in points[i]] for i in selected]
 
-    def actuators(self, node: Node, body: dict[str, Any], body_name: str, placement: _Placement,
+    def actuators(self, node: Node, body: dict[str, Any], body_name: str, placement: Placement,
                   mesh_file: Path) -> None:
         for child in [node, *node.children]:
             mapped = child is not node
@@ -700,7 +703,7 @@ class _Translator:
                 found.append(child)
         return found
 
-    def collision_surface(self, node: Node, body: dict[str, Any], name: str, placement: _Placement) -> None:
+    def collision_surface(self, node: Node, body: dict[str, Any], name: str, placement: Placement) -> None:
         """The body's collision children as ``body.collisionMesh`` and ``body.collisionGroup``: each child's
         surface loader (through its topology's ``src``) placed by the loader and the child's MechanicalObject.
         One child placed as the body gives its file; otherwise the parts are written together, in the body's
@@ -710,7 +713,7 @@ class _Translator:
         if not children:
             return
         self.collision_bodies.append(name)
-        parts: list[tuple[Path, _Placement]] = []
+        parts: list[tuple[Path, Placement]] = []
         groups: list[set[int]] = []
         for child in children:
             models = self.components(child, COLLISION_MODELS)
@@ -757,7 +760,7 @@ class _Translator:
                         return found.component
         return self.first(node, SURFACE_LOADERS)
 
-    def moved_surfaces(self, parts: list[tuple[Path, _Placement]], body: _Placement, name: str) -> Path:
+    def moved_surfaces(self, parts: list[tuple[Path, Placement]], body: Placement, name: str) -> Path:
         """Surfaces placed by their own loaders, written as one triangle surface in the body's frame (the
         runtime applies the body's placement to it) to ``artifacts``."""
         import meshio
@@ -813,7 +816,7 @@ class _Translator:
         self.bindings[(what, "value")] = f"body.{body_name}.cable.{cable['name']}.value"
         return cable
 
-    def cavity(self, node: Node, component: Component, body_name: str, placement: _Placement) -> dict[str, Any]:
+    def cavity(self, node: Node, component: Component, body_name: str, placement: Placement) -> dict[str, Any]:
         what = component.getPathName()
         data = component.data
         name = self.actuator_name(node, component)
@@ -867,7 +870,7 @@ class _Translator:
         self.bindings[(what, "value")] = f"body.{body_name}.cavity.{name}.value"
         return cavity
 
-    def moved_surface(self, surface: Path, cavity: _Placement, body: _Placement, name: str) -> Path:
+    def moved_surface(self, surface: Path, cavity: Placement, body: Placement, name: str) -> Path:
         """The cavity surface written in the body's frame (the runtime applies the body's placement to it)."""
         import meshio
 
@@ -1015,7 +1018,7 @@ class _Translator:
         return [float(v) for v in numbers[:7]]
 
     def planes(self, node: Node, planes: list[Component], body: dict[str, Any], body_name: str,
-               placement: _Placement, mesh_file: Path, mapped: bool) -> None:
+               placement: Placement, mesh_file: Path, mapped: bool) -> None:
         if not has_key(BodySpec, "unilateralPlane"):
             for plane in planes:
                 self.report.skip(plane.getPathName(), plane.type, "softsim's scene format has no "
@@ -1402,7 +1405,7 @@ class _Translator:
             if not needs_mesh:
                 continue
             mesh = meshes.load(self.base_dir / body["mesh"], scale=body.get("scale", 1.0))
-            points = _Placement(1.0, _rotation(body.get("rotation", [0, 0, 0])),
+            points = Placement(1.0, rotation_from_angles(body.get("rotation", [0, 0, 0])),
                                 np.asarray(body.get("translation", [0, 0, 0]), dtype=float)).apply(mesh.points)
             if "_vertexMass" in body["material"]:
                 body["material"]["totalMass"] = body["material"].pop("_vertexMass") * len(points)

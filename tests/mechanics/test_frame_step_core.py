@@ -7,11 +7,13 @@ import scipy.sparse as sp
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import build_constraint_system, compliance_in_constraint_space
 from softsim.mechanics.constraints import BilateralAttachment, CableConstraint
+from softsim.mechanics.constraints.base import Constraint
 from softsim.mechanics.fem import TetElasticity
 from softsim.mechanics.frame_step import solve_frame
 from softsim.mechanics.linear_solvers import DirectSolver
 from softsim.mechanics.loads import Gravity, lumped_masses
 from softsim.mechanics.newton import StaticNewtonSolver
+from softsim.mechanics.resolutions import Blocks
 from softsim.mechanics.static_problem import StaticProblem
 from softsim.meshes.generate import beam
 
@@ -113,13 +115,42 @@ def test_cable_rows_are_built_at_x_free_and_the_violation_is_exact_there():
     assert system.dfree[0] == pytest.approx(cable.L0 - cable.length(x_free), abs=1e-12)
 
 
-def test_stacking_rows_on_the_free_columns_equals_vstack_and_column_slicing():
-    from softsim.mechanics.constraint_system import _stack_free_columns
+class _GivenRows(Constraint):
+    """Equality rows with a given sparse Jacobian (r, 3n), in any scipy format."""
 
+    def __init__(self, J) -> None:
+        super().__init__("given")
+        self.J = J
+
+    @property
+    def n_rows(self) -> int:
+        return self.J.shape[0]
+
+    def jacobian(self, x):
+        return self.J
+
+    def violation(self, x, x_free, J):
+        return np.zeros(self.n_rows)
+
+    def blocks(self, x):
+        return Blocks.equality(self.n_rows)
+
+    def store(self, force, x_new):
+        pass
+
+    @property
+    def outputs(self):
+        return {}
+
+
+def test_the_system_stacks_the_rows_on_the_free_columns_as_vstack_and_column_slicing():
     parts = [sp.random(rows, 30, density=0.3, random_state=seed, format=fmt)
              for rows, seed, fmt in ((7, 2, "csr"), (1, 3, "csr"), (4, 5, "coo"))]
+    x = np.zeros((10, 3))
     free = np.array([0, 2, 3, 7, 8, 9, 15, 21, 29])
+    system = build_constraint_system([_GivenRows(J) for J in parts], x, x, free)
     expected = sp.vstack(parts).toarray()[:, free]
-    np.testing.assert_array_equal(_stack_free_columns(parts, free).toarray(), expected)
+    np.testing.assert_array_equal(system.J_free.toarray(), expected)
     other = np.array([1, 4, 5, 29])  # another problem's free DOFs: its own map
-    np.testing.assert_array_equal(_stack_free_columns(parts, other).toarray(), sp.vstack(parts).toarray()[:, other])
+    system = build_constraint_system([_GivenRows(J) for J in parts], x, x, other)
+    np.testing.assert_array_equal(system.J_free.toarray(), sp.vstack(parts).toarray()[:, other])

@@ -13,15 +13,15 @@ import pytest
 from softsim.app.sofa_import.graph import Node, resolve_link
 from softsim.app.sofa_import.numerics import Quat, Vec3, getOrientedBoxFromTransform
 from softsim.app.sofa_import.standin import stand_in
-from softsim.app.sofa_import.translate import _Placement, _rotation, in_oriented_box
+from softsim.app.sofa_import.translate import Placement, in_oriented_box, rotation_from_angles
 from softsim.app.sofa_import.xml_reader import read_xml_scene
 
 
 def test_placement_composition_equals_applying_one_after_the_other():
     rng = np.random.default_rng(3)
     points = rng.normal(size=(20, 3))
-    loader = _Placement(2.0, _rotation([30.0, -10.0, 75.0]), np.array([1.0, 2.0, 3.0]))
-    state = _Placement(0.5, _rotation([90.0, 0.0, 0.0]), np.array([0.0, 0.0, 35.0]))
+    loader = Placement(2.0, rotation_from_angles([30.0, -10.0, 75.0]), np.array([1.0, 2.0, 3.0]))
+    state = Placement(0.5, rotation_from_angles([90.0, 0.0, 0.0]), np.array([0.0, 0.0, 35.0]))
     both = loader.then(state)
     np.testing.assert_allclose(both.apply(points), state.apply(loader.apply(points)), atol=1e-12)
     np.testing.assert_allclose(both.inverse_apply(both.apply(points)), points, atol=1e-12)
