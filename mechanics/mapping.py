@@ -320,14 +320,3 @@ class BarycentricMapping:
         """Positions ``(k, 3)`` of the embedded points for node positions ``x`` ``(n, 3)``."""
         x = np.asarray(x, dtype=np.float64).reshape(self.n_nodes, 3)
         return np.einsum("ka,kac->kc", self.weights, x[self.node_ids])
-
-    def apply_transpose(self, f: np.ndarray) -> np.ndarray:
-        """Nodal forces ``(n, 3)`` equivalent to point forces ``f`` ``(k, 3)`` (transpose of
-        :meth:`apply`)."""
-        f = np.asarray(f, dtype=np.float64).reshape(self.n_points, 3)
-        contributions = self.weights[:, :, None] * f[:, None, :]  # (k, 4, 3)
-        ids = self.node_ids.ravel()
-        flat = contributions.reshape(-1, 3)
-        return np.column_stack(
-            [np.bincount(ids, weights=flat[:, c], minlength=self.n_nodes) for c in range(3)]
-        )

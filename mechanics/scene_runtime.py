@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -104,12 +103,8 @@ def _rotation_matrix(degrees) -> np.ndarray:
 
 
 def _region_dict(region) -> dict:
-    """A RegionSpec as the selector table ``meshes.select_nodes`` reads (only the key that is set)."""
-    for key in ("box", "sphere", "set", "indices", "halfspace"):
-        value = getattr(region, key)
-        if value is not None:
-            return {key: asdict(value) if hasattr(value, "__dataclass_fields__") else value}
-    raise ValueError("region has no selector")
+    """A RegionSpec as the selector table ``meshes.select_nodes`` reads (:meth:`RegionSpec.to_selector`)."""
+    return region.to_selector()
 
 
 def load_body_mesh(body) -> meshes.TetMesh:
