@@ -88,6 +88,14 @@ INTERMEDIATE_TOLERANCE = 1e-4
 #: on the way to the answer, as Newton's steps do, but not by orders of magnitude)
 MERIT_GROWTH = 10.0
 INVERSION_CHECKED_STEPS = True
+#: a plausible full Newton step whose merit grew by more than MERIT_GROWTH but at most this factor is taken on
+#: trust (a watchdog, Chamberlain et al. 1982): when the next step does not bring the merit below that of the state
+#: the trusted step was taken from, the iterations go back there and halve the step as usual, and the increment
+#: trusts no other step. Near the answer a constrained Newton step can raise a merit that adds the imbalance to
+#: the constraint residuals even though it converges (the Maratos effect): the trunk's first frame (gravity and
+#: 1 mm of cable) went 7e-2 -> 9e-1 -> 1e-2 -> 3e-1 -> 1e-3 in full steps (9 steps), but zig-zagged through halved
+#: steps for 17; the inflated gripper finger's full steps wander instead (21 steps halved, 49 in full steps).
+WATCHDOG_GROWTH = 1e3
 #: with the exact tangent, once a step taken from a merit above this failed to cut the merit below WANDER_FACTOR
 #: of its value, the frame's next steps above this relative imbalance use the elasticity's positive semi-definite
 #: tangent (SOFA's R K0 R^T, or the hyperelastic laws' clamped one), until one of those fails alike, which switches
@@ -669,6 +677,8 @@ def _increment(ctx: _Context, state: _State, t: float):
     max_factorizations = max(newton.newton_iterations, max_steps) if ctx.exact else newton.newton_iterations
     solver = ctx.solver
     ctx.last_increment_steps = 0
+    watch: _Watch | None = None  # the state before a step taken on trust, until the next step says how it went
+    distrust = False  # a step taken on trust did not pay off: this increment takes none again
     while True:
         if state.check.n_rows != ctx.last_system.n_rows:
             return state, accuracy, "cut", "the constraint rows changed during the iterations"
@@ -727,20 +737,21 @@ def _increment(ctx: _Context, state: _State, t: float):
                                             f"after {candidate_report.iterations} iterations)")
         if not np.all(np.isfinite(step_x)):
             return state, accuracy, "cut", "the step is not finite"
-        trial, why = None, ""
         current_merit = state.merit(ctx.body_size)
-        for halving in range(MAX_STEP_HALVINGS + 1):
-            alpha = 0.5 ** halving
-            x_trial = state.x + alpha * step_x
-            why = ctx.check_state(ctx.problem, x_trial, inversion=ctx.inversion_checked)
-            if why:
-                continue
-            ctx.W = W
-            candidate_state = ctx.evaluate(x_trial, state.force + alpha * step_force, t)
-            if candidate_state.merit(ctx.body_size) <= MERIT_GROWTH * current_merit or halving == MAX_STEP_HALVINGS:
-                trial = candidate_state
-                break
-            why = "every shorter step makes the imbalance worse"
+        trial, alpha, trusted, why = _backtrack(ctx, state, step_x, step_force, W, t,
+                                                trust=watch is None and not distrust)
+        if watch is not None:  # this step followed one taken on trust (see WATCHDOG_GROWTH)
+            if trial is None or trial.merit(ctx.body_size) >= watch.merit:
+                # it did not pay off: back to where it was taken, and the usual step halving from there
+                state, accuracy, current_merit = watch.state, watch.accuracy, watch.merit
+                ctx.last_system, ctx.last_report = watch.system, watch.report
+                candidate, candidate_report, W, step_x, step_force = watch.step
+                trial, alpha, trusted, why = _backtrack(ctx, state, step_x, step_force, W, t, first_halving=1)
+                distrust = True
+            watch = None
+        elif trusted:
+            watch = _Watch(state, accuracy, ctx.last_system, ctx.last_report,
+                           (candidate, candidate_report, W, step_x, step_force), current_merit)
         if trial is None:
             return state, accuracy, "cut", (f"every step length down to 1/{2 ** MAX_STEP_HALVINGS} gives an "
                                             f"implausible state: {why}")
@@ -761,6 +772,47 @@ def _increment(ctx: _Context, state: _State, t: float):
             # a smaller increment may give the complementarity solver a better-posed problem; when none does,
             # the frame fails with this reason
             return state, accuracy, "cut", solve_failure(candidate_report, accuracy)
+
+
+@dataclass
+class _Watch:
+    """A state from which a full Newton step was taken on trust (:data:`WATCHDOG_GROWTH`): the state, the
+    accuracy of its last complementarity solve, its rows and report, the step ``(rows, report, W, step of x,
+    step of the multipliers)`` and its merit."""
+
+    state: _State
+    accuracy: float
+    system: object
+    report: object
+    step: tuple
+    merit: float
+
+
+def _backtrack(ctx: _Context, state: _State, step_x: np.ndarray, step_force: np.ndarray, W: np.ndarray, t: float,
+               *, first_halving: int = 0, trust: bool = False):
+    """The step from ``state`` (x step (n, 3), multiplier step (m,), with the W (m, m) it was projected with),
+    halved from ``0.5 ** first_halving`` until the state is plausible and its merit at most
+    :data:`MERIT_GROWTH` times ``state``'s (the last halving is taken whatever its merit). With ``trust``, a
+    plausible full step whose merit grew by up to :data:`WATCHDOG_GROWTH` is taken as it is.
+
+    Returns ``(trial state or None, step length, whether it was taken on trust, why no length would do)``."""
+    current_merit = state.merit(ctx.body_size)
+    why, alpha = "", 1.0
+    for halving in range(first_halving, MAX_STEP_HALVINGS + 1):
+        alpha = 0.5 ** halving
+        x_trial = state.x + alpha * step_x
+        why = ctx.check_state(ctx.problem, x_trial, inversion=ctx.inversion_checked)
+        if why:
+            continue
+        ctx.W = W
+        candidate_state = ctx.evaluate(x_trial, state.force + alpha * step_force, t)
+        merit = candidate_state.merit(ctx.body_size)
+        if merit <= MERIT_GROWTH * current_merit or halving == MAX_STEP_HALVINGS:
+            return candidate_state, alpha, False, ""
+        if trust and halving == 0 and merit <= WATCHDOG_GROWTH * current_merit:
+            return candidate_state, alpha, True, ""
+        why = "every shorter step makes the imbalance worse"
+    return None, alpha, False, why
 
 
 def _first_touch(ctx: _Context, state: _State, step_x: np.ndarray, step_force: np.ndarray, t: float):

@@ -160,6 +160,30 @@ def test_steps_far_from_the_answer_take_the_definite_tangent(monkeypatch):
     np.testing.assert_allclose(x, x_exact, atol=1e-6 * np.ptp(x_exact))
 
 
+def test_a_full_step_that_raises_the_merit_is_taken_on_trust_and_undone_when_it_does_not_pay_off(monkeypatch):
+    """The watchdog (WATCHDOG_GROWTH). SoftRobots' trunk on its own mesh, its first frame from rest (gravity
+    and 1 mm of cableL0): its full Newton steps raise the merit up to 13-fold on the way (the Maratos effect),
+    and halving them zig-zagged through 17 steps; taken on trust it converges in at most 10 (measured 9).
+    PneunetGripper's 150 kPa in one frame: its full steps wander, the watchdog goes back and halves them (21
+    steps with and without). Each frame ends at the same equilibrium either way (to the Newton tolerance)."""
+    cases = (("tests/data/softrobots/trunk.toml", "body.trunk.cable.cableL0.value", 1.0, 10, True),
+             ("tests/data/softrobots/pneunet_gripper.toml", "body.finger.cavity.cavity.value", 150.0, 21, False))
+    trusted = equilibrium.WATCHDOG_GROWTH
+    for path, key, value, most, trust_helps in cases:
+        results = {}
+        for growth in (trusted, 0.0):  # 0: never trusted (the halving alone)
+            monkeypatch.setattr(equilibrium, "WATCHDOG_GROWTH", growth)
+            scene = Scene.load(path)
+            scene.set(key, value)
+            report = scene.step()
+            assert report.converged, (path, growth, report.message)
+            results[growth] = (report.equilibrium.steps, scene.positions.copy())
+        (steps, x), (halving_steps, x_halving) = results.values()
+        assert steps <= most and steps <= halving_steps, (path, steps, halving_steps)
+        assert (halving_steps > most) == trust_helps, (path, steps, halving_steps)
+        np.testing.assert_allclose(x, x_halving, atol=1e-6 * np.ptp(x_halving))
+
+
 def test_sofas_tangent_stays_an_option_and_converges_only_linearly():
     """corotationalTangent = "sofa" is SOFA's R K0 R^T: a 10 mm jump converges, with more steps than the exact
     tangent's (measured 31 against 11)."""
