@@ -93,7 +93,9 @@ class EquilibriumState:
 class GradientReport:
     """What :func:`gradients` computed: ``values`` {output: {key: d output / d key}}, ``outputs`` {output:
     value}, ``parameters`` {key: value}, the active set's counts, how A^-T was applied (``reused``: the frame's
-    factorization with ``refinements`` steps, else a new factorization) and ``times`` in seconds."""
+    factorization with ``refinements`` more solves, else a new factorization) and ``times`` in seconds. For an
+    inverse frame, ``corrections`` {output: its first-order change from the frame's state to the exact fixed point
+    of the QP} (the frame stops within ``solver.inverse.linearizationTolerance`` of it)."""
 
     values: dict
     outputs: dict
@@ -103,6 +105,7 @@ class GradientReport:
     reused: bool = False
     refinements: int = 0
     times: dict = field(default_factory=dict)
+    corrections: dict = field(default_factory=dict)
 
 
 def equilibrium_state(scene) -> EquilibriumState:
