@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from scipy.spatial.transform import Rotation
 
 from softsim.mechanics.constraints.base import Constraint, check_positions
-from softsim.mechanics.constraints.effector import goal_violation
+from softsim.mechanics.constraints.effector import goal_violation, shift_limited_goal
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.kinematics import cross_matrices
 from softsim.mechanics.resolutions import Blocks
@@ -172,12 +172,8 @@ class CenterEffector(Constraint):
         self.frame_start_positions = self.center(x)[None, :]
 
     def goal(self) -> np.ndarray:
-        """The goal ``(1, 3)``: ``effectorGoal``, or with ``limitShiftToTarget`` each component brought within
-        ``maxShiftToTarget`` of the frame's start position (SoftRobots ``Effector::getTarget``)."""
-        if not self.limitShiftToTarget or self.frame_start_positions is None:
-            return self.effectorGoal
-        start = self.frame_start_positions
-        return np.clip(self.effectorGoal, start - self.maxShiftToTarget, start + self.maxShiftToTarget)
+        """The goal ``(1, 3)`` (:func:`~mechanics.constraints.effector.shift_limited_goal`)."""
+        return shift_limited_goal(self)
 
     def blocks(self, x: np.ndarray) -> Blocks:
         """EQUALITY(target 0) per row (used only by a solver told to enforce the effector)."""

@@ -29,6 +29,16 @@ __all__ = ["PositionEffector"]
 _AXES = ("x", "y", "z")
 
 
+def shift_limited_goal(effector) -> np.ndarray:
+    """An effector's goal ``(p, 3)``: ``effectorGoal``, or with ``limitShiftToTarget`` each component brought
+    within ``maxShiftToTarget`` of the frame's start positions ``frame_start_positions`` (p, 3) when they are
+    known (SoftRobots ``Effector::getTarget``)."""
+    if not effector.limitShiftToTarget or effector.frame_start_positions is None:
+        return effector.effectorGoal
+    start = effector.frame_start_positions
+    return np.clip(effector.effectorGoal, start - effector.maxShiftToTarget, start + effector.maxShiftToTarget)
+
+
 def goal_violation(effector, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix, points, weight) -> np.ndarray:
     """An effector's ``dfree = J (x_free - x) + weight_j (points_i(x) - goal_i)_j`` on its used axes, point-major
     ``(p * u,)``: ``x``, ``x_free`` ``(n, 3)``; ``points`` maps ``x`` to the measured points ``(p, 3)``;
@@ -147,12 +157,8 @@ class PositionEffector(Constraint):
         self.frame_start_positions = self.point_set.positions(check_positions(self.name, x, self.n_nodes))
 
     def goal(self) -> np.ndarray:
-        """The goal the rows measure ``(p, 3)``: ``effectorGoal``, or with ``limitShiftToTarget`` each component
-        brought within ``maxShiftToTarget`` of the frame's start position (SoftRobots ``Effector::getTarget``)."""
-        if not self.limitShiftToTarget or self.frame_start_positions is None:
-            return self.effectorGoal
-        start = self.frame_start_positions
-        return np.clip(self.effectorGoal, start - self.maxShiftToTarget, start + self.maxShiftToTarget)
+        """The goal the rows measure ``(p, 3)`` (:func:`shift_limited_goal`)."""
+        return shift_limited_goal(self)
 
     def blocks(self, x: np.ndarray) -> Blocks:
         """EQUALITY(target 0) per row (used only by a solver that enforces the effector)."""
