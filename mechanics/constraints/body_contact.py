@@ -137,6 +137,21 @@ def _triangle_bounds(x, triangles, low, high):
 
 
 @njit(cache=True, nogil=True)
+def _in_bounding_box(x, vertices, nodes, free, inside):
+    """``inside[i]``: whether node ``nodes[free[i]]`` lies in the axis-aligned bounding box of ``x[vertices]``
+    (x (n, 3); vertices, nodes, free int arrays; inside (len(free),) bool), without temporaries."""
+    lo0 = lo1 = lo2 = np.inf
+    hi0 = hi1 = hi2 = -np.inf
+    for v in vertices:
+        lo0, hi0 = min(lo0, x[v, 0]), max(hi0, x[v, 0])
+        lo1, hi1 = min(lo1, x[v, 1]), max(hi1, x[v, 1])
+        lo2, hi2 = min(lo2, x[v, 2]), max(hi2, x[v, 2])
+    for i in range(free.size):
+        p = nodes[free[i]]
+        inside[i] = (lo0 <= x[p, 0] <= hi0) and (lo1 <= x[p, 1] <= hi1) and (lo2 <= x[p, 2] <= hi2)
+
+
+@njit(cache=True, nogil=True)
 def _point_triangle_distance(p, a, b, c):
     """Distance from p to the triangle (a, b, c)."""
     u, v, w, _inside = _closest_weights(p, a, b, c)
@@ -361,7 +376,9 @@ class BodyContactConstraint(ContactRows):
 
     def _detect(self, x: np.ndarray, last: np.ndarray | None):
         """Per pair and direction, each node's nearest triangle of the other surface within alarmDistance (at
-        ``x`` or at ``last``), with its geometry at ``x``."""
+        ``x`` or at ``last``), with its geometry at ``x``: a tuple of (k,) or (k, 3) arrays (node ids, triangles'
+        node ids, weights, normals, gaps, mu, then the nodes' indices into the first surface's nodes and the
+        triangles' indices into the second surface's triangles)."""
         found = []
         for a, b, mu in self.pairs:
             for first, second in ((a, b), (b, a)) if a != b else ((a, a),):
@@ -393,9 +410,9 @@ class BodyContactConstraint(ContactRows):
                 # each node: its nearest triangle of this surface
                 order = np.lexsort((distance, point))
                 first_of_node = order[np.r_[True, point[order][1:] != point[order][:-1]]] if order.size else order
-                found.append((nodes[point[first_of_node]], triangles[triangle[first_of_node]],
-                              weights[first_of_node], normal[first_of_node], gap[first_of_node],
-                              np.full(first_of_node.size, mu)))
+                point, triangle = point[first_of_node], triangle[first_of_node]
+                found.append((nodes[point], triangles[triangle], weights[first_of_node], normal[first_of_node],
+                              gap[first_of_node], np.full(first_of_node.size, mu), point, triangle))
         return found
 
     def _nearest(self, x: np.ndarray, last: np.ndarray | None, first: int, second: int, mu: float):
@@ -412,7 +429,7 @@ class BodyContactConstraint(ContactRows):
         point = np.flatnonzero(best >= 0)
         triangle = best[point]
         _distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
-        return nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu)
+        return nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu), point, triangle
 
     def update(self, x_free: np.ndarray) -> None:
         """Rebuild the contact set at ``x_free`` (n, 3) (and at the last corrected positions, see
@@ -427,7 +444,7 @@ class BodyContactConstraint(ContactRows):
         if not found:
             return
         self.contact_nodes, self.contact_triangles, self.weights, normals, self.gaps, mu = (
-            np.concatenate(parts) for parts in zip(*found))
+            np.concatenate(parts) for parts in zip(*(f[:6] for f in found)))
         self._set_contacts(normals, mu)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
@@ -484,10 +501,7 @@ class BodyContactConstraint(ContactRows):
             if found[0].size == 0:
                 continue
             surface_nodes, triangles = self.surfaces[first].nodes, self.surfaces[second].triangles
-            order = np.argsort(surface_nodes)
-            point = order[np.searchsorted(surface_nodes, found[0], sorter=order)]
-            row_of = {tuple(triangle): i for i, triangle in enumerate(triangles)}
-            triangle = np.array([row_of[tuple(t)] for t in found[1]], dtype=np.int64)
+            point, triangle = found[6], found[7]  # indices into the surfaces' nodes and triangles
             moving = np.flatnonzero(~stale)
             if first != second and at is not x and moving.size:  # the face each node without a row moves onto
                 candidates = np.repeat(point[moving], triangles.shape[0])
@@ -659,28 +673,23 @@ class BodyContactConstraint(ContactRows):
         dc_k/dy`` (m the relative motion), which differs from its force row by the frame's turning and the
         weights' change. ValueError when the frame's start is not known (a constraint used outside a
         simulation)."""
-        J = self.jacobian(x)
-        turning = np.flatnonzero(self.mu > 0.0)
-        if turning.size == 0:
-            return J
-        start = self.frame_start
-        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
-        if start is None or start.shape != x.shape:
-            raise ValueError(f"{self.name}: the frame's start positions are not known (begin_frame)")
+        return self._rows_with_turning(x, np.flatnonzero(self.mu > 0.0), self._turning)
+
+    def _turning(self, x: np.ndarray, start: np.ndarray, turning: np.ndarray, first: np.ndarray):
+        """The entries ``(dt/dy)^T m + sum_k (t . (y_k - y_k0)) dc_k/dy`` (and the bitangent's) of the contacts
+        ``turning`` (:meth:`~mechanics.constraints.contact.ContactRows._rows_with_turning`)."""
         _hessian, d_t, d_s, d_factors = self._derivatives(x, turning)
         weights, _normals = self._frame_at(x)
         _n, tangents, bitangents = self.frames_at(x)
         motion = self._motion(x, start, weights)[turning]  # (k, 3)
         delta = (x - start)[self._points()[turning]]  # (k, 4, 3)
-        first = np.concatenate(([0], np.cumsum(self._rows_per_contact)[:-1]))[turning]
         values, rows = [], []
         for offset, direction, d_direction in ((1, tangents, d_t), (2, bitangents, d_s)):
             along = np.einsum("kpd,kd->kp", delta, direction[turning])  # (k, 4): t . (y_k - y_k0)
             values.append(np.einsum("kdj,kd->kj", d_direction, motion) + np.einsum("kp,kpj->kj", along, d_factors))
             rows.append(np.repeat(first + offset, 12))
         cols = np.tile(self._dofs(turning).reshape(-1), 2)
-        turn = sp.csr_matrix((np.concatenate(values).reshape(-1), (np.concatenate(rows), cols)), shape=J.shape)
-        return sp.csr_matrix(J + turn)
+        return np.concatenate(values).reshape(-1), np.concatenate(rows), cols
 
 
 def winding_numbers(x: np.ndarray, points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -709,14 +718,14 @@ def _inside_nodes(x: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, best:
     alone never finds again. Only the nodes inside the surface's bounding box (of its ``vertices``, the node ids
     its triangles use) are examined: inside when the surface's winding number about them is above one half;
     their nearest triangle is searched among those whose centroid could hold it (a k-d tree over the
-    centroids). The box comes from the vertices, not from every triangle's corners: gathering the corners of a
-    10k-triangle surface was most of a detection's time when no node was inside."""
+    centroids). The box comes from the vertices, not from every triangle's corners, in one compiled pass
+    (:func:`_in_bounding_box`): on a 10k-triangle surface with no node inside, gathering the corners, or numpy's
+    reductions over the gathered vertices, were most of a detection's time (benchmarks/RESULTS.md)."""
     free = np.flatnonzero(best < 0)
     if free.size == 0 or triangles.size == 0:
         return best
-    surface = x[vertices]
-    points = x[nodes[free]]
-    in_box = np.all((points >= surface.min(axis=0)) & (points <= surface.max(axis=0)), axis=1)
+    in_box = np.empty(free.size, dtype=np.bool_)
+    _in_bounding_box(x, vertices, nodes, free, in_box)
     candidates = free[in_box]
     if candidates.size == 0:
         return best

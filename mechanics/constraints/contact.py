@@ -414,6 +414,23 @@ class ContactRows(Constraint):
                                        np.einsum("ij,ij->i", bitangents, motion)])
         return per_contact[self._row_mask()]
 
+    def _rows_with_turning(self, x: np.ndarray, turning: np.ndarray, entries) -> sp.csr_matrix:
+        """The rows (:meth:`jacobian` at ``x`` (n, 3)) plus the derivative of the tangent frames of the friction
+        contacts ``turning`` (k,): ``entries(x, start, turning, first)``, with ``x`` and the frame's start
+        :attr:`frame_start` (n, 3) and each contact's first row ``first`` (k,), gives their (values, rows,
+        columns). The subclasses' ``law_jacobian``. ValueError when the frame's start is not known (a constraint
+        used outside a simulation)."""
+        J = self.jacobian(x)
+        if turning.size == 0:
+            return J
+        start = self.frame_start
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        if start is None or start.shape != x.shape:
+            raise ValueError(f"{self.name}: the frame's start positions are not known (begin_frame)")
+        first = np.concatenate(([0], np.cumsum(self._rows_per_contact)[:-1]))[turning]
+        values, rows, cols = entries(x, start, turning, first)
+        return sp.csr_matrix(J + sp.csr_matrix((values, (rows, cols)), shape=J.shape))
+
     def blocks(self, x: np.ndarray) -> Blocks:
         """One BOUNDED(0, [0, inf)) block per frictionless contact, one FRICTION(mu) block per other
         contact."""
@@ -739,23 +756,18 @@ class ContactConstraint(ContactRows):
         the signed distance); a :meth:`following` friction contact's tangential law ``t(x) . (x - x_start)``
         has ``t + (dt/dx)^T (x - x_start)``, which differs from its force row ``t`` by the frame's turning.
         ValueError when the frame's start is not known (a constraint used outside a simulation)."""
-        J = self.jacobian(x)
-        turning = np.flatnonzero(self.following() & (self.mu > 0.0))
-        if turning.size == 0:
-            return J
-        start = self.frame_start
-        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
-        if start is None or start.shape != x.shape:
-            raise ValueError(f"{self.name}: the frame's start positions are not known (begin_frame)")
+        return self._rows_with_turning(x, np.flatnonzero(self.following() & (self.mu > 0.0)), self._turning)
+
+    def _turning(self, x: np.ndarray, start: np.ndarray, turning: np.ndarray, first: np.ndarray):
+        """The entries ``(dt/dx)^T (x - x_start)`` (and the bitangent's) of the contacts ``turning``
+        (:meth:`ContactRows._rows_with_turning`)."""
         _hessian, d_t, d_s = self._frame_derivatives(turning, x)
         motion = (x - start)[self.contact_nodes[turning]]
-        first = np.concatenate(([0], np.cumsum(self._rows_per_contact)[:-1]))[turning]
         nodes = self.contact_nodes[turning]
         cols = (3 * nodes[:, None] + np.arange(3)[None, :]).reshape(-1)
         rows = np.concatenate([np.repeat(first + 1, 3), np.repeat(first + 2, 3)])
         values = np.concatenate([np.einsum("kij,ki->kj", d_t, motion).reshape(-1),
                                  np.einsum("kij,ki->kj", d_s, motion).reshape(-1)])
-        turn = sp.csr_matrix((values, (rows, np.concatenate([cols, cols]))), shape=J.shape)
-        return sp.csr_matrix(J + turn)
+        return values, rows, np.concatenate([cols, cols])
 
 
