@@ -72,7 +72,7 @@ from softsim.mechanics.constraint_solvers.semismooth import solve_with_newton_fa
 from softsim.mechanics.constraint_system import ConstraintSystem, build_constraint_system, project_rows, store_forces
 from softsim.mechanics.linear_solvers import DirectSolver, LinearSolverError
 from softsim.mechanics.resolutions import EQUALITY
-from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, declarations, defaults
+from softsim.mechanics.scene.schema import DynamicSpec, SceneSettings, check_parameters, defaults
 
 logger = logging.getLogger(__name__)
 
@@ -226,10 +226,6 @@ class DynamicSolver:
         #: free rigid bodies (mechanics.rigid_body.RigidBody) integrated with the soft bodies; their contacts
         #: (RigidContact) add their rigid_jacobian; the new states come back in DynamicReport.rigid_states
         self.rigid_bodies: list = []
-
-    @property
-    def parameter_names(self) -> tuple[str, ...]:
-        return (*(d.key for d in declarations(DynamicSpec)), "dt")
 
     def set_parameters(self, **parameters) -> None:
         """Validate every value (ParameterError with the scene loader's message), then apply them all."""

@@ -145,14 +145,6 @@ def test_a_body_at_rest_converges_on_round_off():
 
 def test_parameters_are_validated_by_name_and_range():
     solver = DynamicSolver(cantilever())
-    assert set(solver.parameter_names) >= {
-        "implicitVelocity",
-        "implicitPosition",
-        "rayleighMass",
-        "rayleighStiffness",
-        "dt",
-        "newton_iterations",
-    }
     with pytest.raises(ParameterError, match=r"implicitVelocity: 0.0 is outside \(0, 1\]"):
         solver.set_parameters(implicitVelocity=0.0)
     with pytest.raises(ParameterError, match=r"rayleighMass: -0.1 is outside \[0, inf\)"):
