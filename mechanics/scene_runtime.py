@@ -54,7 +54,16 @@ from softsim.mechanics.newton import NEWTON_KEYS, StaticNewtonSolver
 from softsim.mechanics.rigid_body import RigidContact, make_rigid_body
 from softsim.mechanics.rigid_contact import RigidShapeContact
 from softsim.mechanics.rigid_frames import apply_motion, best_rigid_motion, held_positions
-from softsim.mechanics.scene import SceneError, SceneSpec, get_value, load_scene, parse_data, save_scene, set_value
+from softsim.mechanics.scene import (
+    SceneError,
+    SceneSpec,
+    get_value,
+    load_scene,
+    parse_data,
+    save_scene,
+    set_value,
+    undo_point,
+)
 from softsim.mechanics.scene.edit import resolve
 from softsim.mechanics.scene.schema import (
     OBSTACLE_KEYS,
@@ -914,7 +923,7 @@ class Scene:
         structure (mesh, fixed regions, obstacles, cable points...) rebuilds the simulation and keeps the
         current positions.
         """
-        previous = copy.deepcopy(self.spec)
+        undo = undo_point(self.spec, path)
         if self._edit_log is not None:
             self._edit_log.append((path, copy.deepcopy(get_value(self.spec, path))))
         set_value(self.spec, path, value)
@@ -922,7 +931,7 @@ class Scene:
             self._apply(path)
             self.simulation.mark_edited()
         except (ParameterError, ValueError) as error:
-            self.spec = previous
+            undo()
             self._build_keep_positions()
             if isinstance(error, SceneError):  # the rebuilt scene's own messages name the file and the key
                 raise SceneError(error.errors) from None

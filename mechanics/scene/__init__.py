@@ -7,7 +7,15 @@ once in mechanics/scene/schema.py; docs/scene-format.md lists them).
 Turning a ``SceneSpec`` into bodies, constraints and solvers is not done here.
 """
 
-from softsim.mechanics.scene.edit import actuators, get_value, list_parameters, set_value, set_values, validate_spec
+from softsim.mechanics.scene.edit import (
+    actuators,
+    get_value,
+    list_parameters,
+    set_value,
+    set_values,
+    undo_point,
+    validate_spec,
+)
 from softsim.mechanics.scene.load import load_scene, parse_data, parse_scene
 from softsim.mechanics.scene.save import dump_scene, save_scene, to_data
 from softsim.mechanics.scene.schema import (
@@ -65,5 +73,6 @@ __all__ = [
     "set_value",
     "set_values",
     "to_data",
+    "undo_point",
     "validate_spec",
 ]

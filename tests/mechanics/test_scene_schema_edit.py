@@ -24,6 +24,7 @@ from softsim.mechanics.scene import (
     set_value,
     set_values,
     to_data,
+    undo_point,
     validate_spec,
 )
 
@@ -469,3 +470,43 @@ def test_a_bad_value_is_refused_alone_with_the_loaders_message_without_reading_t
     # a key a scene-wide rule reads (a name: unique in the scene) is checked by reading the whole scene again
     with pytest.raises(AssertionError, match="read again"):
         set_value(example, "body.finger.cable.cable.name", "tip")
+
+
+def test_an_undo_point_puts_the_scene_back_after_any_edit(example) -> None:
+    """undo_point (what Scene.set keeps instead of a copy of the whole scene): after an edit of one value, of an
+    exclusive selector (read again with the whole scene), of a table's type and of a key of an optional table
+    not set yet, the function puts back a scene equal to a copy taken before."""
+    edits = [
+        {"body.finger.material.youngModulus": 1234.0},
+        {"body.finger.cable.cable.value": "3.5"},
+        {"body.finger.fixed[0].sphere": SphereSpec(center=(0.0, 0.0, 0.0), radius=3.0)},
+        {"body.finger.fixed[0].set": "base"},
+        {"body.finger.cable.cable.indices": "[4, 8, 9]"},
+        {"obstacle.obstacle0.type": "sphere", "obstacle.obstacle0.point": None, "obstacle.obstacle0.normal": None,
+         "obstacle.obstacle0.center": "[0, -30, 0]", "obstacle.obstacle0.radius": "10"},
+        {"solver.inverse.epsilon": "0.5"},
+        {"scene.gravity": "[0, 0, -9810]"},
+    ]
+    for values in edits:
+        before = copy.deepcopy(example)
+        undo = [undo_point(example, path) for path in values]
+        set_values(example, values)
+        assert example != before, values
+        for restore in reversed(undo):
+            restore()
+        assert example == before, values
+        assert validate_spec(example) == before
+
+
+def test_an_edit_the_running_solver_refuses_leaves_the_scene_as_it_was() -> None:
+    """Scene.set when the schema accepts a value but the running object refuses it (the asynchronous solver
+    needs a tolerance <= 1e-2): the scene's spec is put back, equal to a copy taken before the edit."""
+    from softsim.mechanics import Scene
+
+    scene = Scene.load(Path(__file__).resolve().parents[2] / "resources" / "scenes" / "finger.toml")
+    scene.set("solver.linear.type", "async")
+    before = copy.deepcopy(scene.spec)
+    with pytest.raises(SceneError, match="residual_tolerance_threshold must be in"):
+        scene.set("solver.linear.residual_tolerance_threshold", 0.5)
+    assert scene.spec == before
+    scene.simulation.newton.linear_solver.close()
