@@ -162,6 +162,22 @@ def _clean(value: float) -> float:
     return 0.0 if rounded == 0 else rounded
 
 
+def _scalar_actuator(data: dict, what: str, kinds: tuple[str, str], keys: tuple[str, ...]) -> dict[str, Any]:
+    """A SoftRobots cable's or cavity's ``valueType`` (SOFA's 0 / 1 for ``kinds``, or the name; default
+    ``kinds[0]``), ``value`` (its first entry) and the numbers ``keys`` among its ``data``, as scene keys;
+    ``what`` names the component in messages."""
+    found: dict[str, Any] = {}
+    value_type = str(data.get("valueType", kinds[0])).strip()
+    found["valueType"] = {"0": kinds[0], "1": kinds[1]}.get(value_type, value_type)
+    if "value" in data:
+        values = as_floats(data["value"], f"{what}.value")
+        found["value"] = values[0] if values else 0.0
+    for key in keys:
+        if key in data:
+            found[key] = as_float(data[key], f"{what}.{key}")
+    return found
+
+
 def placement_of(component: Component | None) -> Placement:
     """The transform a loader or a MechanicalObject applies (translation, rotation, scale/scale3d, and the
     MechanicalObject's dx, dy, dz, rx, ry, rz)."""
@@ -803,15 +819,8 @@ class _Translator:
             cable["pullPoint"] = [0.0, 0.0, 0.0]
         else:
             cable["hasPullPoint"] = False
-        value_type = str(data.get("valueType", "displacement")).strip()
-        cable["valueType"] = {"0": "displacement", "1": "force"}.get(value_type, value_type)
-        if "value" in data:
-            values = as_floats(data["value"], f"{what}.value")
-            cable["value"] = values[0] if values else 0.0
-        for key in ("minForce", "maxForce", "maxPositiveDisp", "maxNegativeDisp", "maxDispVariation",
-                    "cableInitialLength"):
-            if key in data:
-                cable[key] = as_float(data[key], f"{what}.{key}")
+        cable.update(_scalar_actuator(data, what, ("displacement", "force"), (
+            "minForce", "maxForce", "maxPositiveDisp", "maxNegativeDisp", "maxDispVariation", "cableInitialLength")))
         self.use(component)
         self.bindings[(what, "value")] = f"body.{body_name}.cable.{cable['name']}.value"
         return cable
@@ -850,15 +859,9 @@ class _Translator:
             cavity["surface"] = self.relative(self.moved_surface(surface, cavity_placement, placement, name))
             self.report.notes.append(f"{what}: the cavity surface is placed differently from the body; written, "
                                      f"in the body's frame, to {Path(cavity['surface']).name}")
-        value_type = str(data.get("valueType", "pressure")).strip()
-        cavity["valueType"] = {"0": "pressure", "1": "volumeGrowth"}.get(value_type, value_type)
-        if "value" in data:
-            values = as_floats(data["value"], f"{what}.value")
-            cavity["value"] = values[0] if values else 0.0
-        for key in ("minPressure", "maxPressure", "minVolumeGrowth", "maxVolumeGrowth", "maxPressureVariation",
-                    "maxVolumeGrowthVariation"):
-            if key in data:
-                cavity[key] = as_float(data[key], f"{what}.{key}")
+        cavity.update(_scalar_actuator(data, what, ("pressure", "volumeGrowth"), (
+            "minPressure", "maxPressure", "minVolumeGrowth", "maxVolumeGrowth", "maxPressureVariation",
+            "maxVolumeGrowthVariation")))
         if "flipNormal" in data:
             cavity["flipNormal"] = as_bool(data["flipNormal"])
         if cavity["valueType"] == "pressure" and self.mode_solver(node) is not None and \
