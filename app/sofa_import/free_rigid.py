@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from softsim.app.sofa_import.graph import Component, Link, Node
+from softsim.app.sofa_import.graph import Component, Link, Node, components_of, nearest_component
 from softsim.app.sofa_import.values import ValueProblem, as_floats
 
 __all__ = ["SOFA_BOXES", "SOFA_CUBE", "SOFA_CUBE_HALF_EXTENT", "SOFA_FLOOR", "SOFA_FLOOR_BOX", "FreeRigid",
@@ -103,10 +103,6 @@ class NotTranslated(Exception):
     """A candidate free rigid body that cannot be translated; the message says why."""
 
 
-def _components(node: Node, types: set[str]) -> list[Component]:
-    return [o for o in node.objects if isinstance(o, Component) and o.type in types]
-
-
 def _rigid_state(node: Node) -> Component | None:
     state = node.getMechanicalState()
     if state is None or not str(state.data.get("template", "")).startswith("Rigid3"):
@@ -116,22 +112,8 @@ def _rigid_state(node: Node) -> Component | None:
 
 def is_candidate(node: Node) -> bool:
     """A node with its own Rigid3 MechanicalObject, a UniformMass and no mapping (an independent rigid body)."""
-    return (_rigid_state(node) is not None and bool(_components(node, {"UniformMass"}))
-            and not _components(node, _MAPPINGS))
-
-
-def _integrator(node: Node) -> Component | None:
-    frontier, seen = [node], set()
-    while frontier:
-        current = frontier.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        found = _components(current, _ODE)
-        if found:
-            return found[0]
-        frontier += current.parents
-    return None
+    return (_rigid_state(node) is not None and bool(components_of(node, {"UniformMass"}))
+            and not components_of(node, _MAPPINGS))
 
 
 def _numbers(component: Component, key: str, default: list[float]) -> np.ndarray:
@@ -188,7 +170,7 @@ def _mass(mass: Component) -> tuple[float, np.ndarray]:
 
 def _collision_child(node: Node) -> Node | None:
     for child in node.children:
-        if _components(child, {"RigidMapping"}) and _components(child, _SURFACE_LOADERS | _COLLISION_MODELS):
+        if components_of(child, {"RigidMapping"}) and components_of(child, _SURFACE_LOADERS | _COLLISION_MODELS):
             return child
     return None
 
@@ -202,7 +184,7 @@ def _cube_half_extent(child: Node, scene_dir: Path, placement_of) -> tuple[float
 def _sofa_box(child: Node, scene_dir: Path, placement_of, meshes) -> tuple[np.ndarray, np.ndarray, list]:
     """The box (centre (3,), half sizes (3,) in the body's frame) of the collision child's mesh, one of SOFA's
     own ``meshes`` (keys of :data:`SOFA_BOXES`) x its scale, and the components that make it."""
-    loaders = _components(child, _SURFACE_LOADERS)
+    loaders = components_of(child, _SURFACE_LOADERS)
     if len(loaders) != 1:
         raise NotTranslated(f"{child.getPathName()}: {len(loaders)} mesh loaders in the collision node, expected "
                             f"one loading SOFA's {' or '.join(meshes)}")
@@ -221,7 +203,7 @@ def _sofa_box(child: Node, scene_dir: Path, placement_of, meshes) -> tuple[np.nd
     if np.any(np.abs(placement.translation) > 0) or not np.allclose(placement.rotation.as_matrix(), np.eye(3)):
         raise NotTranslated(f"{loader.getPathName()}: the {filename} mesh is moved or turned in the body's frame "
                             f"(a [[rigid]] box is centred on its centre of mass, along its axes)")
-    used = [loader, *_components(child, _TOPOLOGIES), *_components(child, _COLLISION_MODELS | {"RigidMapping"})]
+    used = [loader, *components_of(child, _TOPOLOGIES), *components_of(child, _COLLISION_MODELS | {"RigidMapping"})]
     if child.getMechanicalState() is not None:
         used.append(child.getMechanicalState())
     center, half = SOFA_BOXES[filename]
@@ -232,10 +214,10 @@ def free_rigid(node: Node, scene_dir: Path, placement_of) -> FreeRigid:
     """The ``[[rigid]]`` box of the candidate ``node`` (:func:`is_candidate`); ``placement_of`` is the
     translator's reading of a component's translation/rotation/scale. NotTranslated says why not."""
     state = _rigid_state(node)
-    masses = _components(node, {"UniformMass"})
+    masses = components_of(node, {"UniformMass"})
     if len(masses) != 1:
         raise NotTranslated(f"{node.getPathName()}: {len(masses)} masses, expected one UniformMass")
-    solver = _integrator(node)
+    solver = nearest_component(node, _ODE)
     if solver is None:
         raise NotTranslated("no ODE solver integrates it (it does not move in SOFA: a static object; add it as an "
                             "[[obstacle]] by hand)")
@@ -260,7 +242,7 @@ def free_rigid(node: Node, scene_dir: Path, placement_of) -> FreeRigid:
              f"inertia {', '.join(f'{v:g}' for v in moments)} as SOFA's UniformMass gives them (mass x "
              f"inertiaMatrix; a uniform solid cube of that size: {solid:g})"]
     return FreeRigid(table, solver=solver, used=[state, masses[0], solver, *used],
-                     collides=bool(_components(child, _COLLISION_MODELS)), notes=notes)
+                     collides=bool(components_of(child, _COLLISION_MODELS)), notes=notes)
 
 
 def static_box(node: Node, scene_dir: Path, placement_of) -> StaticBox:
@@ -268,7 +250,7 @@ def static_box(node: Node, scene_dir: Path, placement_of) -> StaticBox:
     (STLIB's ``Floor`` and ``isAStaticObject`` objects) on SOFA's ``mesh/floor.obj`` or ``mesh/cube.obj``: the
     mesh's box x its scale, moved by the frame; the frame may turn it only by quarter turns (an obstacle box is
     axis-aligned). NotTranslated says why not."""
-    if _integrator(node) is not None:
+    if nearest_component(node, _ODE) is not None:
         raise NotTranslated("an ODE solver integrates it: a moving body, not an obstacle")
     child = _collision_child(node)
     if child is None:
@@ -290,7 +272,7 @@ def static_box(node: Node, scene_dir: Path, placement_of) -> StaticBox:
     notes = [f"{node.getPathName()}: a static rigid object (no ODE solver) on SOFA's "
              f"{loader.data.get('filename')}, an [[obstacle]] box (centre {table['center']}, half sizes "
              f"{table['halfExtents']})"]
-    masses = _components(node, {"UniformMass"})
+    masses = components_of(node, {"UniformMass"})
     return StaticBox(table, used=[_rigid_state(node), *masses, *used], notes=notes)
 
 
@@ -304,9 +286,9 @@ def static_surface(node: Node, scene_dir: Path, placement_of) -> StaticBox:
     state = node.getMechanicalState()
     if state is None or str(state.data.get("template", "Vec3")).startswith("Rigid"):
         raise NotTranslated("not a Vec3 collision object")
-    if _integrator(node) is not None:
+    if nearest_component(node, _ODE) is not None:
         raise NotTranslated("an ODE solver integrates it: it moves in SOFA")
-    loaders = _components(node, _SURFACE_LOADERS)
+    loaders = components_of(node, _SURFACE_LOADERS)
     if len(loaders) != 1:
         raise NotTranslated(f"{len(loaders)} mesh loaders, expected one loading SOFA's {SOFA_SQUARE}")
     loader = loaders[0]
@@ -337,7 +319,7 @@ def static_surface(node: Node, scene_dir: Path, placement_of) -> StaticBox:
              f"normal +z) x {side:g}, placed by {loader.getPathName()}: an [[obstacle]] box whose face with normal "
              f"{normal} is the square, {depth:g} deep behind it (centre {table['center']}, half sizes "
              f"{table['halfExtents']})"]
-    used = [loader, state, *_components(node, _TOPOLOGIES | _COLLISION_MODELS)]
+    used = [loader, state, *components_of(node, _TOPOLOGIES | _COLLISION_MODELS)]
     return StaticBox(table, used=used, notes=notes)
 
 

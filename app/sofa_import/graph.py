@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Component", "Data", "Link", "Node", "NODE_FIELDS", "resolve_link", "split_link"]
+__all__ = ["Component", "Data", "Link", "Node", "NODE_FIELDS", "components_of", "nearest_component", "resolve_link",
+           "split_link"]
 
 #: data fields of a SOFA node (Sofa.Core.Node) the importer records
 NODE_FIELDS = {"gravity": [0.0, -9.81, 0.0], "dt": 0.01, "time": 0.0, "animate": False, "name": None,
@@ -396,6 +397,27 @@ class Node:
             seen.add(id(node))
             yield node
             stack[0:0] = node.children
+
+
+def components_of(node: Node, types: set[str]) -> list[Component]:
+    """The components of ``node`` whose class is one of ``types``, in scene order."""
+    return [o for o in node.objects if isinstance(o, Component) and o.type in types]
+
+
+def nearest_component(node: Node, types: set[str]) -> Component | None:
+    """The first component of one of ``types`` in ``node`` or, breadth first, in its nearest ancestor that has
+    one (the ODE solver that integrates a node, say), or None."""
+    frontier, seen = [node], set()
+    while frontier:
+        current = frontier.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        found = components_of(current, types)
+        if found:
+            return found[0]
+        frontier += current.parents
+    return None
 
 
 def split_link(text: str) -> tuple[str, str | None]:

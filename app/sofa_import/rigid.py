@@ -31,7 +31,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from softsim.app.sofa_import.computed import computed_value
-from softsim.app.sofa_import.graph import Component, Link, Node, resolve_link
+from softsim.app.sofa_import.graph import Component, Link, Node, components_of, resolve_link
 from softsim.app.sofa_import.values import Ref, ValueProblem, as_float, as_floats, as_ints, follow
 
 __all__ = ["FRAME", "FRAME_REST", "HARDWARE", "RADIANS", "RADIANS_VEC", "RELEASED", "FramePose", "RigidGroup",
@@ -146,10 +146,6 @@ class RigidGroup:
     frame_index: int = 0
 
 
-def _components(node: Node, types: set[str]) -> list[Component]:
-    return [o for o in node.objects if isinstance(o, Component) and o.type in types]
-
-
 def _state_of(target: Any) -> Component | None:
     """The MechanicalObject a link names (a node: its own)."""
     if isinstance(target, Link):
@@ -207,7 +203,7 @@ def rigid_poses(state: Component) -> list[tuple[np.ndarray, Rotation]]:
 
 def _holds(node: Node, index: int) -> Component | None:
     """The component in ``node`` that holds frame ``index`` in place."""
-    for component in _components(node, _HOLDERS):
+    for component in components_of(node, _HOLDERS):
         key = "points" if component.type == "RestShapeSpringsForceField" else "indices"
         value = follow(component, key) if key in component.data else None
         if value is None or isinstance(value, Ref):
@@ -264,9 +260,9 @@ class _Frames:
         node = state.node
         holder = _holds(node, index)
         if holder is not None:  # a held frame's mass does nothing
-            return FramePose(used=[state, holder, *_components(node, {"UniformMass"})],
+            return FramePose(used=[state, holder, *components_of(node, {"UniformMass"})],
                              source=f"{holder.getPathName()} holds it"), ""
-        for mapping in _components(node, {"SubsetMultiMapping"}):
+        for mapping in components_of(node, {"SubsetMultiMapping"}):
             if not _outputs_to(mapping, state):
                 continue
             pairs = as_ints(mapping.data.get("indexPairs", []), f"{mapping.getPathName()}.indexPairs")
@@ -280,7 +276,7 @@ class _Frames:
             if pose is not None:
                 pose.used += [state, mapping]
             return pose, why
-        for mapping in _components(node, {"ArticulatedSystemMapping"}):
+        for mapping in components_of(node, {"ArticulatedSystemMapping"}):
             if _outputs_to(mapping, state):
                 pose, why = self.articulated(mapping, state, index, depth)
                 if pose is not None:
@@ -303,7 +299,7 @@ class _Frames:
         if index == 0:
             base_pose.used.append(mapping)
             return base_pose, ""
-        centres = [(node, c) for node in angles.node.walk() for c in _components(node, {"ArticulationCenter"})
+        centres = [(node, c) for node in angles.node.walk() for c in components_of(node, {"ArticulationCenter"})
                    if int(as_float(c.data.get("childIndex", 0), f"{c.getPathName()}.childIndex")) == index]
         if len(centres) != 1:
             return None, (f"{what}: {len(centres)} ArticulationCenter with childIndex {index} under "
@@ -311,7 +307,7 @@ class _Frames:
         centre_node, centre = centres[0]
         if int(as_float(centre.data.get("parentIndex", 0), f"{centre.getPathName()}.parentIndex")) != 0:
             return None, f"{centre.getPathName()}: a joint on a joint (parentIndex != 0) is not translated"
-        joints = [c for node in centre_node.walk() for c in _components(node, {"Articulation"})]
+        joints = [c for node in centre_node.walk() for c in components_of(node, {"Articulation"})]
         turning = [j for j in joints if str(j.data.get("rotation", False)).lower() in ("1", "true")]
         sliding = [j for j in joints if str(j.data.get("translation", False)).lower() in ("1", "true")]
         if len(turning) != 1 or sliding:
@@ -328,10 +324,10 @@ class _Frames:
         if dof >= len(radians):
             return None, f"{angles.getPathName()}.{key} has no angle {dof}"
         used = [mapping, angles, centre, joint, *base_pose.used,
-                *_components(angles.node, {"RestShapeSpringsForceField", "UniformMass",
+                *components_of(angles.node, {"RestShapeSpringsForceField", "UniformMass",
                                            "ArticulatedHierarchyContainer"})]
         chain_ends = {chain[-1]} | {(angles.getPathName(), "position")}
-        actuators = [c for node in angles.node.walk() for c in _components(node, {"JointActuator"})
+        actuators = [c for node in angles.node.walk() for c in components_of(node, {"JointActuator"})
                      if int(as_float(c.data.get("index", 0), f"{c.getPathName()}.index")) == dof]
         pose = FramePose(angle=math.degrees(radians[dof]),
                          axis=[float(v) for v in orientation.apply(axis_local)],
@@ -350,7 +346,7 @@ def rigid_groups(root: Node, body: Node) -> list[RigidGroup]:
     state = body.getMechanicalState()
     frames = _Frames(root)
     groups: dict[tuple[int, int], RigidGroup] = {}
-    for mapping in _components(body, {"SubsetMultiMapping"}):
+    for mapping in components_of(body, {"SubsetMultiMapping"}):
         if state is None or not _outputs_to(mapping, state):
             continue
         inputs = _inputs(mapping)
@@ -359,7 +355,7 @@ def rigid_groups(root: Node, body: Node) -> list[RigidGroup]:
         for k, source in enumerate(inputs):
             if source is None:
                 continue
-            rigid = next(iter(_components(source.node, {"RigidMapping"})), None)
+            rigid = next(iter(components_of(source.node, {"RigidMapping"})), None)
             if rigid is None:
                 continue
             frame = _linked_state(rigid, "input") if "input" in rigid.data else next(
@@ -400,7 +396,7 @@ def matching_rois(root: Node, groups: list[RigidGroup], base) -> list[Component]
     wanted = [set(g.nodes) for g in groups]
     found = []
     for node in root.walk():
-        for roi in _components(node, {"BoxROI", "SphereROI"}):
+        for roi in components_of(node, {"BoxROI", "SphereROI"}):
             indices = computed_value(roi, "indices", base)
             if indices is not None and set(indices) in wanted:
                 found.append(roi)

@@ -25,7 +25,7 @@ from scipy.spatial.transform import Rotation
 
 from softsim.app.sofa_import.animation import animation_keyframes
 from softsim.app.sofa_import.free_rigid import NotTranslated, free_rigid, is_candidate, static_box, static_surface
-from softsim.app.sofa_import.graph import Component, Link, Node
+from softsim.app.sofa_import.graph import Component, Link, Node, components_of, nearest_component
 from softsim.app.sofa_import.report import ImportReport
 from softsim.app.sofa_import.rigid import (
     FRAME,
@@ -224,7 +224,7 @@ class _Translator:
                 self.used.add(id(component))
 
     def components(self, node: Node, types: set[str]) -> list[Component]:
-        return [o for o in node.objects if isinstance(o, Component) and o.type in types]
+        return components_of(node, types)
 
     def first(self, node: Node, types: set[str]) -> Component | None:
         found = self.components(node, types)
@@ -298,17 +298,7 @@ class _Translator:
 
     def mode_solver(self, node: Node) -> Component | None:
         """The ODE solver that integrates ``node``: in it or in its nearest ancestor that has one."""
-        frontier, seen = [node], set()
-        while frontier:
-            current = frontier.pop(0)
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            solver = self.first(current, ODE)
-            if solver is not None:
-                return solver
-            frontier += current.parents
-        return None
+        return nearest_component(node, ODE)
 
     def context_nodes(self, body: Node, bodies: list[Node]) -> list[Node]:
         """Nodes whose components act on ``body``'s mechanical object: the body node and the nodes below or
