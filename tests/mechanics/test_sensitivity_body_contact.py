@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from softsim.mechanics import Scene
 from softsim.mechanics.constraints import BodyContactConstraint, ContactSurface
 from softsim.mechanics.constraints.triangle_distance import plane_gap, plane_gap_hessian
-from softsim.mechanics.sensitivity import GradientError, gradient_report
+from softsim.mechanics.sensitivity import GradientError, NotDifferentiableError, gradient_report
 from tests.mechanics.sensitivity_checks import tighten, worst_against_differences
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,3 +194,64 @@ def test_held_friction_contacts_between_bodies_pass_the_contact_check():
         contact.following = lambda: np.zeros(3, dtype=bool)  # a model that keeps its detection frames
         with pytest.raises(GradientError, match="collision: active contacts between bodies"):
             _check_contacts(state, active)
+
+
+PYRAMID = ROOT / "tests" / "data" / "sensitivity" / "pyramid_block.toml"
+APEX = ["collision.normalForce", "node[4].x", "node[4].y", "node[4].z"]
+
+
+def _pressed(extra=None, friction=None):
+    """pyramid_block.toml solved tightly in one frame, with ``extra`` {key: value} (a totalForce component as
+    ``...totalForce.x``) and ``collision.friction`` set to ``friction`` when given."""
+    scene = Scene.load(PYRAMID)
+    tighten(scene)
+    if friction is not None:
+        scene.set("collision.friction", friction)
+    for key, value in (extra or {}).items():
+        if ".totalForce." in key:
+            vector = list(scene.get(key[:-2]))
+            vector["xyz".index(key[-1])] = value
+            scene.set(key[:-2], vector)
+        else:
+            scene.set(key, value)
+    report = scene.step()
+    assert report.converged, report.message
+    return scene
+
+
+def test_sticking_friction_between_bodies_against_finite_differences():
+    """A soft pyramid's apex pressed onto a soft block with mu = 0.5 (tests/data/sensitivity/pyramid_block.toml):
+    one contact, the apex on a triangle of the block's top face, sticking (tangential over normal force 0.095):
+    its normal row and its two tangential rows are held, with the nodes of both bodies in them. The derivatives
+    of the contact force and of the apex's position with respect to the force on the apex (down and sideways) and
+    both bodies' moduli agree with Richardson central differences of re-solved frames to 1e-6 (measured 1.2e-7 at
+    worst, the apex's z against the sideways force, a derivative 78 times smaller than its x; the same with
+    steps four times smaller). Without friction the apex slides along the face: its x moves 3.5 times more per
+    unit of sideways force."""
+    scene = _pressed()
+    system, force = scene.simulation.last_report.equilibrium.system, scene.simulation.last_report.equilibrium.force
+    contact = next(c for c in system.constraints if isinstance(c, BodyContactConstraint))
+    per_contact = force[system.rows_of(contact)].reshape(-1, 3)
+    assert per_contact.shape[0] == 1 and contact.contact_nodes[0] == 4
+    ratio = np.hypot(*per_contact[0, 1:]) / per_contact[0, 0]
+    assert 0.05 < ratio < 0.15 and per_contact[0, 0] > 100.0  # sticking, well inside the cone of 0.5
+    steps = {"body.indenter.force[0].totalForce.x": 2.0, "body.indenter.force[0].totalForce.y": 5.0,
+             "body.block.material.youngModulus": 2.0, "body.indenter.material.youngModulus": 2.0}
+    report = gradient_report(scene, APEX, list(steps))
+    assert report.held_rows == 3
+
+    def solve(key, shift):
+        return _pressed({key: float(report.parameters[key]) + shift})
+
+    assert worst_against_differences(report, APEX, steps, solve, 1e-6) < 1e-6
+    sliding = gradient_report(_pressed(friction=0.0), ["node[4].x"], ["body.indenter.force[0].totalForce.x"])
+    free_x = sliding.values["node[4].x"]["body.indenter.force[0].totalForce.x"]
+    assert free_x > 3.0 * report.values["node[4].x"]["body.indenter.force[0].totalForce.x"]
+
+
+def test_sliding_friction_between_bodies_is_not_differentiable():
+    """The same apex with mu = 0.05, below its tangential over normal force: it slides on the cone and the
+    gradient is refused, naming the sliding row."""
+    scene = _pressed(friction=0.05)
+    with pytest.raises(NotDifferentiableError, match="sliding"):
+        gradient_report(scene, ["node[4].x"], ["body.block.material.youngModulus"])
