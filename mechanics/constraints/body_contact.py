@@ -30,6 +30,7 @@ or a corner of the body: the material keeps them apart), so that self-contact at
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -697,17 +698,30 @@ def winding_numbers(x: np.ndarray, points: np.ndarray, triangles: np.ndarray) ->
     ``x`` (n, 3)) about each of ``points`` (k, 3): 1 inside, 0 outside (the sum of the triangles' solid angles
     over 4 pi, Van Oosterom and Strackee's formula). Unlike the sign of the gap to the nearest triangle, it
     stays right next to edges and corners and on a deformed, concave surface."""
-    total = np.zeros(points.shape[0])
-    for start in range(0, triangles.shape[0], 256):
-        corners = x[triangles[start:start + 256]]  # (b, 3, 3)
-        rel = corners[None, :, :, :] - points[:, None, None, :]  # (k, b, 3, 3)
-        a, b, c = rel[:, :, 0], rel[:, :, 1], rel[:, :, 2]
-        la, lb, lc = (np.linalg.norm(v, axis=2) for v in (a, b, c))
-        numerator = np.einsum("kti,kti->kt", a, np.cross(b, c))
-        denominator = (la * lb * lc + np.einsum("kti,kti->kt", a, b) * lc + np.einsum("kti,kti->kt", a, c) * lb
-                       + np.einsum("kti,kti->kt", b, c) * la)
-        total += 2.0 * np.arctan2(numerator, denominator).sum(axis=1)
-    return total / (4.0 * np.pi)
+    total = np.empty(points.shape[0])
+    _winding_numbers(np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(points, dtype=np.float64),
+                     np.ascontiguousarray(triangles, dtype=np.int64), total)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _winding_numbers(x, points, triangles, total):
+    """:func:`winding_numbers` into ``total`` (k,), one point and triangle at a time (no temporaries)."""
+    for k in range(points.shape[0]):
+        angle = 0.0
+        for t in range(triangles.shape[0]):
+            i, j, m = triangles[t, 0], triangles[t, 1], triangles[t, 2]
+            a0, a1, a2 = x[i, 0] - points[k, 0], x[i, 1] - points[k, 1], x[i, 2] - points[k, 2]
+            b0, b1, b2 = x[j, 0] - points[k, 0], x[j, 1] - points[k, 1], x[j, 2] - points[k, 2]
+            c0, c1, c2 = x[m, 0] - points[k, 0], x[m, 1] - points[k, 1], x[m, 2] - points[k, 2]
+            la = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+            lb = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)
+            lc = math.sqrt(c0 * c0 + c1 * c1 + c2 * c2)
+            numerator = a0 * (b1 * c2 - b2 * c1) + a1 * (b2 * c0 - b0 * c2) + a2 * (b0 * c1 - b1 * c0)
+            denominator = (la * lb * lc + (a0 * b0 + a1 * b1 + a2 * b2) * lc + (a0 * c0 + a1 * c1 + a2 * c2) * lb
+                           + (b0 * c0 + b1 * c1 + b2 * c2) * la)
+            angle += 2.0 * math.atan2(numerator, denominator)
+        total[k] = angle / (4.0 * math.pi)
 
 
 def _inside_nodes(x: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, best: np.ndarray,
