@@ -402,7 +402,8 @@ def _transpose_times(J: sp.csr_matrix, force: np.ndarray) -> np.ndarray:
 
 
 def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, system, report, force, W,
-                tangent: ConstrainedTangent, *, build, project, check_state) -> EquilibriumReport:
+                tangent: ConstrainedTangent, *, build, project, check_state,
+                max_factorizations: int | None = None) -> EquilibriumReport:
     """Constrained Newton (SQP) iterations from ``x_start`` (n, 3) with the multipliers ``force`` (m,), in
     automatic increments (module docstring).
 
@@ -421,7 +422,8 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     starts from the last equilibrium, where it was made). A step that leads to an implausible state
     (``check_state``: a runaway displacement or an inverted element) or whose merit (relative imbalance plus
     law residual over the body's size) grows more than :data:`MERIT_GROWTH`-fold is halved, with the
-    multipliers, up to :data:`MAX_STEP_HALVINGS` times.
+    multipliers, up to :data:`MAX_STEP_HALVINGS` times. ``max_factorizations`` caps the factorizations of
+    this call below the frame's budget (a solve whose failure costs nothing but its time).
     """
     ctx = _Context(problem, newton, constraint_solver, enforced, x_last, W, tangent, build, project, check_state)
     ctx.last_report, ctx.last_system = report, system
@@ -443,7 +445,9 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     resume: _State | None = None  # where a step touched a surface that had no row: the increment goes on there
     progress_at = 0  # the factorizations done when the last increment converged
     while True:
-        if ctx.factorizations - progress_at >= budget or ctx.factorizations >= FRAME_BUDGET_CAP * budget:
+        cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
+                                                                                max_factorizations)
+        if ctx.factorizations - progress_at >= budget or ctx.factorizations >= cap:
             out_of_budget = True
             last_reason = (f"the frame's budget of factorizations is spent ({ctx.factorizations - progress_at} "
                            f"since the last converged increment, {ctx.factorizations} in all)") + (
@@ -739,7 +743,7 @@ def _increment(ctx: _Context, state: _State, t: float):
             return state, accuracy, "cut", "the step is not finite"
         current_merit = state.merit(ctx.body_size)
         trial, alpha, trusted, why = _backtrack(ctx, state, step_x, step_force, W, t,
-                                                trust=watch is None and not distrust)
+                                                trust=watch is None and not distrust and steps > 1)
         if watch is not None:  # this step followed one taken on trust (see WATCHDOG_GROWTH)
             if trial is None or trial.merit(ctx.body_size) >= watch.merit:
                 # it did not pay off: back to where it was taken, and the usual step halving from there

@@ -68,6 +68,11 @@ logger = logging.getLogger(__name__)
 
 #: extra projections per frame for contacts that appear only at the corrected positions
 MAX_REDETECTIONS = 3
+#: the factorizations (times ``newton_iterations``) the solve with the contact set detected again after touches
+#: may take: when it fails the frame keeps the equilibrium found along its path, so a long failing solve is only
+#: time. finger_block's 25 mm ramp frame spent 342 factorizations on one and kept its path's equilibrium; the
+#: ones that converged took 5 to 20 (and once 110: that frame now keeps its path's equilibrium)
+CANONICAL_BUDGET = 3
 #: how a static frame ends: at the nonlinear constrained equilibrium, or with SOFA's single linear correction
 CORRECTIONS = ("equilibrium", "linear")
 #: a node that moves farther than this many times the body's size (bbox diagonal) means a runaway solve
@@ -253,7 +258,8 @@ def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, 
         steps, factorizations = steps + equilibrium.steps, factorizations + equilibrium.iterations
         result = equilibrate(problem, newton, constraint_solver, enforced, x, equilibrium.x, system, report,
                              start_force, W, tangent, build=build_constraint_system, project=project_rows,
-                             check_state=check_state)
+                             check_state=check_state,
+                             max_factorizations=CANONICAL_BUDGET * newton.newton_iterations if canonical else None)
         if canonical and not result.converged:  # the work counts; the answer is the one found along the path
             for constraint, state in saved_sets:
                 constraint.restore_contact_state(state)

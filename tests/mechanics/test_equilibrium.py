@@ -272,6 +272,30 @@ def test_a_frame_ends_with_the_contact_set_of_its_positions(values):
         assert contact.missed_contacts(scene.positions, tolerance=1e-6) == 0
 
 
+def test_a_failing_solve_with_the_contacts_detected_again_keeps_the_paths_equilibrium_within_its_budget(
+        monkeypatch):
+    """After steps that touched surfaces, a frame solves again with the contact set detected at its end; when
+    that solve fails the frame keeps the equilibrium found along its path, so the solve may take only
+    CANONICAL_BUDGET x newton_iterations factorizations. finger_block's ramp (a finger curling into a soft
+    block, 5 mm per frame): at 25 mm that solve fails; it took 342 factorizations and now at most 30 (+ the
+    last step's), and the frame converges at the same state either way."""
+    from softsim.mechanics import frame_step
+
+    results, default = {}, frame_step.CANONICAL_BUDGET
+    for budget in (default, 1000):
+        monkeypatch.setattr(frame_step, "CANONICAL_BUDGET", budget)
+        scene = Scene.load("tests/data/softrobots/finger_block.toml")
+        for value in (5.0, 10.0, 15.0, 20.0, 25.0):
+            scene.set(CABLE, value)
+            report = scene.step()
+            assert report.converged, (budget, value, report.message)
+        results[budget] = (report.equilibrium.iterations, scene.positions.copy())
+    (capped, x), (uncapped, x_uncapped) = results.values()
+    newton_iterations = 10  # the scene's default
+    assert capped <= 20 + default * newton_iterations + 5 < 100 < uncapped, (capped, uncapped)
+    np.testing.assert_allclose(x, x_uncapped, atol=1e-6 * np.ptp(x_uncapped))
+
+
 def test_load_steps_is_the_least_number_of_increments():
     """``solver.newton.load_steps = 4``: a 20 mm jump of the finger's cable is solved in at least four increments
     (none larger than a quarter of the change) and ends at the same equilibrium as the jump solved in as few
