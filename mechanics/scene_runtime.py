@@ -111,11 +111,6 @@ def _rotation_matrix(degrees) -> np.ndarray:
     return Rz @ Ry @ Rx
 
 
-def _region_dict(region) -> dict:
-    """A RegionSpec as the selector table ``meshes.select_nodes`` reads (:meth:`RegionSpec.to_selector`)."""
-    return region.to_selector()
-
-
 def load_body_mesh(body) -> meshes.TetMesh:
     """The body's mesh with the scene's scale, rotation and translation applied."""
     mesh = meshes.load(body.mesh_path, scale=body.scale)
@@ -597,7 +592,7 @@ class Scene:
         its nodes, and rows on them alone would be empty)."""
         path = f"body.{body.name}.rigidGroup[{index}]"
         try:
-            nodes = meshes.select_nodes(mesh, _region_dict(group))
+            nodes = meshes.select_nodes(mesh, group.to_selector())
             held = np.intersect1d(nodes, fixed)
             if held.size:
                 raise ParameterError(f"{held.size} of its {np.unique(nodes).size} nodes are fixed nodes (body."
@@ -762,7 +757,7 @@ class Scene:
         selections = []
         for i, region in enumerate(body.fixed):
             try:
-                selections.append(meshes.select_nodes(mesh, _region_dict(region)))
+                selections.append(meshes.select_nodes(mesh, region.to_selector()))
             except meshes.MeshError as error:
                 raise _error(self.spec, f"body.{body.name}.fixed[{i}]", str(error)) from None
             self._held.append((region, selections[-1], index))
@@ -835,7 +830,7 @@ class Scene:
                 loads.append(PressureLoad(mesh.triangle_sets[force.set], force.pressure))
                 continue
             try:
-                nodes = meshes.select_nodes(mesh, _region_dict(force))
+                nodes = meshes.select_nodes(mesh, force.to_selector())
             except meshes.MeshError as error:
                 raise _error(self.spec, path, str(error)) from None
             loads.append(NodalForce(nodes, force.totalForce))

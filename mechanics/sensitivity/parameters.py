@@ -297,12 +297,10 @@ class TotalForceParameter(Parameter):
         self.key, self.value, self.body, self.index, self.axis = key, value, body, index, axis
 
     def partial(self, state) -> Partial:
-        from softsim.mechanics.scene_runtime import _region_dict
-
         partial = self.zero(state)
         scene = state.scene
         mesh = scene.meshes[self.body]
-        nodes = np.asarray(meshes.select_nodes(mesh, _region_dict(scene.spec.bodies[self.body].forces[self.index])))
+        nodes = np.asarray(meshes.select_nodes(mesh, scene.spec.bodies[self.body].forces[self.index].to_selector()))
         nodal = np.zeros((mesh.n_points, 3))
         np.add.at(nodal[:, self.axis], nodes, 1.0 / nodes.size)
         partial.force[:] = _place(state, self.body, nodal)
