@@ -96,6 +96,7 @@ class SeriesPlot(QWidget):
         # a long note must not widen the dock column (and narrow the 3D view): it is cut, whole in the tooltip
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar = QHBoxLayout()  # one row above the plot: a short plot keeps its height for the curves
+        bar.setSpacing(6)  # else it takes the column's spacing, 0: the note would touch the title
         bar.addWidget(self.title_label)
         bar.addWidget(self.status, 1)
         bar.addWidget(self.export_button)
