@@ -174,28 +174,6 @@ def test_body_contact_gradients_against_finite_differences(pressed):
     assert worst < 1e-6
 
 
-def test_held_friction_contacts_between_bodies_pass_the_contact_check():
-    """Friction contacts between bodies follow the nodes now (their normal, tangent frame and weights are taken
-    at the current positions), so held ones, like frictionless ones, pass the gradients' contact check; a
-    contact model whose rows keep the frame found at detection is refused, naming the constraint."""
-    from types import SimpleNamespace
-
-    from softsim.mechanics.sensitivity.active_set import ActiveSet
-    from softsim.mechanics.sensitivity.adjoint import _check_contacts
-
-    x, surfaces = _pair()
-    for friction in (0.0, 0.5):
-        contact = BodyContactConstraint(surfaces, [(0, 1, friction)], contactDistance=0.1, alarmDistance=0.6,
-                                        n_nodes=7)
-        contact.update(x)
-        state = SimpleNamespace(system=SimpleNamespace(constraints=[contact], row_ranges=[slice(0, contact.n_rows)]))
-        active = ActiveSet(np.ones(contact.n_rows, dtype=bool), np.zeros(contact.n_rows, dtype=bool), [])
-        _check_contacts(state, active)
-        contact.following = lambda: np.zeros(3, dtype=bool)  # a model that keeps its detection frames
-        with pytest.raises(GradientError, match="collision: active contacts between bodies"):
-            _check_contacts(state, active)
-
-
 PYRAMID = ROOT / "tests" / "data" / "sensitivity" / "pyramid_block.toml"
 APEX = ["collision.normalForce", "node[4].x", "node[4].y", "node[4].z"]
 
@@ -255,3 +233,19 @@ def test_sliding_friction_between_bodies_is_not_differentiable():
     scene = _pressed(friction=0.05)
     with pytest.raises(NotDifferentiableError, match="sliding"):
         gradient_report(scene, ["node[4].x"], ["body.block.material.youngModulus"])
+
+
+def test_held_friction_contacts_between_bodies_pass_the_contact_check():
+    """Friction contacts between bodies follow the nodes now (their normal, tangent frame and weights are taken
+    at the current positions), so held ones, like frictionless ones, pass the gradients' contact check; a
+    contact model whose rows keep the frame found at detection is refused, naming the constraint. The pyramid's
+    apex held on the block without friction (its normal row) and sticking with mu = 0.5 (its three rows)."""
+    for friction, held in ((0.0, 1), (0.5, 3)):
+        scene = _pressed(friction=friction)
+        report = gradient_report(scene, ["node[4].x"], ["body.block.material.youngModulus"])
+        assert report.held_rows == held
+        contact = next(c for c in scene.simulation.last_report.equilibrium.system.constraints
+                       if isinstance(c, BodyContactConstraint))
+        contact.following = lambda contact=contact: np.zeros(len(contact.contact_nodes), dtype=bool)
+        with pytest.raises(GradientError, match="collision: active contacts between bodies"):
+            gradient_report(scene, ["node[4].x"], ["body.block.material.youngModulus"])
