@@ -152,17 +152,19 @@ class EquilibriumReport:
 
 
 @dataclass
-class _State:
-    """A candidate state of the equilibrium iterations and how far it is from the constrained equilibrium."""
+class State:
+    """A candidate state of the equilibrium iterations at increment t and how far it is from the constrained
+    equilibrium (lengths and forces in the scene's units, ``scene.units``). :meth:`Homotopy.at` takes the
+    frame's start as one; :func:`quadratic_prediction` reads only ``x`` and ``force``."""
 
-    x: np.ndarray
-    force: np.ndarray
-    residual: np.ndarray  # R(x) - (1 - t) r_0 on the free DOFs
+    x: np.ndarray  # (n, 3) node positions
+    force: np.ndarray  # (m,) the rows' multipliers
+    residual: np.ndarray  # (n_free,) R(x) - (1 - t) r_0 on the free DOFs (force)
     check: object  # the rows at x (ConstraintSystem), actuator rows shifted to the increment's targets
-    unbalanced: float  # |R(x) - (1 - t) r_0 + J(x)^T lambda|
-    relative: float  # unbalanced / force scale
+    unbalanced: float  # |R(x) - (1 - t) r_0 + J(x)^T lambda| (force)
+    relative: float  # unbalanced / force scale (dimensionless)
     length: float  # largest constraint-law residual of a row, as a length
-    balanced: bool
+    balanced: bool  # unbalanced <= the residual tolerance x the force scale, or below the round-off floor
 
     def merit(self, body_size: float) -> float:
         """How far from the equilibrium, dimensionless: relative imbalance plus law residual / body size."""
@@ -183,7 +185,7 @@ class Homotopy:
         self.offsets = offsets
 
     @classmethod
-    def at(cls, state: _State) -> Homotopy:
+    def at(cls, state: State) -> Homotopy:
         check = state.check
         r0 = state.residual + (check.J_free.T @ state.force if check.n_rows == state.force.size else 0.0)
         offsets = {}
@@ -375,7 +377,7 @@ class _Context:
         self._cache = [(x.copy(), values), *self._cache[:1]]
         return values
 
-    def evaluate(self, x: np.ndarray, force: np.ndarray, t: float) -> _State:
+    def evaluate(self, x: np.ndarray, force: np.ndarray, t: float) -> State:
         """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,), at increment t."""
         residual, check, scale = self._at(x)
         if self.homotopy is not None:
@@ -389,7 +391,7 @@ class _Context:
                                  check.blocks)
         relative = unbalanced / scale if scale > 0 else (0.0 if unbalanced == 0 else np.inf)
         balanced = unbalanced <= max(max(self.residual_tolerance, ROUND_OFF_FACTOR) * scale, self.force_floor)
-        return _State(x, force, residual, check, unbalanced, relative, length, balanced)
+        return State(x, force, residual, check, unbalanced, relative, length, balanced)
 
 
 def _transpose_times(J: sp.csr_matrix, force: np.ndarray) -> np.ndarray:
@@ -442,7 +444,7 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     budget = FRAME_FACTORIZATION_BUDGET * ctx.newton.newton_iterations
     out_of_budget = False
     path: tuple | None = None  # (t, state) of the converged sub-state before the last one, for the path predictor
-    resume: _State | None = None  # where a step touched a surface that had no row: the increment goes on there
+    resume: State | None = None  # where a step touched a surface that had no row: the increment goes on there
     progress_at = 0  # the factorizations done when the last increment converged
     while True:
         cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
@@ -548,7 +550,7 @@ def _change(homotopy: Homotopy) -> tuple[np.ndarray, tuple]:
     return np.concatenate(parts), tuple(key)
 
 
-def _predict(ctx: _Context, start: _State) -> _State | None:
+def _predict(ctx: _Context, start: State) -> State | None:
     """A secant predictor for slider drags: when the last frame moved the body from one equilibrium to this
     frame's start and this frame's change is a multiple alpha of that frame's (the same actuators moved the
     same way), start the Newton steps from x + alpha (x - x_previous) with the multipliers extrapolated alike.
@@ -570,7 +572,7 @@ def _predict(ctx: _Context, start: _State) -> _State | None:
     x = start.x + alpha * (history.x_end - history.x_start)
     force = start.force + (alpha * (history.force_end - history.force_start)
                            if history.force_start.shape == start.force.shape else 0.0)
-    quadratic = _quadratic_prediction(history, change, start, x)
+    quadratic = quadratic_prediction(history, change, start, x)
     if quadratic is not None and not ctx.check_state(ctx.problem, quadratic[0]):
         x, force = quadratic
     elif ctx.check_state(ctx.problem, x):
@@ -578,10 +580,15 @@ def _predict(ctx: _Context, start: _State) -> _State | None:
     return ctx.evaluate(x, force, 1.0)
 
 
-def _quadratic_prediction(history: Secant, change: np.ndarray, start: _State, linear: np.ndarray) -> tuple | None:
+def quadratic_prediction(history: Secant, change: np.ndarray, start: State, linear: np.ndarray) -> tuple | None:
     """``(x (n, 3), multipliers (m,))`` on the parabola through the last three equilibria, at this frame's
     change, or None without a collinear frame before the last one, or when the parabola bends away from the
     line's prediction ``linear`` (n, 3) by more than :data:`QUADRATIC_MAX_BEND` of the line's move.
+
+    ``history`` is the last frame's :class:`Secant` (its ``before`` the frame's before it), ``change`` (k,) this
+    frame's change in the same layout (the start's unbalanced force, then the actuator rows' offsets), ``start``
+    this frame's start, of which only ``x`` (n, 3) and ``force`` (m,) are read. Positions are in the scene's
+    length unit, the multipliers in their rows' units.
 
     The equilibria are placed along this frame's change direction u at s = 0 (the start), -h_1 and -h_1 - h_2,
     with h_k = u . (the change of the k-th last frame); the prediction is the Lagrange interpolant at s = |change|.
@@ -611,7 +618,7 @@ def _quadratic_prediction(history: Secant, change: np.ndarray, start: _State, li
     return x, force
 
 
-def _along_path(ctx: _Context, path: tuple | None, t: float, state: _State, target: float) -> _State | None:
+def _along_path(ctx: _Context, path: tuple | None, t: float, state: State, target: float) -> State | None:
     """The next increment's start extrapolated along the path: from the two last converged sub-states
     (t_0, x_0) (``path``) and (t, x) (``state``), x + (target - t) / (t - t_0) (x - x_0), with the multipliers
     alike. A Newton step from the converged sub-state is the tangent's linear prediction, which for a bending
@@ -629,7 +636,7 @@ def _along_path(ctx: _Context, path: tuple | None, t: float, state: _State, targ
     return ctx.evaluate(x, state.force + ratio * (state.force - state_0.force), target)
 
 
-def _remember(ctx: _Context, start: _State, end: _State) -> None:
+def _remember(ctx: _Context, start: State, end: State) -> None:
     """Keep this frame's move for the next frame's predictor (on the tangent object, which outlives frames)."""
     change, key = _change(ctx.homotopy)
     previous = getattr(ctx.tangent, "history", None)
@@ -649,11 +656,11 @@ def _converging(merits: list) -> bool:
             and merits[-1] < merits[-2] < merits[-3])
 
 
-def _passes(ctx: _Context, state: _State, accuracy: float) -> bool:
+def _passes(ctx: _Context, state: State, accuracy: float) -> bool:
     return state.balanced and state.length <= ctx.length_tolerance + 2.0 * accuracy
 
 
-def _finish(ctx: _Context, state: _State, converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
+def _finish(ctx: _Context, state: State, converged: bool, diverged: bool, reason: str) -> EquilibriumReport:
     system = state.check if state.check.n_rows == ctx.last_system.n_rows else ctx.last_system
     report = EquilibriumReport(ctx.factorizations, converged, diverged, reason, state.relative, state.length,
                                state.x, system, ctx.last_report, ctx.steps, state.force)
@@ -661,7 +668,7 @@ def _finish(ctx: _Context, state: _State, converged: bool, diverged: bool, reaso
     return report
 
 
-def _increment(ctx: _Context, state: _State, t: float):
+def _increment(ctx: _Context, state: State, t: float):
     """Newton steps from the converged ``state`` to the equilibrium at increment ``t``.
 
     Returns ``(state, accuracy, outcome, reason)``: outcome "converged" or "cut" (this increment cannot be
@@ -784,7 +791,7 @@ class _Watch:
     accuracy of its last complementarity solve, its rows and report, the step ``(rows, report, W, step of x,
     step of the multipliers)`` and its merit."""
 
-    state: _State
+    state: State
     accuracy: float
     system: object
     report: object
@@ -792,7 +799,7 @@ class _Watch:
     merit: float
 
 
-def _backtrack(ctx: _Context, state: _State, step_x: np.ndarray, step_force: np.ndarray, W: np.ndarray, t: float,
+def _backtrack(ctx: _Context, state: State, step_x: np.ndarray, step_force: np.ndarray, W: np.ndarray, t: float,
                *, first_halving: int = 0, trust: bool = False):
     """The step from ``state`` (x step (n, 3), multiplier step (m,), with the W (m, m) it was projected with),
     halved from ``0.5 ** first_halving`` until the state is plausible and its merit at most
@@ -819,7 +826,7 @@ def _backtrack(ctx: _Context, state: _State, step_x: np.ndarray, step_force: np.
     return None, alpha, False, why
 
 
-def _first_touch(ctx: _Context, state: _State, step_x: np.ndarray, step_force: np.ndarray, t: float):
+def _first_touch(ctx: _Context, state: State, step_x: np.ndarray, step_force: np.ndarray, t: float):
     """Contact inside the iterations (:data:`CONTACT_BISECTIONS`): when ``state.x + step_x`` (n, 3) brings a
     surface node closer than contactDistance to an obstacle or another body where it has no row, the step is cut
     to the node's first touch by bisection, the contacts missed just past it get rows, and the state at the
@@ -873,7 +880,7 @@ def carry_forces(force: np.ndarray, system, before) -> np.ndarray:
     return mapped
 
 
-def _newton_step(ctx: _Context, state: _State, refactorize: bool, definite: bool):
+def _newton_step(ctx: _Context, state: State, refactorize: bool, definite: bool):
     """One constrained Newton step from ``state``: the tangent factorized at ``state.x`` when ``refactorize``
     (the elasticity's definite tangent when ``definite``), the free step, the rows linearised at it, their
     projection. Returns ``(linearised rows, complementarity report, W, step of x (n, 3), step of the multipliers

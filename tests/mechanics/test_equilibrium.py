@@ -8,7 +8,7 @@ import pytest
 from softsim.mechanics import Scene, equilibrium
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import ConstraintSystem
-from softsim.mechanics.equilibrium import QUADRATIC_MAX_BEND, Homotopy, Secant, _quadratic_prediction, _State
+from softsim.mechanics.equilibrium import QUADRATIC_MAX_BEND, Homotopy, Secant, State, quadratic_prediction
 from softsim.mechanics.indefinite_projection import equality_like_rows, solve_indefinite
 from softsim.mechanics.resolutions import Blocks
 
@@ -108,7 +108,7 @@ def test_the_homotopy_starts_at_the_start_state_and_ends_at_the_requested_target
                              [slice(0, 1), slice(1, 2)])
     force = np.array([2.0, 0.0])
     residual = np.array([1.0, -3.0, 0.5])  # R(x_0) with the new loads
-    state = _State(np.zeros((1, 3)), force, residual, check, 0.0, 0.0, 0.0, False)
+    state = State(np.zeros((1, 3)), force, residual, check, 0.0, 0.0, 0.0, False)
     homotopy = Homotopy.at(state)
     r0 = residual + J.T @ force
     np.testing.assert_allclose(homotopy.r0, r0)
@@ -420,31 +420,31 @@ def test_the_quadratic_predictor_is_the_parabola_through_the_last_three_equilibr
     """Unequal frame changes (h1 = 0.5, h2 = 0.8, this frame 0.7): the prediction is the parabola at s = 0.7
     to round-off, the multipliers too; a frame more than twice the last one gets no parabola."""
     last, x, f = _parabola_secants(0.5, 0.8, 0.05)
-    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    start = State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
     change = np.array([0.7, 0.0, 0.0, 0.0])
     linear = x(0.0) + 0.7 / 0.5 * (x(0.0) - x(-0.5))
-    predicted = _quadratic_prediction(last, change, start, linear)
+    predicted = quadratic_prediction(last, change, start, linear)
     assert predicted is not None
     assert np.max(np.abs(predicted[0] - x(0.7))) < 1e-12 * np.max(np.abs(x(0.7)))
     assert np.max(np.abs(predicted[1] - f(0.7))) < 1e-12 * np.max(np.abs(f(0.7)))
-    assert _quadratic_prediction(last, np.array([1.2, 0.0, 0.0, 0.0]), start, linear) is None
+    assert quadratic_prediction(last, np.array([1.2, 0.0, 0.0, 0.0]), start, linear) is None
 
 
 def test_the_quadratic_predictor_leaves_a_sharply_bending_path_to_the_line():
     """A parabola that bends away from the line by more than QUADRATIC_MAX_BEND of the line's move is not
     used (three states too far apart to resolve the path's curve)."""
     last, x, f = _parabola_secants(0.5, 0.5, 1.0)
-    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    start = State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
     change = np.array([0.5, 0.0, 0.0, 0.0])
     linear = x(0.0) + (x(0.0) - x(-0.5))
     bend = np.max(np.abs(x(0.5) - linear)) / np.max(np.abs(linear - x(0.0)))
     assert bend > QUADRATIC_MAX_BEND  # this parabola bends sharply
-    assert _quadratic_prediction(last, change, start, linear) is None
+    assert quadratic_prediction(last, change, start, linear) is None
     gentle, x, f = _parabola_secants(0.5, 0.5, 0.05)
     linear = x(0.0) + (x(0.0) - x(-0.5))
-    start = _State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
+    start = State(x(0.0), f(0.0), None, None, 0.0, 0.0, 0.0, False)
     assert np.max(np.abs(x(0.5) - linear)) / np.max(np.abs(linear - x(0.0))) < QUADRATIC_MAX_BEND
-    assert _quadratic_prediction(gentle, change, start, linear) is not None
+    assert quadratic_prediction(gentle, change, start, linear) is not None
 
 
 def test_a_steady_slider_drag_takes_one_factorization_per_frame():
