@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from softsim.mechanics import Scene
 from softsim.mechanics.materials import lame
 from softsim.mechanics.sensitivity import GradientError, NotConvergedError, NotDifferentiableError
-from softsim.mechanics.sensitivity.parameters import _split, lame_derivatives
+from softsim.mechanics.sensitivity.parameters import lame_derivatives
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENES = ROOT / "resources" / "scenes"
@@ -42,8 +42,21 @@ def _read(scene, name):
     return scene.outputs()[name]
 
 
+def _split(key):
+    """``key`` -> (the scene key, the index of a point in its list or None, the axis 0-2 or None): a scalar
+    (``body.finger.material.youngModulus``), a vector's component (``scene.gravity.y``) or a listed point's
+    (``body.finger.cable.cable.points[2].z``). Split here rather than by the gradients' own parser, so that the
+    differences perturb the number the key names whether or not that parser reads it right."""
+    base, index, axis = key, None, None
+    if key[-2:] in (".x", ".y", ".z"):
+        base, axis = key[:-2], "xyz".index(key[-1])
+    if base.endswith("]"):
+        base, index = base[:base.rindex("[")], int(base[base.rindex("[") + 1:-1])
+    return base, index, axis
+
+
 def _set(scene, key, value):
-    base, index, axis = _split(scene, key)
+    base, index, axis = _split(key)
     current = scene.get(base)
     if index is not None:
         points = [list(p) for p in current]
