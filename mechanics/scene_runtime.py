@@ -1003,6 +1003,7 @@ class Scene:
         self._build()
         if x.shape == self.simulation.x.shape:
             self.restore(x, frame, v=v, time=time, rigid_states=rigid_states)  # a rigid body keeps its motion too
+            self.simulation.continue_from(old)  # a static equilibrium stays the next frame's start
         else:
             for body in self.rigids:
                 if body.name in rigid_states:

@@ -9,6 +9,7 @@ and the symbolic factorization survive a material change).
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -287,6 +288,38 @@ class Simulation:
             self.v = np.array(v, dtype=np.float64).reshape(self.X.shape)
         if time is not None:
             self.time = float(time)
+
+    def continue_from(self, old: Simulation) -> None:
+        """Take over ``old``'s static equilibrium after a rebuild that kept its positions (a scene edit that
+        changes structure, e.g. ``collision.friction``), so that the next frame starts from that equilibrium
+        like any frame after an edit: with its free configuration, its multipliers (carried to the constraints
+        of the same type and name) and its contacts detected at the positions.
+
+        Without it the rebuilt simulation took a deformed state for a first frame: its increments started from
+        those positions with no constraint force at all (a finger curled by 17 mm of cable into a soft block,
+        released at once), and its frame failed ("W must have a positive diagonal", "the contact rows' block of
+        W is singular") even when the edited value was unchanged. Does nothing unless both are static, ``old``'s
+        last frame was a static one and the positions have the same shape."""
+        if (self.mode != "static" or old.mode_of_last_frame != "static" or old._last_static_report is None
+                or old.x.shape != self.x.shape or old.x_free is None):
+            return
+        by_name = {(type(c), c.name): c for c in self.constraints}
+
+        def carried(pairs) -> list:
+            return [(by_name[(type(c), c.name)], np.array(f, dtype=np.float64)) for c, f in pairs
+                    if (type(c), c.name) in by_name]
+
+        report = copy.copy(old._last_static_report)
+        report.forces = carried(report.forces)
+        report.projection_forces = carried(report.projection_forces)
+        report.signature = None  # another simulation's rows: never "unchanged"
+        self._last_static_report = report
+        self.x_free = np.array(old.x_free, dtype=np.float64)
+        self.mode_of_last_frame = "static"
+        for constraint in self.constraints:
+            if hasattr(constraint, "remember"):
+                constraint.remember(self.x)
+        self.mark_edited()
 
     def run(self, frames: int) -> list[FrameReport]:
         return [self.step() for _ in range(frames)]
