@@ -200,7 +200,7 @@ def undo_point(spec: SceneSpec, path: str) -> Callable[[], None]:
     """A function that puts ``spec`` back as it is now after :func:`set_value` at ``path`` (and whatever was done
     with what it changed): it keeps the fields of every table from ``spec`` down to the key's own table, which
     are all that an edit changes (it replaces field values and the spec's warnings, and never changes a value
-    in place). A copy of the whole scene costs more: 1-2 ms per slider edit on the shipped scenes.
+    in place). A copy of the whole scene would cost a slider edit far more (benchmarks/RESULTS_equilibrium.md).
 
     Raises:
         SceneError: unknown path (as :func:`set_value` does).
