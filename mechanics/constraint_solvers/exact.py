@@ -95,8 +95,8 @@ def stalled(residuals: list[float], window: int = STALL_WINDOW, factor: float = 
     sweeps, oldest first) have had ``window`` chunks since their best value before them fell by ``factor``.
 
     Measured on the finger curling into the soft block with friction 2 (finger_block.toml, cable 17 mm): 19
-    solves of 138 rows ran the whole 200,000 sweeps (5 s each), their certificates wandering or cycling between
-    1e-3 and 0.1 of |dfree| from the first chunks on; the gripper's grasp converges with the certificate
+    solves of 138 rows ran the whole 200,000 sweeps (most of the frame's time), their certificates wandering or
+    cycling between 1e-3 and 0.1 of |dfree| from the first chunks on; the gripper's grasp converges with the certificate
     falling 100 to 3000 times per chunk. At the solvable rate this rule allows, a factor of 2 per window,
     the budget's 100 chunks take a certificate down 2^20 times: a solve it stops would have finished only from
     within that of the tolerance."""
