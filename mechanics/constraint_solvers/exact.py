@@ -13,9 +13,9 @@ coupling), for which Lemke's algorithm with a lexicographic tie-break terminates
 set it finds is then re-solved directly to polish the solution to machine precision.
 
 FRICTION blocks (Coulomb disk, not polyhedral) have no pivoting method here: problems that contain them are
-solved by block Gauss-Seidel run to a tight tolerance (1e-14 relative, up to ``FRICTION_SWEEPS`` sweeps, stopped
-earlier, not converged, when the sweeps stop making progress: :func:`stalled`), and the result is certified by
-:func:`mechanics.resolutions.complementarity_residual`, which is solver-independent.
+solved by block Gauss-Seidel run to a tight tolerance (1e-14 relative, up to ``FRICTION_SWEEPS`` sweeps), and
+the result is certified by :func:`mechanics.resolutions.complementarity_residual`, which is
+solver-independent.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ logger = logging.getLogger(__name__)
 FRICTION_SWEEPS = 200_000
 #: sweeps between two checks of the certificate
 FRICTION_CHUNK = 2_000
-#: the friction sweeps stop, not converged, when the certificate's best value over the last STALL_WINDOW chunks
-#: is not STALL_FACTOR times the best before them (:func:`stalled`)
-STALL_WINDOW = 5
-STALL_FACTOR = 0.5
 
 
 def lemke(M: np.ndarray, q: np.ndarray, max_pivots: int) -> tuple[np.ndarray, int, bool]:
@@ -88,21 +84,6 @@ def lemke(M: np.ndarray, q: np.ndarray, max_pivots: int) -> tuple[np.ndarray, in
         if leaving == z0:
             return _extract(tableau, basis, n), pivots, True
     return _extract(tableau, basis, n), max_pivots, False
-
-
-def stalled(residuals: list[float], window: int = STALL_WINDOW, factor: float = STALL_FACTOR) -> bool:
-    """Whether block Gauss-Seidel has stopped making progress: ``residuals`` (the certificate after each chunk of
-    sweeps, oldest first) have had ``window`` chunks since their best value before them fell by ``factor``.
-
-    Measured on the finger curling into the soft block with friction 2 (finger_block.toml, cable 17 mm): 19
-    solves of 138 rows ran the whole 200,000 sweeps (most of the frame's time), their certificates wandering or
-    cycling between 1e-3 and 0.1 of |dfree| from the first chunks on; the gripper's grasp converges with the certificate
-    falling 100 to 3000 times per chunk. At the solvable rate this rule allows, a factor of 2 per window,
-    the budget's 100 chunks take a certificate down 2^20 times: a solve it stops would have finished only from
-    within that of the tolerance."""
-    if len(residuals) <= window:
-        return False
-    return min(residuals[-window:]) > factor * min(residuals[:-window])
 
 
 def _extract(tableau, basis, n):
@@ -213,18 +194,16 @@ class ExactSolver(ConstraintSolver):
             scale = max(float(np.abs(dfree).max()), 1e-300)
             graph = np.zeros(FRICTION_SWEEPS)
             arrays = block_arrays(blocks, W)
-            sweeps, success, certificates = 0, False, []
-            while sweeps < FRICTION_SWEEPS and not success and not stalled(certificates):
+            sweeps, success = 0, False
+            while sweeps < FRICTION_SWEEPS and not success:
                 # in chunks, each continuing from the last one's forces: the sweeps' own criterion (their change)
                 # may stall above 1e-14 at round-off with many coupled friction blocks while the laws already
-                # hold to it, which the certificate (complementarity_residual) then says. Sweeps that no longer
-                # bring the certificate down (a cycle of the stick-slip states) stop, not converged.
+                # hold to it, which the certificate (complementarity_residual) then says
                 chunk = min(FRICTION_CHUNK, FRICTION_SWEEPS - sweeps)
                 done, _, success = block_gauss_seidel(W, dfree, f, *arrays, 1e-14 * scale, chunk, 1.0, False,
                                                       graph[sweeps:sweeps + chunk])
                 sweeps += done
-                certificates.append(complementarity_residual(W, dfree, f, blocks))
-                success = success or certificates[-1] <= 1e-14 * scale
+                success = success or complementarity_residual(W, dfree, f, blocks) <= 1e-14 * scale
             iterations = sweeps
         else:
             f, iterations, success = solve_mixed_lcp(W, dfree, blocks)
