@@ -446,9 +446,9 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     path: tuple | None = None  # (t, state) of the converged sub-state before the last one, for the path predictor
     resume: State | None = None  # where a step touched a surface that had no row: the increment goes on there
     progress_at = 0  # the factorizations done when the last increment converged
+    cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
+                                                                            max_factorizations)
     while True:
-        cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
-                                                                                max_factorizations)
         if ctx.factorizations - progress_at >= budget or ctx.factorizations >= cap:
             out_of_budget = True
             last_reason = (f"the frame's budget of factorizations is spent ({ctx.factorizations - progress_at} "
