@@ -50,6 +50,10 @@ OPEN_FILTER = (f"Scenes and meshes (*.toml *.scn *.py *.pyscn {MESH_FILTER[8:-1]
 #: a paint slower than this (seconds) makes the view draw fast (no anti-aliasing, see Viewport.set_fast_drawing)
 #: while frames stream in (playing, until a static scene is at rest) or a mouse button is held down on the window
 FAST_DRAW_THRESHOLD = 0.008
+#: a static scene at rest goes back to full-quality drawing only after this long (seconds) without a new frame:
+#: a slider held down (by the keyboard, or a script) gives a frame at rest between its edits, and switching the
+#: anti-aliasing on and off at each of them made most draws full-quality ones (issue 30, bench_gui)
+STILL_SECONDS = 0.3
 #: the view is redrawn at most every (this factor x the last draw time): drawing takes <= 1/3 of the time
 RENDER_INTERVAL_FACTOR = 2.0
 MOUSE_BINDINGS = (
@@ -179,6 +183,11 @@ class MainWindow(QMainWindow):
         self.last_probe = None  # the NodeProbe of the selected node
         self.last_render_time: float | None = None
         self.at_rest = False  # the last frame received was a static scene's frame at rest (report.unchanged)
+        #: fires STILL_SECONDS after a frame at rest with no frame since: the view is still, full quality again
+        self._still_timer = QTimer(self)
+        self._still_timer.setSingleShot(True)
+        self._still_timer.setInterval(round(1e3 * STILL_SECONDS))
+        self._still_timer.timeout.connect(self._update_drawing_quality)
         self._rates = FrameRates()
         self.recorder: Recorder | None = None
         self.record_timing = "wall"  # the clock of the next recording's video (RECORD_TIMINGS)
@@ -639,7 +648,8 @@ class MainWindow(QMainWindow):
         """A slow (software) OpenGL draws the view fast while frames stream in (playing, until a static scene is
         at rest) or while a mouse button is held down on the window; at full quality otherwise, drawn again at
         once when it comes back if the view was drawn meanwhile (a click that changed nothing renders nothing)."""
-        streaming = self.session.playing and not self.at_rest
+        still = self.at_rest and not self._still_timer.isActive()
+        streaming = self.session.playing and not still
         busy = streaming or self.interaction.active
         if busy and not self.viewport.fast_drawing and self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD:
             self.viewport.set_fast_drawing(True)
@@ -681,12 +691,17 @@ class MainWindow(QMainWindow):
         then takes at most 1 / (1 + factor) of the GUI thread however slow the OpenGL is.
 
         A static scene's frame at rest (``report.unchanged``: the converged state after the last edit, and no
-        further frame is coming) is drawn at once, without waiting for the pace, and at full quality."""
+        further frame is coming) is drawn at once, without waiting for the pace; at full quality once no other
+        frame has come for STILL_SECONDS."""
         report = getattr(frame, "report", None)
         at_rest = bool(report is not None and getattr(report, "unchanged", False))
         self.draws.offer(frame)
         if at_rest:
             self.draws.flush()
+            if not self.at_rest:
+                self._still_timer.start()
+        else:
+            self._still_timer.stop()
         if at_rest != self.at_rest:
             self.at_rest = at_rest
             self._update_drawing_quality()
