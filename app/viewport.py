@@ -93,6 +93,8 @@ class BodyView:
                              "title_font_size": 16, "label_font_size": 14, "n_labels": 5},
         )
         self.scalar_bar = plotter.scalar_bars[field_name]
+        self.style = "surface with edges"  # as added above
+        self.fast = False  # drawn fast (see set_fast)
 
     def _auto_clim(self) -> tuple[float, float]:
         self.auto_clim = auto_color_range(self.surface.point_data["field"], self.floor, self.auto_clim)
@@ -124,9 +126,21 @@ class BodyView:
     def set_style(self, style: str) -> None:
         if style not in STYLES:
             raise ValueError(f"unknown display style {style!r}; allowed: {', '.join(STYLES)}")
+        self.style = style
         prop = self.actor.prop
         prop.style = "wireframe" if style == "wireframe" else "surface"
-        prop.show_edges = style == "surface with edges"
+        self._show_edges()
+
+    def set_fast(self, fast: bool) -> None:
+        """Fast drawing leaves the edges of the "surface with edges" style out (they are drawn again when
+        ``fast`` is False); the other styles are drawn as they are."""
+        self.fast = bool(fast)
+        self._show_edges()
+
+    def _show_edges(self) -> None:
+        show = self.style == "surface with edges" and not self.fast
+        if bool(self.actor.prop.show_edges) != show:
+            self.actor.prop.show_edges = show
 
 
 def _plane(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
@@ -339,6 +353,7 @@ class Viewport(PickingMixin, NativePlotter):
         if name in self.bodies:
             self.remove_actor(self.bodies[name].actor)
         view = BodyView(self, points, surface_triangles, field_name, field, name=name, **kwargs)
+        view.set_fast(self.fast_drawing)
         self.bodies[name] = view
         self._picker.InitializePickList()
         for body in self.bodies.values():
@@ -634,11 +649,12 @@ class Viewport(PickingMixin, NativePlotter):
             self.drawn_fast = True
 
     def set_fast_drawing(self, fast: bool) -> None:
-        """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling) and translucent
-        surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency.
-        On a software OpenGL both cost most of a draw's CPU (benchmarks/RESULTS.md, "Measurements moved out of
-        docstrings"): the window draws fast while frames stream in or the mouse is held down, and at full quality
-        again once the view is still."""
+        """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling), translucent
+        surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency,
+        and the body's surface without its edges (:meth:`BodyView.set_fast`; about a tenth of a fast draw on a
+        software OpenGL, benchmarks/RESULTS_gui.md). On a software OpenGL the first two cost most of a draw's CPU
+        (benchmarks/RESULTS.md, "Measurements moved out of docstrings"): the window draws fast while frames stream
+        in or the mouse is held down, and at full quality again once the view is still."""
         if self.render_window is None:
             return
         samples = 0 if fast else self.quality_samples
@@ -646,6 +662,8 @@ class Viewport(PickingMixin, NativePlotter):
             self.render_window.SetMultiSamples(samples)
         for renderer in (*self.renderers, self.top_renderer):
             renderer.SetUseOIT(not fast and self.quality_oit)
+        for body in self.bodies.values():
+            body.set_fast(fast)
         if fast and not self.fast_drawing:
             self.drawn_fast = False
         self.fast_drawing = bool(fast)

@@ -124,3 +124,31 @@ def _first_cable_value(window) -> str:
     spec = window.session.spec
     body = spec.bodies[0]
     return f"body.{body.name}.cable.{body.cables[0].name}.value"
+
+
+def _edges(viewport) -> bool:
+    return bool(viewport.bodies["body"].actor.prop.show_edges)
+
+
+def test_fast_drawing_leaves_the_edges_out_and_full_quality_draws_them_again(main_window, qtbot, monkeypatch):
+    """The edges of the "surface with edges" style are a separate pass over the surface (about a tenth of a fast
+    draw on a software OpenGL): left out while the view draws fast, drawn again at full quality; the style the
+    user chose is kept."""
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)
+    viewport = main_window.viewport
+    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    assert viewport.style == "surface with edges" and _edges(viewport)
+    slider = next(s for s in main_window.findChildren(QSlider) if s.isVisible() and s.isEnabled())
+    QTest.mousePress(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
+    assert viewport.fast_drawing and not _edges(viewport)
+    viewport.set_style("surface")
+    viewport.set_style("surface with edges")  # chosen while fast: drawn once the view is still
+    assert not _edges(viewport)
+    QTest.mouseRelease(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
+    assert not viewport.fast_drawing and _edges(viewport) and viewport.style == "surface with edges"
+    viewport.set_style("surface")
+    viewport.set_fast_drawing(True)
+    viewport.set_fast_drawing(False)
+    assert not _edges(viewport)  # a style without edges stays without them
