@@ -211,11 +211,13 @@ def measure(scene: str, seconds: float) -> dict:
     solved_before = session.runner.frames_solved
     pid = getattr(session.runner, "pid", None)  # the simulation process
     sched_before = _threads_schedstat(pid)
+    window_before = _threads_schedstat(os.getpid())
     drive = SliderDrive(window)
     started = drive.started
     dragging = probe.run(app, seconds)
     released = drive.stop()
     sched = _solver_shares(sched_before, _threads_schedstat(pid), released - started)
+    window_cpu = _process_cores(window_before, _threads_schedstat(os.getpid()), released - started)
     solved = session.runner.frames_solved - solved_before
     elapsed = released - started
     drawn = sum(1 for t, _ in draws if started <= t <= released)
@@ -239,7 +241,7 @@ def measure(scene: str, seconds: float) -> dict:
             "settled_ms": None if settled is None else 1e3 * (settled - last_edit),
             "alone_settled_ms": alone["settled_ms"],
             "arrival_to_draw_ms": None if settled is None or arrived is None else 1e3 * (settled - arrived),
-            "load": os.getloadavg(), "sim_cpu": sched, "alone_cpu": alone["cpu"]}
+            "load": os.getloadavg(), "sim_cpu": sched, "alone_cpu": alone["cpu"], "window_cpu": window_cpu}
 
 
 def _threads_schedstat(pid: int | None) -> dict[int, tuple[float, float]]:
@@ -259,6 +261,16 @@ def _solver_shares(before: dict, after: dict, seconds: float) -> tuple[float, fl
         return None
     busiest = max(common, key=lambda t: after[t][0] - before[t][0])
     return _shares(before[busiest], after[busiest], seconds)
+
+
+def _process_cores(before: dict, after: dict, seconds: float) -> float | None:
+    """The CPU time of every thread of a process between two readings (:func:`_threads_schedstat`), in cores
+    (CPU seconds per second of ``seconds``): the window's process, with its OpenGL threads, takes this much from
+    the machine's cores while the slider is dragged."""
+    common = [t for t in after if t in before]
+    if not common or seconds <= 0:
+        return None
+    return sum(after[t][0] - before[t][0] for t in common) / seconds
 
 
 def _final(frame, output: str, final_value: float) -> bool:
@@ -365,6 +377,7 @@ def main(argv=None) -> int:
                      f"{settled} / {alone_settled} ({SETTLE_FRAMES} x {r['frame_ms']:.0f}); {to_draw}",
                      " ".join(f"{name} {'ok' if ok else 'MISSED'}" for name, ok in verdict.items()),
                      _cpu_text(r["sim_cpu"]) + " / " + _cpu_text(r["alone_cpu"]),
+                     "-" if r["window_cpu"] is None else f"{r['window_cpu']:.2f}",
                      " ".join(f"{v:.1f}" for v in r["load"])])
     table = markdown_table(["scene", "solver alone, solved/s", "window, solved/s", "ratio (>= 0.9)",
                             "probe gap dragging ms (median / p95 / max; <= 30 / 100)",
@@ -372,6 +385,7 @@ def main(argv=None) -> int:
                             "converged final value shown after the last edit, ms: window / solver alone "
                             "(target: within 2 frame times); its arrival to its draw",
                             "targets", "solver's CPU share (on a CPU, waiting for one): window / alone",
+                            "window process's CPU, cores",
                             "load (1, 5, 15 min)"], rows)
     text = ("## GUI responsiveness (bench_gui.py)\n\n"
             f"The main window at 1280x800 under Xvfb (software OpenGL); the first actuator's slider is dragged "
@@ -384,7 +398,9 @@ def main(argv=None) -> int:
             "takes several frames after the release in both: the window's settle is compared with the solver "
             "alone's. The solver's CPU share: the share of the drag's time the thread that solves (the simulation "
             "process's worker; the solver alone's thread) spent on a CPU and runnable but waiting for one "
-            "(Linux's /proc schedstat). Load: the machine's load average at the end of the scene's measurement."
+            "(Linux's /proc schedstat). The window process's CPU: the CPU time of all its threads (the GUI "
+            "thread, the software OpenGL's threads) per second of the drag. Load: the machine's load average at the "
+            "end of the scene's measurement."
             "\n\n"
             + table + "\n")
     print(text)
