@@ -39,6 +39,9 @@ class FrameReport:
     unchanged: bool = False
     #: what the projection about x_free was made of (compared by the next frame to detect "unchanged")
     signature: tuple | None = None
+    #: the contact set the frame ended with, per contact constraint (:func:`contact_sets`): the rows the
+    #: equilibrium steps added to the projection's are not in ``signature``
+    contact_sets: tuple | None = None
     #: the implicit time step of a dynamic frame (mechanics.dynamics.DynamicReport); None for static frames
     dynamic: object | None = None
     #: the inverse model's part of the frame (mechanics.inverse.frame.InverseReport); None in forward mode
@@ -115,7 +118,15 @@ def unchanged_report(frame, last_report, newton_report, constraints, x, x_free, 
     report.forces = last_report.forces
     report.projection_forces = last_report.projection_forces
     report.signature = last_report.signature
+    report.contact_sets = last_report.contact_sets
     return report
+
+
+def contact_sets(constraints) -> tuple:
+    """(name, its contacts' keys) of each contact constraint among ``constraints`` (those with
+    ``contact_keys``): which node touches which obstacle or triangle, as the rows stand now."""
+    return tuple((constraint.name, tuple(constraint.contact_keys())) for constraint in constraints
+                 if constraint.active and callable(getattr(constraint, "contact_keys", None)))
 
 
 def inverted_elements_note(problem, x: np.ndarray) -> str:

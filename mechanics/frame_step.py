@@ -60,7 +60,13 @@ from softsim.mechanics.equilibrium import (
     solve_failure,
 )
 from softsim.mechanics.errors import ParameterError
-from softsim.mechanics.frame_report import FrameReport, inverted_elements_note, make_report, unchanged_report
+from softsim.mechanics.frame_report import (
+    FrameReport,
+    contact_sets,
+    inverted_elements_note,
+    make_report,
+    unchanged_report,
+)
 from softsim.mechanics.inversion import count_new_inversions
 from softsim.mechanics.linear_solvers import LinearSolverError
 
@@ -129,7 +135,8 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     signature = None if system is None else system_signature(system)
     if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged
             and newton_report.iterations == 0 and signature is not None and last_report.signature is not None
-            and same_signature(signature, last_report.signature)):
+            and same_signature(signature, last_report.signature)
+            and contact_sets(enforced) == last_report.contact_sets):
         return x, unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
     if system is not None and system.n_rows:
         started = time.perf_counter()
@@ -212,6 +219,7 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     report.forces = forces
     report.projection_forces = projection_forces
     report.signature = signature
+    report.contact_sets = contact_sets(enforced)
     return x_new, report
 
 

@@ -190,6 +190,10 @@ class RigidContact(ContactRows):
         self.arms = x_free[self.contact_nodes] - pose.c
         self._set_contacts(normal[near], np.full(near.size, self.body.friction))
 
+    def contact_keys(self) -> list:
+        """The contact node's id per contact."""
+        return self.contact_nodes.tolist()
+
     def _directions(self) -> np.ndarray:
         directions = np.stack([self.normals, self.tangents, self.bitangents], axis=1)  # (c, 3, 3)
         return directions[self._row_mask()]

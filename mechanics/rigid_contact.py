@@ -126,6 +126,10 @@ class RigidShapeContact(ContactRows):
         self._clear()
 
     # -- detection -------------------------------------------------------------------------------------
+    def contact_keys(self) -> list:
+        """(the touching side, the side touched) per contact (:attr:`first`, :attr:`second`)."""
+        return list(zip(self.first.tolist(), self.second.tolist()))
+
     def _clear(self) -> None:
         self.first = np.zeros(0, dtype=np.int64)
         self.second = np.zeros(0, dtype=np.int64)

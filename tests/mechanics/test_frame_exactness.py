@@ -179,3 +179,28 @@ def test_pneunet_volume_growth_is_exact_where_the_linear_correction_overshoots()
     assert exact.outputs()["cavity.volumeGrowth"] == pytest.approx(500.0, rel=1e-9)
     assert exact.outputs()["cavity.limited"] == 0.0
     assert abs(linear.outputs()["cavity.volumeGrowth"] - 500.0) > 5.0
+
+
+def test_a_frame_is_unchanged_only_when_its_contacts_are_the_ones_its_state_was_solved_with():
+    """The "unchanged" shortcut compares the projection's rows about x_free, which the equilibrium steps extend
+    (rows for contacts their steps reach). On finger_block (15, 20, 25 mm, then the same 25 mm again) the next
+    frame detected the contact set the last one had started with, not the one it ended with, took the frame as
+    unchanged and stored its 6 multipliers into 5 rows ("collision: store expects 5 multipliers, got 6"). Here:
+    after the finger curled onto a plane settles, the last frame's record of its contacts is replaced by another
+    set; the next frame is then solved again (not unchanged), converges where it was, and the one after is
+    unchanged again."""
+    scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_plane.toml")
+    scene.set("body.finger.cable.cable.value", 20.0)
+    for _ in range(4):
+        report = scene.step()
+    assert report.unchanged and report.converged
+    (name, keys), = report.contact_sets
+    assert name == "contact" and len(keys) > 0  # the finger touches the plane
+    settled = scene.simulation.x.copy()
+    # the record the next frame compares with (the simulation keeps this report): as if it had ended with one
+    # row less
+    report.contact_sets = ((name, keys[:-1]),)
+    report = scene.step()
+    assert not report.unchanged and report.converged
+    assert np.abs(scene.simulation.x - settled).max() < 1e-9
+    assert scene.step().unchanged
