@@ -78,6 +78,13 @@ class NativePlotter(QVTKRenderWindowInteractor, BasePlotter):
         self.interactor = self
         self.ren_win = self.GetRenderWindow()
         self.ren_win.SetMultiSamples(global_theme.multi_samples if multi_samples is None else multi_samples)
+        # VTK renders into framebuffers of its own and copies the image to the window at the end of each render.
+        # Its default copy ("blit to hardware") also copies the depth buffer, through a shader pass over every
+        # pixel, into the window's framebuffer, which nothing reads (picking is geometric, screenshots read VTK's
+        # own framebuffers); "blit to current" copies the colours only, into the framebuffer bound at the start of
+        # the render, the window's. The image shown is the same; on a software OpenGL the depth pass was about a
+        # quarter of a fast draw's CPU (benchmarks/RESULTS_gui.md).
+        self.ren_win.SetFrameBlitModeToBlitToCurrent()
         for renderer in self.renderers:
             renderer.view_isometric()
             self.ren_win.AddRenderer(renderer)

@@ -76,6 +76,38 @@ def test_the_screen_and_the_screenshot_show_the_view_and_the_banner_over_it(main
     assert np.mean(np.abs(patch.astype(int) - background).max(axis=-1) <= 12) > 0.5
 
 
+def test_the_view_copies_only_its_colours_to_the_window_and_the_screen_shows_its_image(main_window, qtbot):
+    """VTK copies the finished image into the view's window without its depth buffer (a shader pass over every
+    pixel that nothing reads): what the X server shows is still VTK's image, drawn fast or at full quality, after
+    the view changed colour and after it was resized."""
+    viewport = main_window.viewport
+    assert viewport.render_window.GetFrameBlitMode() == viewport.render_window.BlitToCurrent
+    assert main_window.open_path(default_scene())
+    run_frames(qtbot, main_window, 1)
+    qtbot.wait(200)
+
+    def shown_matches_vtk() -> float:
+        viewport.render()
+        view = np.asarray(viewport.screenshot(return_img=True))[..., :3].astype(int)
+        screen = _pixels(main_window.screen().grabWindow(viewport.winId()).toImage()).astype(int)
+        height, width = min(view.shape[0], screen.shape[0]), min(view.shape[1], screen.shape[1])
+        # the banner (a native window over the view's top) is hidden: every pixel is the view's
+        return float(np.mean(np.abs(screen[:height, :width] - view[:height, :width]).max(axis=-1) <= 8))
+
+    for fast in (True, False):
+        viewport.set_fast_drawing(fast)
+        viewport.set_background("red")  # a frame on the screen that the next one must replace everywhere
+        viewport.render()
+        viewport.set_background("#20242b")
+        assert shown_matches_vtk() > 0.99
+    main_window.resize(main_window.width() - 120, main_window.height() - 60)
+    qtbot.waitUntil(lambda: viewport.render_window.GetSize()[0] == round(viewport.width()
+                                                                         * viewport.devicePixelRatioF()),
+                    timeout=5000)
+    shown_matches_vtk()  # the first render after a resize may still go to the window's old drawable (either copy)
+    assert shown_matches_vtk() > 0.99
+
+
 def test_a_wayland_session_with_xwayland_gets_qts_x11_platform_unless_one_was_chosen():
     wayland = {"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}
     environ = dict(wayland)
