@@ -176,8 +176,7 @@ class TransposedSolve:
     def __init__(self, A: sp.csr_matrix, factorized=None) -> None:
         self.A = A
         self.AT = A.T  # CSC: its products are as fast as a CSR's, without the conversion
-        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
-        self.norm = float(np.bincount(rows, weights=np.abs(A.data), minlength=A.shape[0]).max()) if A.nnz else 0.0
+        self.norm = infinity_norm(A)
         usable = (factorized is not None and factorized.capabilities.direct and factorized.is_factorized
                   and factorized.matrix.shape == A.shape)
         self.solver = factorized if usable else None
@@ -258,6 +257,15 @@ class TransposedSolve:
                                                           + np.finfo(float).tiny)))
 
 
+def infinity_norm(A: sp.csr_matrix) -> float:
+    """max_i sum_j |A_ij| of a CSR matrix (0 without entries): the row sums of the rows that have entries, each
+    summed over its slice of ``A.data``."""
+    if not A.nnz:
+        return 0.0
+    starts = A.indptr[:-1][np.diff(A.indptr) > 0]
+    return float(np.max(np.add.reduceat(np.abs(A.data[:A.indptr[-1]]), starts)))
+
+
 def _extend(basis: np.ndarray, image: np.ndarray, block: np.ndarray, AT) -> tuple[np.ndarray, np.ndarray]:
     """``basis`` (n, k) orthonormal and ``image`` = A^T basis, extended by the directions of ``block`` (n, s)
     not yet in it: two passes of block Gram-Schmidt, then a QR whose columns below 1e-12 of the block's size
@@ -267,7 +275,7 @@ def _extend(basis: np.ndarray, image: np.ndarray, block: np.ndarray, AT) -> tupl
     if not keep.any():
         return basis, image
     V = block[:, keep] / norms[keep]
-    for _ in range(2):
+    for _ in range(2 if basis.shape[1] else 0):
         V = V - basis @ (basis.T @ V)
     Q, Rq = np.linalg.qr(V)
     independent = np.abs(np.diag(Rq)) > 1e-12

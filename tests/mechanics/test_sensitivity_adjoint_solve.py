@@ -80,3 +80,21 @@ def test_a_factorization_too_far_from_a_is_replaced_by_one_of_a():
     assert not solve.reused
     exact = spla.spsolve(A.tocsc(), B)
     assert np.max(np.linalg.norm(Y - exact, axis=0) / np.linalg.norm(exact, axis=0)) < 1e-8
+
+
+def test_the_infinity_norm_of_the_backward_error_against_scipy():
+    """The largest absolute row sum (infinity_norm) against scipy's norm of the same matrix, with rows that have
+    no entries (a fixed DOF's row in a matrix assembled on every DOF), negative entries and an empty matrix."""
+    from softsim.mechanics.sensitivity.adjoint import infinity_norm
+
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        A = sp.random(60, 60, density=0.08, random_state=seed, format="csr")
+        A.data = rng.uniform(-3.0, 3.0, A.nnz)
+        A = sp.csr_matrix(sp.diags(rng.integers(0, 2, 60).astype(float)) @ A)  # about half the rows emptied
+        A.eliminate_zeros()
+        assert np.diff(A.indptr).min() == 0
+        expected = spla.norm(A, np.inf)
+        assert abs(infinity_norm(A) - expected) <= 1e-14 * expected
+    assert infinity_norm(_laplacian(5)) == 4.0  # |-1| + 2 + |-1| in the inner rows
+    assert infinity_norm(sp.csr_matrix((4, 4))) == 0.0
