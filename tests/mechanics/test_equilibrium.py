@@ -477,3 +477,40 @@ def test_a_chord_step_is_taken_only_when_it_is_expected_to_finish_the_frame():
             equilibrium = report.equilibrium
             assert equilibrium.steps <= 4, (index, equilibrium.steps)
             assert equilibrium.steps - equilibrium.iterations <= 1, (index, equilibrium.steps, equilibrium.iterations)
+
+
+def _jump(path, key, value, overrides=()):
+    scene = Scene.load(path)
+    for override, setting in overrides:
+        scene.set(override, setting)
+    scene.set(key, value)
+    report = scene.step()
+    assert report.converged, (path, report.message)
+    return report.equilibrium.steps, scene.positions.copy()
+
+
+def test_a_far_step_with_the_definite_tangent_that_only_shaves_the_merit_switches_back(monkeypatch):
+    """DEFINITE_WANDER_FACTOR. The trunk with its rate limit raised, 20 mm of cableL0 in one frame: its definite
+    tangent's far steps cut the merit by only 0.85 a step (linear convergence), and kept with WANDER_FACTOR they
+    took 75 steps (83 before EXTRAPOLATION_FAILED_CUT); switching back to the exact tangent unless a definite step
+    halves the merit takes 49. Both end at the same equilibrium (to the Newton tolerance)."""
+    trunk = ("tests/data/softrobots/trunk.toml", "body.trunk.cable.cableL0.value", 20.0,
+             (("body.trunk.cable.cableL0.maxDispVariation", 20.0),))
+    steps, x = _jump(*trunk)
+    monkeypatch.setattr(equilibrium, "DEFINITE_WANDER_FACTOR", equilibrium.WANDER_FACTOR)
+    kept_steps, x_kept = _jump(*trunk)
+    assert steps <= 55 < 70 <= kept_steps, (steps, kept_steps)
+    np.testing.assert_allclose(x, x_kept, atol=1e-6 * np.ptp(x_kept))
+
+
+def test_an_increment_whose_extrapolated_start_failed_is_halved(monkeypatch):
+    """EXTRAPOLATION_FAILED_CUT. ArticulatedTentacle's 35 mm in one frame: its path bends where the cable points
+    by the last hinge meet (26.2 mm) and where the planes close (from 30.5 mm), and there the increments started
+    from the path's extrapolation fail. Tried again at the same size from the last sub-state they mostly fail too
+    (154 steps in all); at half the size, 121. Both end at the same equilibrium (to the Newton tolerance)."""
+    tentacle = ("tests/data/softrobots/tentacle.toml", "body.tentacle.cable.cable.value", 35.0)
+    steps, x = _jump(*tentacle)
+    monkeypatch.setattr(equilibrium, "EXTRAPOLATION_FAILED_CUT", 1.0)
+    same_size_steps, x_same_size = _jump(*tentacle)
+    assert steps <= 125 < 150 <= same_size_steps, (steps, same_size_steps)
+    np.testing.assert_allclose(x, x_same_size, atol=1e-6 * np.ptp(x_same_size))
