@@ -651,7 +651,7 @@ class Viewport(PickingMixin, NativePlotter):
     def set_fast_drawing(self, fast: bool) -> None:
         """Draw at a lower cost (fast) or at full quality. Fast: no anti-aliasing (multisampling), translucent
         surfaces (obstacles, cavities) blended in drawing order instead of VTK's order-independent transparency,
-        and the body's surface without its edges (:meth:`BodyView.set_fast`; about a tenth of a fast draw on a
+        and the body's surface without its edges (:meth:`BodyView.set_fast`; a few percent of a fast draw on a
         software OpenGL, benchmarks/RESULTS_gui.md). On a software OpenGL the first two cost most of a draw's CPU
         (benchmarks/RESULTS.md, "Measurements moved out of docstrings"): the window draws fast while frames stream
         in or the mouse is held down, and at full quality again once the view is still."""
