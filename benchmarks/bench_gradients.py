@@ -5,7 +5,8 @@ Protocol (one run, one process, so that the ratios compare like with like on a s
 Then, alternately, REPEATS times: a slider frame (cableL0 moved by 0.1 mm, one ``scene.step()``), and
 ``scene.gradients`` of tip.x, tip.y, tip.z with respect to youngModulus, poissonRatio and the eight cable values
 at that frame. Reported: median wall times, their ratio (the issue asks for at most 0.2), the gradient's phases
-(setup, tangent assembly, adjoint solve, parameter partials) and whether the frame's factorization was reused.
+(setup, tangent assembly, adjoint solve, parameter partials), whether the frame's factorization was reused, and
+the machine's load average before and after (a shared machine's load changes the ratio: benchmarks/RESULTS.md).
 
 Usage: python benchmarks/bench_gradients.py [--repeats N] [--json PATH]
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +35,7 @@ WRT = ["body.trunk.material.youngModulus", "body.trunk.material.poissonRatio",
 
 
 def measure(repeats: int) -> dict:
+    load_before = os.getloadavg()[0]
     scene = Scene.load(ROOT / "resources" / "scenes" / "trunk.toml")
     scene.set("body.trunk.cable.cableL0.value", 5.0)
     scene.set("body.trunk.cable.cableS1.value", 3.0)
@@ -58,7 +61,8 @@ def measure(repeats: int) -> dict:
     return {"frame_ms": 1e3 * frame, "gradients_ms": 1e3 * gradient, "ratio": gradient / frame,
             "phases_ms": {k: 1e3 * float(np.median([p[k] for p in phases])) for k in phases[0]},
             "reused": f"{sum(reused)}/{len(reused)}", "refinements_median": float(np.median(refinements)),
-            "outputs": len(OUTPUTS), "parameters": len(WRT), "repeats": repeats}
+            "outputs": len(OUTPUTS), "parameters": len(WRT), "repeats": repeats,
+            "load_average": [load_before, os.getloadavg()[0]]}
 
 
 def main(argv=None) -> int:
@@ -73,6 +77,7 @@ def main(argv=None) -> int:
     print("phases (ms)      " + ", ".join(f"{k} {v:.1f}" for k, v in result["phases_ms"].items()))
     print(f"frame's factorization reused: {result['reused']}, refinement steps (median) "
           f"{result['refinements_median']:g}")
+    print("load average (1 min) before / after: " + " / ".join(f"{v:.2f}" for v in result["load_average"]))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0
