@@ -18,8 +18,9 @@ __all__ = ["Problem", "frame_problems"]
 @dataclass(frozen=True)
 class Problem:
     """``kind``: "failed" (the frame failed: the last good state is shown), "not_converged" (a solve stopped
-    outside its tolerances) or "actuator_limited" (an actuator short of its value); ``text``: one line naming
-    what and by how much."""
+    outside its tolerances), "actuator_limited" (an actuator short of its value) or "untrustworthy" (the frame
+    converged, but its report notes why its state is not to be trusted: elements inverted, contact rows holding
+    nodes away from the other body); ``text``: one line naming what and by how much."""
 
     kind: str
     text: str
@@ -171,6 +172,8 @@ def frame_problems(frame, spec) -> list[Problem]:
     if not report.ran:
         return [Problem("failed", f"frame {report.frame} failed: {report.message}")]
     problems = [p for p in (_nonlinear(report), _constraint(report, units)) if p is not None]
+    if report.inverse is None and report.converged and report.message:  # a converged forward frame's message
+        problems.append(Problem("untrustworthy", report.message))  # holds only such notes (frame_report)
     if report.inverse is not None:
         problems += _inverse(report, units)
     elif spec is not None:

@@ -68,7 +68,8 @@ MOUSE_BINDINGS = (
 #: the banner names this many problems of a frame (the health label's tooltip lists them all)
 BANNER_PROBLEMS = 2
 #: the health label's word for the worst kind of problem of a frame (app.health), worst first
-HEALTH_TEXT = {"failed": "FAILED", "not_converged": "NOT CONVERGED", "actuator_limited": "ACTUATOR LIMITED"}
+HEALTH_TEXT = {"failed": "FAILED", "not_converged": "NOT CONVERGED", "actuator_limited": "ACTUATOR LIMITED",
+               "untrustworthy": "NOT TRUSTWORTHY"}
 HEALTH_STYLE = {
     "ok": "color:#2e9a3e; font-weight:bold; padding:0 6px;",
     "warning": "background:#c08000; color:white; font-weight:bold; padding:0 6px;",

@@ -142,6 +142,22 @@ def inverted_elements_note(problem, x: np.ndarray) -> str:
             f"as SOFA's does): refine the mesh there for a trustworthy stress")
 
 
+def detached_contacts_note(constraints, forces: list, x: np.ndarray) -> str:
+    """The frame's note about contact rows that push nodes farther than alarmDistance from the other body's
+    surface at ``x`` (n, 3) (:meth:`~mechanics.constraints.body_contact.BodyContactConstraint.detached`;
+    ``forces`` the frame's (constraint, multipliers) pairs), or ""."""
+    notes = []
+    for constraint, force in forces:
+        if constraint in constraints and callable(getattr(constraint, "detached", None)):
+            count, farthest = constraint.detached(x, force)
+            if count:
+                notes.append(f"{constraint.name}: {count} contact row(s) push nodes up to {farthest:.3g} away from "
+                             f"the other body's surface (alarmDistance {constraint.alarmDistance:g}): the plane of "
+                             f"the triangle each was found on reaches past its edges, so the contact forces there "
+                             f"are not trustworthy")
+    return "; ".join(notes)
+
+
 def make_report(frame, newton_report, constraint_report, n_rows, times, equilibrium=None) -> FrameReport:
     warnings = []
     if equilibrium is not None:

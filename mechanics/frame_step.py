@@ -63,6 +63,7 @@ from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.frame_report import (
     FrameReport,
     contact_sets,
+    detached_contacts_note,
     inverted_elements_note,
     make_report,
     unchanged_report,
@@ -212,9 +213,9 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     forces = store_forces(constraints, system, force, x_new)
     report = make_report(frame, newton_report, constraint_report, 0 if system is None else system.n_rows, times,
                      equilibrium)
-    note = inverted_elements_note(problem, x_new)
-    if note:
-        report.message = f"{report.message}; {note}" if report.message else note
+    for note in (inverted_elements_note(problem, x_new), detached_contacts_note(enforced, forces, x_new)):
+        if note:
+            report.message = f"{report.message}; {note}" if report.message else note
     report.x_free = x_free
     report.forces = forces
     report.projection_forces = projection_forces

@@ -343,6 +343,7 @@ class BodyContactConstraint(ContactRows):
     def _clear(self) -> None:
         self.contact_nodes = np.zeros(0, dtype=np.int64)
         self.contact_triangles = np.zeros((0, 3), dtype=np.int64)
+        self.contact_surface = np.zeros(0, dtype=np.int64)  # (c,): the surface the contact's triangle is on
         self.weights = np.zeros((0, 3))
         self.gaps = np.zeros(0)
         self._set_contacts(np.zeros((0, 3)), np.zeros(0))
@@ -379,7 +380,7 @@ class BodyContactConstraint(ContactRows):
         """Per pair and direction, each node's nearest triangle of the other surface within alarmDistance (at
         ``x`` or at ``last``), with its geometry at ``x``: a tuple of (k,) or (k, 3) arrays (node ids, triangles'
         node ids, weights, normals, gaps, mu, then the nodes' indices into the first surface's nodes and the
-        triangles' indices into the second surface's triangles)."""
+        triangles' indices into the second surface's triangles, and the second surface's index)."""
         found = []
         for a, b, mu in self.pairs:
             for first, second in ((a, b), (b, a)) if a != b else ((a, a),):
@@ -413,7 +414,8 @@ class BodyContactConstraint(ContactRows):
                 first_of_node = order[np.r_[True, point[order][1:] != point[order][:-1]]] if order.size else order
                 point, triangle = point[first_of_node], triangle[first_of_node]
                 found.append((nodes[point], triangles[triangle], weights[first_of_node], normal[first_of_node],
-                              gap[first_of_node], np.full(first_of_node.size, mu), point, triangle))
+                              gap[first_of_node], np.full(first_of_node.size, mu), point, triangle,
+                              np.full(point.size, second)))
         return found
 
     def _nearest(self, x: np.ndarray, last: np.ndarray | None, first: int, second: int, mu: float):
@@ -430,7 +432,8 @@ class BodyContactConstraint(ContactRows):
         point = np.flatnonzero(best >= 0)
         triangle = best[point]
         _distance, weights, normal, gap = closest_points_on_triangles(x, nodes, triangles, point, triangle)
-        return nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu), point, triangle
+        return (nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu), point, triangle,
+                np.full(point.size, second))
 
     def update(self, x_free: np.ndarray) -> None:
         """Rebuild the contact set at ``x_free`` (n, 3) (and at the last corrected positions, see
@@ -444,8 +447,8 @@ class BodyContactConstraint(ContactRows):
         found = [f for f in self._detect(x_free, last) if f[0].size]
         if not found:
             return
-        self.contact_nodes, self.contact_triangles, self.weights, normals, self.gaps, mu = (
-            np.concatenate(parts) for parts in zip(*(f[:6] for f in found)))
+        self.contact_nodes, self.contact_triangles, self.weights, normals, self.gaps, mu, self.contact_surface = (
+            np.concatenate(parts) for parts in zip(*(f[:6] + f[8:9] for f in found)))
         self._set_contacts(normals, mu)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
@@ -511,16 +514,38 @@ class BodyContactConstraint(ContactRows):
                 triangle[moving] = np.argmin(distance.reshape(-1, triangles.shape[0]), axis=1)
             _distance, weights, normal, gap = closest_points_on_triangles(at, surface_nodes, triangles, point,
                                                                           triangle)
-            parts.append((surface_nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu)))
+            parts.append((surface_nodes[point], triangles[triangle], weights, normal, gap, np.full(point.size, mu),
+                          np.full(point.size, second)))
         if not parts:
             return 0
-        nodes, triangles, weights, normals, gaps, mu = (np.concatenate(values) for values in zip(*parts))
+        nodes, triangles, weights, normals, gaps, mu, surfaces = (np.concatenate(values) for values in zip(*parts))
         self.contact_nodes = np.concatenate([self.contact_nodes, nodes])
         self.contact_triangles = np.concatenate([self.contact_triangles, triangles])
+        self.contact_surface = np.concatenate([self.contact_surface, surfaces])
         self.weights = np.concatenate([self.weights, weights])
         self.gaps = np.concatenate([self.gaps, gaps])
         self._set_contacts(np.concatenate([self.normals, normals]), np.concatenate([self.mu, mu]))
         return int(nodes.size)
+
+    def detached(self, x: np.ndarray, force: np.ndarray) -> tuple[int, float]:
+        """The contacts whose normal row pushes (multiplier ``force`` (n_rows,) > 0) a node that is farther than
+        alarmDistance from the whole other surface at ``x`` (n, 3): (how many, the largest such distance). A row
+        measures its node against the plane of the triangle it was found on; when the node slides past that
+        triangle (a finger rolling along a block's face that bends), the plane holds it where the surface is not,
+        and the equilibrium is the contact problem's but not the bodies' (the frame's message says so)."""
+        if self.n_contacts == 0:
+            return 0, 0.0
+        x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
+        normal_force = np.zeros(self._row_mask().shape)
+        normal_force[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        pushing = np.flatnonzero(normal_force[:, 0] > 0.0)
+        distance = np.zeros(pushing.size)
+        for surface in np.unique(self.contact_surface[pushing]):
+            ids = np.flatnonzero(self.contact_surface[pushing] == surface)
+            distance[ids] = nearest_triangle_anywhere(x, self.contact_nodes[pushing[ids]],
+                                                      self.surfaces[surface].triangles)[1]
+        far = distance > self.alarmDistance
+        return int(far.sum()), float(distance[far].max(initial=0.0))
 
     # ------------------------------------------------------------------ following normals
     def following(self) -> np.ndarray:
@@ -746,20 +771,28 @@ def _inside_nodes(x: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, best:
     candidates = candidates[winding_numbers(x, x[nodes[candidates]], triangles) > 0.5]
     if candidates.size == 0:
         return best
+    best = best.copy()
+    best[candidates] = nearest_triangle_anywhere(x, nodes[candidates], triangles)[0]
+    return best
+
+
+def nearest_triangle_anywhere(x: np.ndarray, points: np.ndarray, triangles: np.ndarray):
+    """For each node ``points`` (k,) at positions ``x`` (n, 3): the index of the triangle of ``triangles`` (t, 3)
+    nearest to it, at any distance, and that distance ((k,), (k,)). Searched among the triangles whose centroid
+    could hold the nearest point (a k-d tree over the centroids: within the nearest centroid's distance plus twice
+    the largest triangle's radius)."""
     corners = x[triangles]
     centroids = corners.mean(axis=1)
     radius = float(np.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2)).max())
     tree = cKDTree(centroids)
-    nearest_centroid, _ = tree.query(x[nodes[candidates]])
-    near = tree.query_ball_point(x[nodes[candidates]], nearest_centroid + 2.0 * radius)
-    pair_point = np.repeat(candidates, [len(ids) for ids in near])
+    nearest_centroid, _ = tree.query(x[points])
+    near = tree.query_ball_point(x[points], nearest_centroid + 2.0 * radius)
+    pair_point = np.repeat(np.arange(points.size), [len(ids) for ids in near])
     pair_triangle = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in near])
-    distance, _weights, _normal, _gap = closest_points_on_triangles(x, nodes, triangles, pair_point, pair_triangle)
+    distance, _weights, _normal, _gap = closest_points_on_triangles(x, points, triangles, pair_point, pair_triangle)
     order = np.lexsort((distance, pair_point))
     first = order[np.r_[True, pair_point[order][1:] != pair_point[order][:-1]]]
-    best = best.copy()
-    best[pair_point[first]] = pair_triangle[first]
-    return best
+    return pair_triangle[first], distance[first]
 
 
 def _ring_triangles(triangles: np.ndarray) -> dict[int, set]:

@@ -212,6 +212,22 @@ def test_an_actuator_short_of_its_target_is_flagged_with_by_how_much(main_window
     assert not main_window.banner.isVisible() and main_window.health_label.text() == "converged"
 
 
+def test_a_converged_frame_with_a_doubt_in_its_report_is_flagged_not_trustworthy(main_window, qtbot):
+    """A converged frame whose report notes why its state is doubtful (contact rows holding nodes away from the
+    other body, elements inverted) shows the note in the banner and "NOT TRUSTWORTHY" in the status."""
+    assert main_window.open_path(default_scene())
+    session = main_window.session
+    assert session.set_parameter(CABLE, 4.0) is None
+    frame = _wait_for_edit(qtbot, session, lambda f: f.outputs["cable.displacement"] == pytest.approx(4.0))
+    main_window.flush_frame()
+    assert main_window.health_label.text() == "converged"
+    note = "collision: 1 contact row(s) push nodes up to 0.7 away from the other body's surface"
+    frame.report.message = note  # what mechanics.frame_report's notes put there
+    main_window._show_health(frame)
+    assert main_window.health_label.text() == "NOT TRUSTWORTHY"
+    assert main_window.banner.isVisible() and note in main_window.banner.text()
+
+
 def test_an_edit_while_paused_solves_a_static_frame_and_a_dynamic_scene_says_what_to_do(main_window, qtbot):
     assert main_window.open_path(default_scene())
     session = main_window.session

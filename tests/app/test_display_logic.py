@@ -69,6 +69,22 @@ def test_frame_problems_name_the_solver_and_the_actuator_and_by_how_much():
     assert frame_problems(scene.simulation.snapshot(None), load_scene(default_scene())) == []
 
 
+def test_a_converged_frame_whose_report_notes_a_doubt_shows_it():
+    """A converged frame's message holds the notes that make its state doubtful (mechanics.frame_report: elements
+    inverted, contact rows holding nodes away from the other body): the window shows them as a warning."""
+    scene = Scene.load(default_scene())
+    scene.set("body.finger.cable.cable.value", 4.0)
+    report = scene.step()
+    assert report.converged and report.message == ""
+    assert frame_problems(scene.simulation.snapshot(report), scene.spec) == []
+    note = ("collision: 2 contact row(s) push nodes up to 0.7 away from the other body's surface (alarmDistance "
+            "0.4): the plane of the triangle each was found on reaches past its edges, so the contact forces "
+            "there are not trustworthy")
+    report.message = note
+    problems = frame_problems(scene.simulation.snapshot(report), scene.spec)
+    assert [(p.kind, p.level, p.text) for p in problems] == [("untrustworthy", "warning", note)]
+
+
 def test_the_recorder_writes_a_video_that_ffmpeg_reads_back_with_every_frame(tmp_path):
     recorder = Recorder(tmp_path, fps=10)
     rng = np.random.default_rng(0)
