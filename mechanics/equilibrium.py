@@ -82,10 +82,12 @@ EXACT_REUSE_RATE = 0.1
 FRAME_FACTORIZATION_BUDGET = 10
 FRAME_BUDGET_CAP = 4
 #: an increment whose start extrapolated along the path (:func:`_along_path`) failed is tried again from the last
-#: converged sub-state at this fraction of its size (it was tried at the same size). The extrapolation fails where
-#: the path bends within the increment (a cable's segments meeting, a contact closing), and there the same increment
-#: from the sub-state mostly failed too: on ArticulatedTentacle's 35 mm jump in 3 of 5 cases, 8 steps each. That
-#: jump took 154 steps, 121 with this rule; trunk_nolimit's 49 either way, the suite's other jumps unchanged
+#: converged sub-state at this fraction of its size (it was tried at the same size), and the frame's later
+#: increments start from their sub-states too. The extrapolation fails where the path bends within the increment (a
+#: cable's points meeting, a contact closing): the same increment from the sub-state then mostly failed as well (on
+#: ArticulatedTentacle's 35 mm jump in 3 of 5 cases, 8 steps each), and so did the next extrapolations near the bend
+#: (5 of 9). That jump took 154 steps, 121 with the smaller retry and 102 without the later extrapolations; its ramp
+#: 147 -> 142; trunk_nolimit's jump 49 either way, the suite's other jumps and ramps unchanged
 EXTRAPOLATION_FAILED_CUT = 0.5
 #: relative imbalance and law residual (over the body's size) to which an intermediate increment is solved: it
 #: only has to bring the next increment's start near the path; the last increment meets the Newton tolerances
@@ -459,6 +461,7 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     path: tuple | None = None  # (t, state) of the converged sub-state before the last one, for the path predictor
     resume: State | None = None  # where a step touched a surface that had no row: the increment goes on there
     progress_at = 0  # the factorizations done when the last increment converged
+    extrapolation_failed = False  # an increment started from the path's extrapolation failed in this frame
     cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
                                                                             max_factorizations)
     while True:
@@ -475,7 +478,8 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
         elif predicted is not None and target >= 1.0 and t == 0.0:
             from_state = predicted
         else:
-            from_state = _along_path(ctx, path, t, converged_state, target) or converged_state
+            along = None if extrapolation_failed else _along_path(ctx, path, t, converged_state, target)
+            from_state = along or converged_state
             extrapolated = from_state is not converged_state
         state, accuracy, outcome, reason = _increment(ctx, from_state, target)
         if outcome == "touched":  # new contact rows: the states kept get multipliers for them, the path restarts
@@ -489,8 +493,9 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
             continue
         if outcome != "converged" and from_state is not converged_state:  # a bad extrapolation: from the sub-state
             path = None
-            if extrapolated:  # the path bends within the increment: a smaller one (EXTRAPOLATION_FAILED_CUT)
-                increment *= EXTRAPOLATION_FAILED_CUT
+            if extrapolated:  # the path bends within the increment: a smaller one (EXTRAPOLATION_FAILED_CUT), and
+                increment *= EXTRAPOLATION_FAILED_CUT  # no more extrapolation in this frame
+                extrapolation_failed = True
             continue
         if outcome == "converged":
             progress_at = ctx.factorizations
