@@ -492,14 +492,14 @@ def _jump(path, key, value, overrides=()):
 def test_a_far_step_with_the_definite_tangent_that_only_shaves_the_merit_switches_back(monkeypatch):
     """DEFINITE_WANDER_FACTOR. The trunk with its rate limit raised, 20 mm of cableL0 in one frame: its definite
     tangent's far steps cut the merit by only 0.85 a step (linear convergence), and kept with WANDER_FACTOR they
-    took 75 steps (83 before EXTRAPOLATION_FAILED_CUT); switching back to the exact tangent unless a definite step
+    took 101 steps (83 before EXTRAPOLATION_FAILED_CUT); switching back to the exact tangent unless a definite step
     halves the merit takes 49. Both end at the same equilibrium (to the Newton tolerance)."""
     trunk = ("tests/data/softrobots/trunk.toml", "body.trunk.cable.cableL0.value", 20.0,
              (("body.trunk.cable.cableL0.maxDispVariation", 20.0),))
     steps, x = _jump(*trunk)
     monkeypatch.setattr(equilibrium, "DEFINITE_WANDER_FACTOR", equilibrium.WANDER_FACTOR)
     kept_steps, x_kept = _jump(*trunk)
-    assert steps <= 55 < 70 <= kept_steps, (steps, kept_steps)
+    assert steps <= 55 < 80 <= kept_steps, (steps, kept_steps)
     np.testing.assert_allclose(x, x_kept, atol=1e-6 * np.ptp(x_kept))
 
 
