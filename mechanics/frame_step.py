@@ -128,6 +128,11 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
         return None, failed
     x_free = newton_report.x
     enforced = [c for c in constraints if c.enforced and c.active]
+    if x_is_equilibrium and last_report is not None and last_report.converged:
+        for constraint in enforced:  # the contacts that held the last equilibrium (BodyContactConstraint)
+            keep_held = getattr(constraint, "keep_held", None)
+            if keep_held is not None:
+                keep_held(x)
     system, constraint_report, projection_report, x_new, equilibrium = None, None, None, x_free, None
     started = time.perf_counter()
     if enforced:

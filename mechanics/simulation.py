@@ -293,7 +293,7 @@ class Simulation:
         """Take over ``old``'s static equilibrium after a rebuild that kept its positions (a scene edit that
         changes structure, e.g. ``collision.friction``), so that the next frame starts from that equilibrium
         like any frame after an edit: with its free configuration, its multipliers (carried to the constraints
-        of the same type and name) and its contacts detected at the positions.
+        of the same type and name), its contacts detected at the positions and those that held it.
 
         Without it the rebuilt simulation took a deformed state for a first frame: its increments started from
         those positions with no constraint force at all (a finger curled by 17 mm of cable into a soft block,
@@ -319,6 +319,11 @@ class Simulation:
         for constraint in self.constraints:
             if hasattr(constraint, "remember"):
                 constraint.remember(self.x)
+        for old_constraint in old.constraints:  # the contacts that held the equilibrium (keep_held)
+            new_constraint = by_name.get((type(old_constraint), old_constraint.name))
+            held = getattr(old_constraint, "held", None)
+            if new_constraint is not None and held is not None and hasattr(new_constraint, "keep_held"):
+                new_constraint.held = held
         self.mark_edited()
 
     def run(self, frames: int) -> list[FrameReport]:

@@ -452,6 +452,59 @@ class BodyContactConstraint(ContactRows):
         self._set_contacts(normals, mu)
         logger.debug("%s: %d contacts", self.name, self.contact_nodes.size)
 
+    def store(self, force: np.ndarray, x_new: np.ndarray) -> None:
+        """:meth:`ContactRows.store`, and the contacts whose normal row pushes (multiplier > 0) kept as
+        :attr:`held` (their nodes, triangles and the triangles' surfaces) for :meth:`keep_held`."""
+        super().store(force, x_new)
+        per_contact = np.zeros(self._row_mask().shape)
+        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        pushing = per_contact[:, 0] > 0.0
+        self.held = (self.contact_nodes[pushing], self.contact_triangles[pushing], self.contact_surface[pushing])
+
+    def keep_held(self, x: np.ndarray) -> int:
+        """A static frame that starts from the last frame's equilibrium ``x`` (n, 3) keeps the contacts that
+        pushed there (:attr:`held`), in place of the row the detection found for the same node against the same
+        surface (its nearest triangle, which can be another one: the frame's rows follow the nodes from the
+        triangle each was found on). Without them the same frame solved again could end elsewhere, and the next
+        one back: finger_block at 20 mm of cable flipped between two states 0.86 mm apart for ever. A contact
+        whose node is now farther than alarmDistance from the other body's surface is not kept (its row held
+        the node past its triangle: :meth:`detached`). Returns the number of contacts kept."""
+        held = getattr(self, "held", None)
+        if held is None or held[0].size == 0 or not self.active:
+            return 0
+        x = check_positions(self.name, x, self.n_nodes)
+        nodes, triangles, surfaces = held
+        near = np.zeros(nodes.size, dtype=bool)
+        for surface in np.unique(surfaces):
+            ids = np.flatnonzero(surfaces == surface)
+            near[ids] = nearest_triangle_anywhere(x, nodes[ids], self.surfaces[surface].triangles)[1] \
+                <= self.alarmDistance
+        nodes, triangles, surfaces = nodes[near], triangles[near], surfaces[near]
+        if nodes.size == 0:
+            return 0
+        mu = self._pair_friction(nodes, surfaces)
+        held_keys = set(zip(nodes.tolist(), surfaces.tolist()))
+        keep = np.array([(node, surface) not in held_keys for node, surface in
+                         zip(self.contact_nodes.tolist(), self.contact_surface.tolist())], dtype=bool)
+        weights, normals, gaps = plane_gap(x[nodes], x[triangles])
+        self.contact_nodes = np.concatenate([self.contact_nodes[keep], nodes])
+        self.contact_triangles = np.concatenate([self.contact_triangles[keep], triangles])
+        self.contact_surface = np.concatenate([self.contact_surface[keep], surfaces])
+        self.weights = np.concatenate([self.weights[keep], weights])
+        self.gaps = np.concatenate([self.gaps[keep], gaps])
+        self._set_contacts(np.concatenate([self.normals[keep], normals]), np.concatenate([self.mu[keep], mu]))
+        return int(nodes.size)
+
+    def _pair_friction(self, nodes: np.ndarray, surfaces: np.ndarray) -> np.ndarray:
+        """(k,) the friction coefficient of the pair of surfaces each node ``nodes`` (k,) and the surface
+        ``surfaces`` (k,) of its triangle make (the scene's value now: an edit may have changed it)."""
+        own = {}
+        for index, surface in enumerate(self.surfaces):
+            own.update(dict.fromkeys(surface.nodes.tolist(), index))
+        friction = {frozenset((a, b)): mu for a, b, mu in self.pairs}
+        return np.array([friction.get(frozenset((own.get(node, surface), surface)), 0.0)
+                         for node, surface in zip(nodes.tolist(), surfaces.tolist())])
+
     def contact_keys(self) -> list:
         """(node, its triangle's three nodes) per contact."""
         return [(node, tuple(triangle)) for node, triangle in zip(self.contact_nodes.tolist(),

@@ -34,7 +34,7 @@ class MappedConstraint:
 
     def __getattr__(self, name):
         attribute = getattr(self.__dict__["constraint"], name)
-        if name in ("remember", "missed_contacts", "begin_frame", "detached"):  # methods taking positions: extended
+        if name in ("remember", "missed_contacts", "begin_frame", "detached", "keep_held"):  # taking positions
             return lambda x, *args, **kwargs: attribute(self.extend(x), *args, **kwargs)
         return attribute
 
