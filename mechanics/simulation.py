@@ -104,6 +104,7 @@ class Simulation:
         self.x_free: np.ndarray | None = None
         self._last_static_report = None  # its multipliers start the next static frame's complementarity solves
         self._edited = False  # a parameter changed since the last frame: solve even if the rows look unchanged
+        self._continued = False  # rebuilt about another simulation's equilibrium (continue_from) since then
         self._constrained_tangent = ConstrainedTangent(problem.dof_to_free)
         self.dynamic_solver = dynamic_solver
         self.mode_of_last_frame = ""
@@ -201,7 +202,8 @@ class Simulation:
         if self.inverse_active:
             x_new, report = solve_inverse_frame(settings=self.inverse, **common)
         else:
-            x_new, report = solve_frame(reuse_unchanged=not self._edited, **common)
+            x_new, report = solve_frame(reuse_unchanged=not self._edited,
+                                        keep_contacts=not self._edited or self._continued, **common)
         solvers = self._async_solvers()
         if solvers:  # counts since the frame started (a solver made during the frame started from zero)
             start = [before.get(id(s), (0, 0)) for s in solvers]
@@ -210,7 +212,7 @@ class Simulation:
                 "factorization_age": max(s.age for s in solvers),
                 "background_factorizations": sum(s.stats["background_factorizations"] - b[1]
                                                  for s, b in zip(solvers, start))}
-        self._edited = False
+        self._edited = self._continued = False
         if x_new is None:
             logger.warning("frame %d failed: %s", report.frame, report.message)
         else:
@@ -316,6 +318,7 @@ class Simulation:
         self._last_static_report = report
         self.x_free = np.array(old.x_free, dtype=np.float64)
         self.mode_of_last_frame = "static"
+        self._continued = True  # the next frame keeps the contacts that held the equilibrium
         for constraint in self.constraints:
             if hasattr(constraint, "remember"):
                 constraint.remember(self.x)

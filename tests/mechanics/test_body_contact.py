@@ -539,14 +539,19 @@ def test_a_frame_says_when_contact_rows_hold_nodes_away_from_the_other_body():
 
 def test_a_settled_contact_frame_solved_again_stays_where_it_is():
     """A static scene at rest is stepped until a frame finds nothing to change (the window's worker stops
-    there). finger_block (10, 15 then 20 mm of cable) used to flip between two states 0.86 mm apart for ever at
-    20 mm: each frame detected its contacts again at each node's nearest triangle, not the triangles whose rows
-    held the last equilibrium, so the frame solved another problem. Now the contacts that pushed are kept
-    (keep_held): each value settles within two more frames, the first moving the finger less than 1e-5 mm."""
+    there). finger_block (10, 15 then 20 mm of cable, each stepped until it settles) used to flip between two
+    states 0.86 mm apart for ever at 20 mm: each frame detected its contacts again at each node's nearest
+    triangle, not the triangles whose rows held the last equilibrium, so it solved another problem. Now a frame
+    with nothing edited keeps the contacts that pushed (keep_held): each value settles within three frames, and
+    the first of them moves the finger less than 1e-5 mm unless the frame before had rows holding nodes past
+    their triangles (its message says so; those rows are let go, and the finger moves to where the bodies
+    really touch)."""
     scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
     for value in (10.0, 15.0, 20.0):
         scene.set("body.finger.cable.cable.value", value)
-        assert scene.step().converged
+        report = scene.step()
+        assert report.converged
+        detached = "contact row(s) push nodes" in report.message
         moves = []
         for _ in range(4):
             before = scene.simulation.x.copy()
@@ -555,5 +560,7 @@ def test_a_settled_contact_frame_solved_again_stays_where_it_is():
             moves.append(float(np.abs(scene.simulation.x - before).max()))
             if report.unchanged:
                 break
-        assert report.unchanged and len(moves) <= 2, (value, moves)
-        assert moves[0] < 1e-5, (value, moves)
+        assert report.unchanged and len(moves) <= 3, (value, moves)
+        assert detached or moves[0] < 1e-5, (value, moves)
+        # the frame before the unchanged one moved it no more (or it was the one that let detached rows go)
+        assert len(moves) == 1 or moves[-2] < 1e-5 or (detached and len(moves) == 2), (value, moves)
