@@ -462,13 +462,14 @@ class BodyContactConstraint(ContactRows):
         self.held = (self.contact_nodes[pushing], self.contact_triangles[pushing], self.contact_surface[pushing])
 
     def keep_held(self, x: np.ndarray) -> int:
-        """A static frame that starts from the last frame's equilibrium ``x`` (n, 3) keeps the contacts that
-        pushed there (:attr:`held`), in place of the row the detection found for the same node against the same
-        surface (its nearest triangle, which can be another one: the frame's rows follow the nodes from the
-        triangle each was found on). Without them the same frame solved again could end elsewhere, and the next
-        one back: finger_block at 20 mm of cable flipped between two states 0.86 mm apart for ever. A contact
-        whose node is now farther than alarmDistance from the other body's surface is not kept (its row held
-        the node past its triangle: :meth:`detached`). Returns the number of contacts kept."""
+        """A static frame that starts from the last frame's equilibrium ``x`` (n, 3) with nothing edited since
+        (the frame step decides: ``keep_contacts``) keeps the contacts that pushed there (:attr:`held`), in place
+        of the row the detection found for the same node against the same surface (its nearest triangle, which
+        can be another one: the frame's rows follow the nodes from the triangle each was found on). Without them
+        the same frame solved again could end elsewhere, and the next one back: finger_block at 20 mm of cable
+        flipped between two states 0.86 mm apart for ever. A contact whose node is now farther than
+        alarmDistance from the other body's surface is not kept (its row held the node past its triangle:
+        :meth:`detached`). Returns the number of contacts kept."""
         held = getattr(self, "held", None)
         if held is None or held[0].size == 0 or not self.active:
             return 0

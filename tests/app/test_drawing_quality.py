@@ -22,12 +22,19 @@ def _renders(viewport) -> list[int]:
     return count
 
 
-def test_a_mouse_button_held_on_the_window_draws_fast_until_released(main_window, qtbot, monkeypatch):
-    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)  # any paint counts as slow here
+def _default_scene_drawn(main_window, qtbot, monkeypatch):
+    """The default scene opened, one frame solved and drawn; any paint counts as slow (the view draws fast while
+    busy whatever the OpenGL). Returns the view."""
+    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
     assert main_window.open_path(default_scene())
     run_frames(qtbot, main_window, 1)
     viewport = main_window.viewport
     qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    return viewport
+
+
+def test_a_mouse_button_held_on_the_window_draws_fast_until_released(main_window, qtbot, monkeypatch):
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
     full = _quality(viewport)
     assert full == (viewport.quality_samples, True, True) and viewport.quality_samples > 0
     slider = next(s for s in main_window.findChildren(QSlider) if s.isVisible() and s.isEnabled())
@@ -45,11 +52,7 @@ def test_a_mouse_button_held_on_the_window_draws_fast_until_released(main_window
 
 
 def test_a_click_that_draws_nothing_renders_nothing_after_it(main_window, qtbot, monkeypatch):
-    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
-    assert main_window.open_path(default_scene())
-    run_frames(qtbot, main_window, 1)
-    viewport = main_window.viewport
-    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
     qtbot.wait(200)  # the paints the open asked for are done
     renders = _renders(viewport)
     label = main_window.frame_label  # a click on the status bar changes nothing in the view
@@ -71,11 +74,7 @@ def test_a_press_on_another_window_changes_nothing(main_window, qtbot, monkeypat
 
 
 def test_a_static_scene_at_rest_is_drawn_at_once_and_at_full_quality_once_still(main_window, qtbot, monkeypatch):
-    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
-    assert main_window.open_path(default_scene())
-    run_frames(qtbot, main_window, 1)
-    viewport = main_window.viewport
-    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
     drawn = []
     update_frame = viewport.update_frame
     viewport.update_frame = lambda frame: (drawn.append(frame), update_frame(frame))
@@ -99,11 +98,7 @@ def test_edits_that_come_between_frames_at_rest_keep_the_view_drawing_fast(main_
     between them. Switching the anti-aliasing on for each frame at rest made most draws full-quality ones (55 of
     60 in bench_gui's finger drag, 77 ms each against 37 ms fast): the view stays fast until it has been still
     for STILL_SECONDS."""
-    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
-    assert main_window.open_path(default_scene())
-    run_frames(qtbot, main_window, 1)
-    viewport = main_window.viewport
-    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
     switches = []
     set_fast_drawing = viewport.set_fast_drawing
     monkeypatch.setattr(viewport, "set_fast_drawing", lambda fast: (switches.append(fast), set_fast_drawing(fast)))
@@ -139,11 +134,7 @@ def test_fast_drawing_leaves_the_edges_out_and_full_quality_draws_them_again(mai
     """The edges of the "surface with edges" style are a separate pass over the surface (about a tenth of a fast
     draw on a software OpenGL): left out while the view draws fast, drawn again at full quality; the style the
     user chose is kept."""
-    monkeypatch.setattr(main_window_module, "FAST_DRAW_THRESHOLD", 0.0)
-    assert main_window.open_path(default_scene())
-    run_frames(qtbot, main_window, 1)
-    viewport = main_window.viewport
-    qtbot.waitUntil(lambda: viewport.last_paint_seconds > 0, timeout=10000)
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
     assert viewport.style == "surface with edges" and _edges(viewport)
     slider = next(s for s in main_window.findChildren(QSlider) if s.isVisible() and s.isEnabled())
     QTest.mousePress(slider, Qt.MouseButton.LeftButton, pos=QPoint(5, slider.height() // 2))
