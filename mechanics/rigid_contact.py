@@ -226,8 +226,7 @@ class RigidShapeContact(ContactRows):
         if force.size != self.n_rows:
             raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
         check_positions(self.name, x_new, np.asarray(x_new).size // 3)
-        per_contact = np.zeros((self.n_contacts, 3))
-        per_contact[self._row_mask()] = force
+        per_contact = self._per_contact(force)
         self.contact_points = self.points.copy()
         self.contact_forces = (per_contact[:, :1] * self.normals + per_contact[:, 1:2] * self.tangents
                                + per_contact[:, 2:3] * self.bitangents)

@@ -456,9 +456,7 @@ class BodyContactConstraint(ContactRows):
         """:meth:`ContactRows.store`, and the contacts whose normal row pushes (multiplier > 0) kept as
         :attr:`held` (their nodes, triangles and the triangles' surfaces) for :meth:`keep_held`."""
         super().store(force, x_new)
-        per_contact = np.zeros(self._row_mask().shape)
-        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
-        pushing = per_contact[:, 0] > 0.0
+        pushing = self._per_contact(force)[:, 0] > 0.0
         self.held = (self.contact_nodes[pushing], self.contact_triangles[pushing], self.contact_surface[pushing])
 
     def keep_held(self, x: np.ndarray) -> int:
@@ -475,11 +473,7 @@ class BodyContactConstraint(ContactRows):
             return 0
         x = check_positions(self.name, x, self.n_nodes)
         nodes, triangles, surfaces = held
-        near = np.zeros(nodes.size, dtype=bool)
-        for surface in np.unique(surfaces):
-            ids = np.flatnonzero(surfaces == surface)
-            near[ids] = nearest_triangle_anywhere(x, nodes[ids], self.surfaces[surface].triangles)[1] \
-                <= self.alarmDistance
+        near = self._surface_distances(x, nodes, surfaces) <= self.alarmDistance
         nodes, triangles, surfaces = nodes[near], triangles[near], surfaces[near]
         if nodes.size == 0:
             return 0
@@ -495,6 +489,15 @@ class BodyContactConstraint(ContactRows):
         self.gaps = np.concatenate([self.gaps[keep], gaps])
         self._set_contacts(np.concatenate([self.normals[keep], normals]), np.concatenate([self.mu[keep], mu]))
         return int(nodes.size)
+
+    def _surface_distances(self, x: np.ndarray, nodes: np.ndarray, surfaces: np.ndarray) -> np.ndarray:
+        """(k,) the distance at ``x`` (n, 3) of each node ``nodes`` (k,) to the whole surface ``surfaces`` (k,)
+        (an index into :attr:`surfaces`), at any distance (:func:`nearest_triangle_anywhere`)."""
+        distance = np.zeros(nodes.size)
+        for surface in np.unique(surfaces):
+            ids = np.flatnonzero(surfaces == surface)
+            distance[ids] = nearest_triangle_anywhere(x, nodes[ids], self.surfaces[surface].triangles)[1]
+        return distance
 
     def _pair_friction(self, nodes: np.ndarray, surfaces: np.ndarray) -> np.ndarray:
         """(k,) the friction coefficient of the pair of surfaces each node ``nodes`` (k,) and the surface
@@ -590,14 +593,8 @@ class BodyContactConstraint(ContactRows):
         if self.n_contacts == 0:
             return 0, 0.0
         x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
-        normal_force = np.zeros(self._row_mask().shape)
-        normal_force[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
-        pushing = np.flatnonzero(normal_force[:, 0] > 0.0)
-        distance = np.zeros(pushing.size)
-        for surface in np.unique(self.contact_surface[pushing]):
-            ids = np.flatnonzero(self.contact_surface[pushing] == surface)
-            distance[ids] = nearest_triangle_anywhere(x, self.contact_nodes[pushing[ids]],
-                                                      self.surfaces[surface].triangles)[1]
+        pushing = np.flatnonzero(self._per_contact(force)[:, 0] > 0.0)
+        distance = self._surface_distances(x, self.contact_nodes[pushing], self.contact_surface[pushing])
         far = distance > self.alarmDistance
         return int(far.sum()), float(distance[far].max(initial=0.0))
 
@@ -702,8 +699,7 @@ class BodyContactConstraint(ContactRows):
             return None
         ids = np.arange(self.n_contacts)
         x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
-        per_contact = np.zeros(self._row_mask().shape)
-        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        per_contact = self._per_contact(force)
         friction = np.flatnonzero(self.mu > 0.0)
         if friction.size == 0:
             blocks = -per_contact[:, 0][:, None, None] * plane_gap_hessian(x[self.contact_nodes],

@@ -404,6 +404,13 @@ class ContactRows(Constraint):
         """(c, 3): which of each contact's n, t, s rows exist."""
         return np.arange(3)[None, :] < self._rows_per_contact[:, None]
 
+    def _per_contact(self, force: np.ndarray) -> np.ndarray:
+        """The multipliers ``force`` (n_rows,) laid out per contact (c, 3): normal, tangent, bitangent (zero for
+        the rows a frictionless contact does not have)."""
+        per_contact = np.zeros(self._row_mask().shape)
+        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        return per_contact
+
     def _row_values(self, gap: np.ndarray, motion: np.ndarray, tangents: np.ndarray | None = None,
                     bitangents: np.ndarray | None = None) -> np.ndarray:
         """The violations of the rows from each contact's normal gap (c,) and tangential motion (c, 3), measured
@@ -445,8 +452,7 @@ class ContactRows(Constraint):
         if force.size != self.n_rows:
             raise ParameterError(f"{self.name}: store expects {self.n_rows} multipliers, got {force.size}")
         x_new = check_positions(self.name, x_new, self._n_nodes(x_new))
-        per_contact = np.zeros((self.n_contacts, 3))
-        per_contact[self._row_mask()] = force
+        per_contact = self._per_contact(force)
         self.contact_points = x_new[self.contact_nodes].copy()
         normals, tangents, bitangents = self.frames_at(x_new)
         self.contact_forces = (per_contact[:, :1] * normals + per_contact[:, 1:2] * tangents
@@ -717,8 +723,7 @@ class ContactConstraint(ContactRows):
         if not following.any():
             return None
         ids = np.flatnonzero(following)
-        per_contact = np.zeros(self._row_mask().shape)
-        per_contact[self._row_mask()] = np.asarray(force, dtype=np.float64).reshape(-1)
+        per_contact = self._per_contact(force)
         nodes = self.contact_nodes[ids]
         hessian, d_t, d_s = self._frame_derivatives(ids, x)
         lam = per_contact[ids]
