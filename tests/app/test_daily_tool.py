@@ -223,7 +223,8 @@ def test_a_converged_frame_with_a_doubt_in_its_report_is_flagged_not_trustworthy
     assert main_window.health_label.text() == "converged"
     note = "collision: 1 contact row(s) push nodes up to 0.7 away from the other body's surface"
     frame.report.message = note  # what mechanics.frame_report's notes put there
-    main_window._show_health(frame)
+    session.frame_ready.emit(frame)  # the frame comes to the window again, as a new one does
+    main_window.flush_frame()
     assert main_window.health_label.text() == "NOT TRUSTWORTHY"
     assert main_window.banner.isVisible() and note in main_window.banner.text()
 
