@@ -98,6 +98,19 @@ def test_scene_cables_match_the_rows_built_one_cable_at_a_time(scene_name, key, 
     assert_same_rows(again, one_at_a_time(enforced, x_last, x, problem.free_dofs), volume)
 
 
+def central_differences(quantities, x, free_dofs, h):
+    """The derivatives (k, len(free_dofs)) of ``quantities(x)`` (k,) along the flat free DOFs of ``x`` (n, 3), by
+    central differences of step ``h``."""
+    flat = x.reshape(-1)
+    numeric = np.empty((len(quantities(x)), free_dofs.size))
+    for k, dof in enumerate(free_dofs):
+        plus, minus = flat.copy(), flat.copy()
+        plus[dof] += h
+        minus[dof] -= h
+        numeric[:, k] = (quantities(plus.reshape(x.shape)) - quantities(minus.reshape(x.shape))) / (2 * h)
+    return numeric
+
+
 def test_rows_are_minus_the_length_gradient_by_finite_differences():
     X, tets = finger_box()
     cables = [CableConstraint(X, tets, points=FINGER_CABLE, pullPoint=FINGER_PULL_POINT, name="a"),
@@ -112,14 +125,7 @@ def test_rows_are_minus_the_length_gradient_by_finite_differences():
     x = X + rng.normal(scale=1.5, size=X.shape)
     lengths, J = rows.rows(x)
     np.testing.assert_allclose(lengths, [c.length(x) for c in cables], rtol=1e-14)
-    h = 1e-5
-    flat = x.reshape(-1)
-    numeric = np.empty((len(cables), free_dofs.size))
-    for k, dof in enumerate(free_dofs):
-        plus, minus = flat.copy(), flat.copy()
-        plus[dof] += h
-        minus[dof] -= h
-        numeric[:, k] = -(rows.lengths(plus.reshape(x.shape)) - rows.lengths(minus.reshape(x.shape))) / (2 * h)
+    numeric = -central_differences(rows.lengths, x, free_dofs, h=1e-5)
     np.testing.assert_allclose(J.toarray(), numeric, rtol=0.0, atol=1e-8)
     assert np.abs(numeric).max() > 0.5  # the rows are unit-ish gradients, not zeros
     # the pull point is read at every build: moving it changes the first cable's length by the moved distance
@@ -184,16 +190,8 @@ def test_cavity_rows_are_the_volume_gradient_by_finite_differences():
     x = X + rng.normal(scale=0.1, size=X.shape)
     volumes, J = rows.rows(x)
     np.testing.assert_allclose(volumes, [c.signed_volume(x) for c in cavities], rtol=1e-13)
-    h = 1e-4
-    flat = x.reshape(-1)
-    numeric = np.empty((len(cavities), free_dofs.size))
     orientation = np.array([c.orientation for c in cavities])
-    for k, dof in enumerate(free_dofs):
-        plus, minus = flat.copy(), flat.copy()
-        plus[dof] += h
-        minus[dof] -= h
-        difference = rows.quantities(plus.reshape(x.shape)) - rows.quantities(minus.reshape(x.shape))
-        numeric[:, k] = orientation * difference / (2 * h)
+    numeric = orientation[:, None] * central_differences(rows.quantities, x, free_dofs, h=1e-4)
     np.testing.assert_allclose(J.toarray(), numeric, rtol=0.0, atol=1e-8)
     assert np.abs(numeric).max() > 0.1
     # the violations are the growths s (V - V_rest), as each cavity's own
