@@ -58,11 +58,6 @@ def rest_shape(X, tets):
     return dm_inv, shape_gradients, volumes
 
 
-def deformation_gradients(x, tets, shape_gradients):
-    """Deformation gradients F (m, 3, 3) of current positions ``x`` (n, 3): F_iJ = sum_a x_a,i dN_a,J."""
-    return np.einsum("mai,maj->mij", x[tets], shape_gradients)
-
-
 def edge_frames(nodes):
     """SOFA 'large' element frames (Nesme et al. 2005) from the first three nodes a, b, c of each tet.
 

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.fem import TetElasticity
-from softsim.mechanics.kinematics import deformation_gradients, rest_shape
+from softsim.mechanics.kinematics import rest_shape
 from softsim.mechanics.materials import lame
 
 HYPERELASTIC = ["stvk", "neohookean", "stable_neohookean"]
@@ -17,6 +17,11 @@ SOFA_ROTATIONS = ["large", "polar", "svd"]
 ALL_MODELS = [("linear", "polarF"), *[("corotational", r) for r in ROTATIONS],
               *[(m, "polarF") for m in HYPERELASTIC]]
 NONLINEAR = ALL_MODELS[1:]
+
+
+def deformation_gradients(x, tets, shape_gradients):
+    """Deformation gradients F (m, 3, 3) of current positions ``x`` (n, 3): F_iJ = sum_a x_a,i dN_a,J."""
+    return np.einsum("mai,maj->mij", x[tets], shape_gradients)
 
 
 def box_mesh(nx, ny, nz, size=(1.0, 1.0, 1.0)):
