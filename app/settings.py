@@ -77,10 +77,6 @@ class Settings:
         self._data["recent_files"] = [entry, *files][:MAX_RECENT_FILES]
         self._write()
 
-    def clear_recent_files(self) -> None:
-        self._data["recent_files"] = []
-        self._write()
-
     @property
     def camera_views(self) -> dict[str, dict]:
         """Saved camera views by name (Viewport.camera_view's dicts); entries that are not tables are left out."""

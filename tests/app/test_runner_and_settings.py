@@ -182,12 +182,12 @@ def test_recent_files_persist_most_recent_first_without_duplicates(private_confi
     assert json.loads((private_config_dir / "settings.json").read_text())["recent_files"][0] == again.recent_files[0]
 
 
-def test_an_unreadable_settings_file_gives_the_defaults(private_config_dir):
+def test_an_unreadable_settings_file_gives_the_defaults(private_config_dir, tmp_path):
     (private_config_dir / "settings.json").write_text("{not json")
     settings = Settings()
     assert settings.recent_files == []
-    settings.clear_recent_files()
-    assert json.loads((private_config_dir / "settings.json").read_text()) == {"recent_files": []}
+    settings.add_recent_file(tmp_path)  # the next write replaces the unreadable file
+    assert json.loads((private_config_dir / "settings.json").read_text()) == {"recent_files": [str(tmp_path.resolve())]}
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX modes, symbolic links and named pipes")
@@ -198,9 +198,10 @@ def test_the_settings_file_keeps_its_mode_and_link_and_a_pipe_or_huge_file_gives
     real.write_text('{"recent_files": []}')
     os.chmod(real, 0o640)
     (private_config_dir / "settings.json").symlink_to(real)
-    Settings().clear_recent_files()
+    Settings().add_recent_file(real)
     assert (private_config_dir / "settings.json").is_symlink()
-    assert json.loads(real.read_text()) == {"recent_files": []} and stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert json.loads(real.read_text()) == {"recent_files": [str(real.resolve())]}
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
     assert sorted(p.name for p in private_config_dir.iterdir()) == ["settings.json"]
     (private_config_dir / "settings.json").unlink()
     os.mkfifo(private_config_dir / "settings.json")  # would block a plain open
