@@ -759,16 +759,3 @@ class Viewport(PickingMixin, NativePlotter):
         if fitted and self.bodies:
             self._fit()
             self.draw()
-
-    def body_display_bounds(self) -> tuple[float, float, float, float]:
-        """(xmin, ymin, xmax, ymax) in widget pixels (y down) of the drawn body's surface points."""
-        renderer = self.renderer
-        scale = self.devicePixelRatioF()
-        xs, ys = [], []
-        for point in np.asarray(self.bodies["body"].surface.points):
-            renderer.SetWorldPoint(*point, 1.0)
-            renderer.WorldToDisplay()
-            dx, dy, _ = renderer.GetDisplayPoint()
-            xs.append(dx / scale)
-            ys.append(self.height() - 1 - dy / scale)
-        return min(xs), min(ys), max(xs), max(ys)
