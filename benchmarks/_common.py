@@ -20,6 +20,11 @@ if os.environ.get("SOFTSIM_BENCH_TREE"):
     sys.path.insert(0, os.environ["SOFTSIM_BENCH_TREE"])
 
 
+#: the environment before this process made its thread settings: the one a benchmark's subprocesses start from, so
+#: that each makes the settings of the revision it measures (configure_threads sets KMP_BLOCKTIME only when unset)
+START_ENVIRONMENT = dict(os.environ)
+
+
 def _configure_threads() -> None:
     """The benchmarks are entry points: they make the thread settings the command line makes (older
     revisions, measured by ``--before``, made them on import)."""

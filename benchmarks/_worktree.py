@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -39,7 +38,9 @@ def measure_in(tree: Path | None, script: str, output_option: str, *options: str
     that is not the tree's."""
     with tempfile.TemporaryDirectory(prefix="softsim-bench-") as folder:
         output = Path(folder) / "measured.json"
-        environment = dict(os.environ)
+        from _common import START_ENVIRONMENT  # the environment before this process's thread settings
+
+        environment = dict(START_ENVIRONMENT)
         environment.pop("SOFTSIM_BENCH_TREE", None)
         if tree is not None:
             environment["SOFTSIM_BENCH_TREE"] = str(tree)

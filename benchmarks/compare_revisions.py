@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import markdown_table  # noqa: E402
+from _common import START_ENVIRONMENT, markdown_table  # noqa: E402
 from _worktree import worktree  # noqa: E402
 
 #: run_all.py --quick's scripts and arguments ("{json}": where the script writes its measurements)
@@ -75,7 +75,7 @@ def medians(value, path: str = "") -> dict[str, float]:
 def checked(folder: Path) -> Path:
     """``folder``, a worktree, once it is checked that its package is the one a script run there imports."""
     probe = subprocess.run([sys.executable, "-c", "import softsim.mechanics; print(softsim.mechanics.__file__)"],
-                           cwd=folder, env=dict(os.environ, PYTHONPATH=str(folder)), capture_output=True,
+                           cwd=folder, env=dict(START_ENVIRONMENT, PYTHONPATH=str(folder)), capture_output=True,
                            text=True, check=True).stdout.strip()
     if not probe.startswith(str(folder)):
         raise RuntimeError(f"a script in {folder} imports softsim from {probe}, not from its worktree")
@@ -92,7 +92,7 @@ def run_script(tree: Path, name: str, scratch: Path) -> dict:
     if name in DISPLAY and not os.environ.get("DISPLAY") and shutil.which("xvfb-run"):
         command = ["xvfb-run", "-a", *command]
     started = time.perf_counter()
-    completed = subprocess.run(command, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), check=False,
+    completed = subprocess.run(command, cwd=tree, env=dict(START_ENVIRONMENT, PYTHONPATH=str(tree)), check=False,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.perf_counter() - started
     if completed.returncode != 0:

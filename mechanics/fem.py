@@ -25,8 +25,18 @@ from softsim.mechanics.materials import (
 
 logger = logging.getLogger(__name__)
 
-#: the second assembly thread of large meshes (the numba kernel releases the GIL)
+#: the second assembly thread of meshes of at least ``TetElasticity.PARALLEL_MIN_TETS`` elements (the numba kernel
+#: releases the GIL)
 _ASSEMBLY_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="softsim-assembly")
+#: whether the assembly may use that second thread (:func:`set_assembly_threads`)
+_two_threads = True
+
+
+def set_assembly_threads(threads: int) -> None:
+    """Let the element assembly use two threads (``threads >= 2``, the default) or one (a process that shares the
+    machine's cores with others of its kind, such as a sweep's worker given one core)."""
+    global _two_threads
+    _two_threads = int(threads) >= 2
 
 
 def _block_pattern(tets, n_nodes, node_map=None):
@@ -280,7 +290,7 @@ class TetElasticity:
             data, scatter = self._K.data, (self._block_base, self._row_stride)
         if not want_K:
             data = np.empty(0)
-        if m < self.PARALLEL_MIN_TETS or not (want_f or want_K):
+        if m < self.PARALLEL_MIN_TETS or not (want_f or want_K) or not _two_threads:
             self._assemble_range(x, 0, m, want_f, want_K, psi, f, data, scatter)
             return psi, f
         half = m // 2
@@ -297,8 +307,10 @@ class TetElasticity:
             data += data2
         return psi, f
 
-    #: element count from which the assembly runs in two threads
-    PARALLEL_MIN_TETS = 8000
+    #: element count from which the assembly runs in two threads: from about 500 elements for an exact
+    #: corotational tangent, from about 1000 for the cheaper passes, the force alone included (below that,
+    #: handing half to the pool thread costs what it saves; benchmarks/RESULTS_equilibrium.md, ninth session)
+    PARALLEL_MIN_TETS = 1000
 
     def _assemble_range(self, x, start, stop, want_f, want_K, psi, f, data, scatter) -> None:
         """The kernel on elements [start, stop): psi[start:stop], and f and data (zeroed first) in full."""

@@ -24,7 +24,11 @@ STATUSES = ("ok", "not_converged", "diverged", "invalid", "error")
 
 
 def limit_threads(threads: int) -> None:
-    """At most ``threads`` BLAS/MKL/numba threads in this process (workers sharing a machine's cores)."""
+    """At most ``threads`` BLAS/MKL/numba threads in this process (workers sharing a machine's cores); with one,
+    the element assembly runs in one thread too."""
+    from softsim.mechanics.fem import set_assembly_threads
+
+    set_assembly_threads(threads)
     try:
         from threadpoolctl import threadpool_limits
 

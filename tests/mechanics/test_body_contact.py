@@ -510,9 +510,11 @@ def test_a_row_pushing_a_node_far_from_the_other_surface_is_reported():
 
 def test_a_frame_says_when_contact_rows_hold_nodes_away_from_the_other_body():
     """finger_block (SoftRobots' finger curling into a soft block): from 5 to 30 mm of cable, 5 mm a frame. The
-    frames converge, and exactly the ones whose rows hold nodes past their triangles say so in their message. The
-    30 mm frame is one of them today (rows hold block nodes about 9 mm from the finger): the limitation that
-    docs/contact.md describes."""
+    frames converge, and exactly the ones whose rows hold nodes past their triangles say so in their message: the
+    limitation that docs/contact.md describes. The 15 and 25 mm frames are among them today (rows hold nodes
+    about 0.7 mm from the other body). Which frames they are depends on the contacts' path, which round-off moves:
+    with the element assembly summed in one pass instead of two halves, the 30 mm frame ended with rows 9 mm
+    away instead of none."""
     scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
     notes = {}
     for value in (5.0, 10.0, 15.0, 20.0, 25.0, 30.0):
@@ -524,7 +526,8 @@ def test_a_frame_says_when_contact_rows_hold_nodes_away_from_the_other_body():
         assert (detached > 0) == ("contact row(s) push nodes up to" in report.message)
         notes[value] = report.message
     assert notes[5.0] == notes[10.0] == ""  # no contact yet
-    assert "contact row(s) push nodes up to" in notes[30.0] and "not trustworthy" in notes[30.0]
+    flagged = [value for value, note in notes.items() if "contact row(s) push nodes up to" in note]
+    assert flagged and all("not trustworthy" in notes[value] for value in flagged)
 
 
 def test_a_settled_contact_frame_solved_again_stays_where_it_is():

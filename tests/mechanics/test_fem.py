@@ -760,15 +760,17 @@ def test_scene_key_applies_live_with_every_rotation():
     assert scene.simulation.problem.elasticity.corotational_tangent == "exact"
 
 
-@pytest.mark.parametrize("model", ["corotational", "stvk"])
-def test_two_thread_assembly_equals_the_serial_one(model):
+@pytest.mark.parametrize(("model", "options"), [
+    ("corotational", {}), ("stvk", {}), ("corotational", {"rotation_method": "large", "corotational_tangent": "exact"}),
+    ("corotational", {"rotation_method": "polarF", "corotational_tangent": "exact"})])
+def test_two_thread_assembly_equals_the_serial_one(model, options):
     from softsim.meshes.generate import hex_grid_tets
 
     X, tets = hex_grid_tets(np.linspace(0, 1, 13), np.linspace(0, 1, 13), np.linspace(0, 2, 13))
     assert len(tets) >= TetElasticity.PARALLEL_MIN_TETS
     x = X + 0.05 * np.sin(3.0 * X[:, [1, 2, 0]])
-    parallel = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3)
-    serial = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3)
+    parallel = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3, **options)
+    serial = TetElasticity(X, tets, model=model, young=1e3, poisson=0.3, **options)
     serial.PARALLEL_MIN_TETS = len(tets) + 1
     f_parallel, K_parallel = parallel.forces_and_tangent(x)
     f_serial, K_serial = serial.forces_and_tangent(x)
@@ -806,6 +808,32 @@ def test_free_dof_tangent_equals_the_restricted_full_tangent(model, options):
     assert elasticity.forces_and_free_tangent(x + 1e-3, data, want_forces=False) is None
     with pytest.raises(ParameterError, match="free_tangent_pattern"):
         elasticity.forces_and_free_tangent(x, data[:-1])
+
+
+def test_one_assembly_thread_gives_the_serial_pass_bit_for_bit():
+    """set_assembly_threads(1) (a sweep worker given one core) assembles in one pass: the forces and tangent are the
+    serial pass's to the bit, where the two halves' sums differ from it at round-off."""
+    from softsim.mechanics import fem
+    from softsim.meshes.generate import hex_grid_tets
+
+    X, tets = hex_grid_tets(np.linspace(0, 1, 9), np.linspace(0, 1, 9), np.linspace(0, 2, 9))
+    assert len(tets) >= TetElasticity.PARALLEL_MIN_TETS
+    x = X + 0.05 * np.sin(3.0 * X[:, [1, 2, 0]])
+    serial = TetElasticity(X, tets, model="corotational", young=1e3, poisson=0.3)
+    serial.PARALLEL_MIN_TETS = len(tets) + 1
+    f_serial, K_serial = serial.forces_and_tangent(x)
+    K_serial = K_serial.data.copy()
+    try:
+        fem.set_assembly_threads(1)
+        one = TetElasticity(X, tets, model="corotational", young=1e3, poisson=0.3)
+        f_one, K_one = one.forces_and_tangent(x)
+        assert np.array_equal(f_one, f_serial) and np.array_equal(K_one.data, K_serial)
+    finally:
+        fem.set_assembly_threads(2)
+    two = TetElasticity(X, tets, model="corotational", young=1e3, poisson=0.3)
+    f_two, K_two = two.forces_and_tangent(x)
+    assert not np.array_equal(K_two.data, K_serial)  # the two halves were summed: a different rounding
+    np.testing.assert_allclose(K_two.data, K_serial, rtol=0, atol=1e-12 * np.abs(K_serial).max())
 
 
 def test_free_dof_tangent_in_two_threads_equals_the_serial_one():
