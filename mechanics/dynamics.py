@@ -457,12 +457,11 @@ class DynamicSolver:
             if coupled:  # the rigid bodies' block: W += s h J_r H_r^-1 J_r^T
                 W += s * h * (rigid.J @ np.linalg.solve(rigid.H, rigid.J.T))
             W = 0.5 * (W + W.T)
-            if coupled:
-                # a light rigid body's contacts: projected Gauss-Seidel can crawl (see semismooth's docstring), so
-                # a problem it does not converge on is solved by semi-smooth Newton, then checked by the same solver
-                return solve_with_newton_fallback(self._constraint_solver(), W, system.dfree, system.blocks,
-                                                  initial_force=initial)
-            return self._constraint_solver().solve(W, system.dfree, system.blocks, initial_force=initial)
+            # projected Gauss-Seidel can crawl (a light rigid body's contacts, see semismooth's docstring; soft
+            # fingers squeezing a soft cube while a cable is dragged), so a problem it does not converge on is
+            # solved by semi-smooth Newton, then checked by the same solver
+            return solve_with_newton_fallback(self._constraint_solver(), W, system.dfree, system.blocks,
+                                              initial_force=initial)
 
         # the warm start: the last step's multipliers when the row count is unchanged (project_rows drops others)
         initial = np.concatenate([force for _, force in self._last_forces]) if self._last_forces else None
