@@ -124,6 +124,16 @@ def _gradient(x, tet, dNe, F):
 
 
 @njit(cache=True, nogil=True)
+def _element_scratch():
+    """The per-element work arrays that :func:`assemble` and :func:`cauchy_stress` share, allocated once per call:
+    F, P, R (identity: the rotation of models without one), the rotation's Q, C, sa, w, V, u, D, Pr, the laws'
+    G, H, E and A (9, 9)."""
+    return (np.empty((3, 3)), np.empty((3, 3)), np.eye(3), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)),
+            np.empty(3), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((2, 3)),
+            np.empty((3, 3)), np.empty((3, 3)), np.empty((9, 9)))
+
+
+@njit(cache=True, nogil=True)
 def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want_f, want_K,
              psi_out, f_out, k_data, block_base, row_stride, project_psd, exact_corotational):
     """Fused element loop.
@@ -143,21 +153,7 @@ def assemble(model, rot, x, tets, dN, vol, mu, lam, rest_rotations, dm_inv, want
     each is read only by the rotation methods that need it.
     """
     m = tets.shape[0]
-    F = np.empty((3, 3))
-    P = np.empty((3, 3))
-    R = np.eye(3)
-    Q = np.empty((3, 3))
-    C = np.empty((3, 3))
-    sa = np.empty((3, 3))
-    w = np.empty(3)
-    V = np.empty((3, 3))
-    G = np.empty((3, 3))
-    H = np.empty((3, 3))
-    E = np.empty((3, 3))
-    u = np.empty((2, 3))
-    D = np.empty((3, 3))
-    Pr = np.empty((3, 3))
-    A = np.empty((9, 9))
+    F, P, R, Q, C, sa, w, V, G, H, E, u, D, Pr, A = _element_scratch()
     Ke = np.empty((12, 12))
     Gt = np.empty((4, 3, 9))
     g = np.empty((4, 3))
@@ -247,21 +243,7 @@ def cauchy_stress(model, rot, x, tets, dN, mu, lam, rest_rotations, dm_inv, sigm
     (NaN for the neo-Hookean model when J <= 0).
     """
     m = tets.shape[0]
-    F = np.empty((3, 3))
-    P = np.empty((3, 3))
-    R = np.eye(3)
-    Q = np.empty((3, 3))
-    C = np.empty((3, 3))
-    sa = np.empty((3, 3))
-    w = np.empty(3)
-    V = np.empty((3, 3))
-    G = np.empty((3, 3))
-    H = np.empty((3, 3))
-    E = np.empty((3, 3))
-    u = np.empty((2, 3))
-    D = np.empty((3, 3))
-    Pr = np.empty((3, 3))
-    A = np.empty((9, 9))
+    F, P, R, Q, C, sa, w, V, G, H, E, u, D, Pr, A = _element_scratch()
     for e in range(m):
         tet = tets[e]
         dNe = dN[e]
