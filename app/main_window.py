@@ -185,10 +185,11 @@ class MainWindow(QMainWindow):
         self.last_render_time: float | None = None
         self.at_rest = False  # the last frame received was a static scene's frame at rest (report.unchanged)
         #: fires STILL_SECONDS after a frame at rest with no frame since: the view is still, full quality again
-        self._still_timer = QTimer(self)
-        self._still_timer.setSingleShot(True)
-        self._still_timer.setInterval(round(1e3 * STILL_SECONDS))
-        self._still_timer.timeout.connect(self._update_drawing_quality)
+        #: (public: a test or a scripted session may lengthen it, or fire it early with ``start(0)``)
+        self.still_timer = QTimer(self)
+        self.still_timer.setSingleShot(True)
+        self.still_timer.setInterval(round(1e3 * STILL_SECONDS))
+        self.still_timer.timeout.connect(self._update_drawing_quality)
         self._rates = FrameRates()
         self.recorder: Recorder | None = None
         self.record_timing = "wall"  # the clock of the next recording's video (RECORD_TIMINGS)
@@ -649,7 +650,7 @@ class MainWindow(QMainWindow):
         """A slow (software) OpenGL draws the view fast while frames stream in (playing, until a static scene is
         at rest) or while a mouse button is held down on the window; at full quality otherwise, drawn again at
         once when it comes back if the view was drawn meanwhile (a click that changed nothing renders nothing)."""
-        still = self.at_rest and not self._still_timer.isActive()
+        still = self.at_rest and not self.still_timer.isActive()
         streaming = self.session.playing and not still
         busy = streaming or self.interaction.active
         if busy and not self.viewport.fast_drawing and self.viewport.last_paint_seconds > FAST_DRAW_THRESHOLD:
@@ -700,9 +701,9 @@ class MainWindow(QMainWindow):
         if at_rest:
             self.draws.flush()
             if not self.at_rest:
-                self._still_timer.start()
+                self.still_timer.start()
         else:
-            self._still_timer.stop()
+            self.still_timer.stop()
         if at_rest != self.at_rest:
             self.at_rest = at_rest
             self._update_drawing_quality()

@@ -104,7 +104,7 @@ def test_edits_that_come_between_frames_at_rest_keep_the_view_drawing_fast(main_
     monkeypatch.setattr(viewport, "set_fast_drawing", lambda fast: (switches.append(fast), set_fast_drawing(fast)))
     session, path = main_window.session, _first_cable_value(main_window)
     # the edits come faster than the still time however long a loaded machine takes between them
-    main_window._still_timer.setInterval(3600 * 1000)
+    main_window.still_timer.setInterval(3600 * 1000)
     session.play()
     for value in (1.0, 1.5, 2.0, 2.5):
         assert session.set_parameter(path, value) is None
@@ -113,7 +113,7 @@ def test_edits_that_come_between_frames_at_rest_keep_the_view_drawing_fast(main_
             session.latest_frame.outputs.get("cable.displacement", -1.0) - v) < 1e-6, timeout=60000)
         assert viewport.fast_drawing
     assert switches == [True]  # fast once, while the edits came
-    main_window._still_timer.start(100)  # the still time is up
+    main_window.still_timer.start(100)  # the still time is up
     qtbot.waitUntil(lambda: not viewport.fast_drawing, timeout=10000)
     assert switches == [True, False]  # and full quality once still
     session.pause()
