@@ -200,7 +200,7 @@ class Simulation:
                       constrained_tangent=self._constrained_tangent)
         before = {id(s): (s.stats["iterations"], s.stats["background_factorizations"]) for s in self._async_solvers()}
         if self.inverse_active:
-            x_new, report = solve_inverse_frame(settings=self.inverse, **common)
+            x_new, report = solve_inverse_frame(settings=self.inverse, reuse_unchanged=not self._edited, **common)
         else:
             x_new, report = solve_frame(reuse_unchanged=not self._edited,
                                         keep_contacts=not self._edited or self._continued, **common)

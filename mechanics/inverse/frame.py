@@ -96,11 +96,36 @@ class InverseSettings:
     stalled_force: np.ndarray | None = None
     #: the last converged frame's move (:class:`_Move`), for the next frame's predictor
     last_move: _Move | None = None
+    #: the inputs of the last frame when it ended where it started with the multipliers it started with
+    #: (:class:`_Still`): the same inputs again give the same answer, so the next such frame is not solved
+    still: _Still | None = None
 
     def forget_weight(self) -> None:
-        """Forget the cached weight and the stalled proposal (after an edit or a reset). The last move is kept:
-        a goal edit is an edit too, and the predictor checks that the next frame starts where the move ended."""
-        self.weight, self.weight_rows, self.stalled_force = None, (), None
+        """Forget the cached weight, the stalled proposal and the still state (after an edit or a reset). The last
+        move is kept: a goal edit is an edit too, and the predictor checks that the next frame starts where the
+        move ended."""
+        self.weight, self.weight_rows, self.stalled_force, self.still = None, (), None, None
+
+
+@dataclass
+class _Still:
+    """A frame's inputs (positions (n, 3), start multipliers (m,), goals (k,), actuator limits) when it ended at
+    those positions with those multipliers: a fixed point of the inverse frame."""
+
+    x: np.ndarray
+    force: np.ndarray
+    goals: np.ndarray
+    limits: dict
+
+    def matches(self, x: np.ndarray, force: np.ndarray, goals: np.ndarray, limits: dict) -> bool:
+        return (np.array_equal(self.x, x) and np.array_equal(self.force, force) and np.array_equal(self.goals, goals)
+                and self.limits == limits)
+
+
+def _multipliers(report) -> np.ndarray:
+    """A report's multipliers, every constraint's in turn, as one vector."""
+    forces = [] if report is None or not report.forces else [np.ravel(force) for _, force in report.forces]
+    return np.concatenate(forces) if forces else np.zeros(0)
 
 
 @dataclass
@@ -303,14 +328,44 @@ def _sqp(problem, newton, constraints, linearize, linear, roles, limits, setting
 def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarray, frame: int,
                         settings: InverseSettings, free_start: np.ndarray | None = None,
                         correction: str = "equilibrium", x_is_equilibrium: bool = False,
-                        last_report: FrameReport | None = None,
+                        last_report: FrameReport | None = None, reuse_unchanged: bool = False,
                         constrained_tangent: ConstrainedTangent | None = None
                         ) -> tuple[np.ndarray | None, FrameReport]:
     """One inverse frame from the positions ``x`` (n, 3) (the arguments are :func:`solve_frame`'s).
 
     Returns the new positions (None when the frame failed: a diverged solve, an infeasible QP) and the report,
     whose ``inverse`` field is an :class:`InverseReport`. Sets each actuator's ``inverse_target`` and
-    ``inverse_bound``."""
+    ``inverse_bound``.
+
+    ``reuse_unchanged`` (nothing was edited since the last frame): when the last frame started at ``x`` with the
+    multipliers it ended with, the goals and the actuators' limits it had, and converged there, this frame would
+    repeat its computation to the bit: its answer is the last frame's (``report.unchanged``, with the last
+    frame's inverse report). A goal at rest thus costs nothing per frame, and a playing window comes to rest."""
+    on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
+    effectors = [c for c in constraints if getattr(c, "has_goal", False) and c.active and not c.enforced]
+    limits = {c: c.inverse_limits(*c.inverse_state) for c in constraints if hasattr(c, "inverse_limits") and c.active}
+    goals = _goals(effectors)
+    start_force = _multipliers(last_report)
+    if (reuse_unchanged and on_equilibrium and settings.still is not None and last_report.converged
+            and last_report.inverse is not None and settings.still.matches(x, start_force, goals, limits)):
+        for effector in effectors:
+            effector.begin_frame(x)
+        report = unchanged_report(frame, last_report, last_report.newton, constraints, x, last_report.x_free, {})
+        report.inverse, report.message = last_report.inverse, last_report.message
+        return x, report
+    x_new, report = _inverse_frame(problem=problem, newton=newton, constraint_solver=constraint_solver,
+                                   constraints=constraints, x=x, frame=frame, settings=settings,
+                                   free_start=free_start, correction=correction, x_is_equilibrium=x_is_equilibrium,
+                                   last_report=last_report, constrained_tangent=constrained_tangent)
+    ended_still = (on_equilibrium and x_new is not None and report.converged and not report.inverse.predicted
+                   and np.array_equal(x_new, x) and np.array_equal(_multipliers(report), start_force))
+    settings.still = _Still(x.copy(), start_force, goals, limits) if ended_still else None
+    return x_new, report
+
+
+def _inverse_frame(*, problem, newton, constraint_solver, constraints, x, frame, settings, free_start, correction,
+                   x_is_equilibrium, last_report, constrained_tangent):
+    """The inverse frame itself (:func:`solve_inverse_frame`, which may find it need not run)."""
     tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)
     actuators = [c for c in constraints if hasattr(c, "inverse_limits") and c.active]
     effectors = [c for c in constraints if getattr(c, "has_goal", False) and c.active and not c.enforced]

@@ -360,3 +360,33 @@ def test_a_dragged_goal_predicted_start_ends_where_the_unpredicted_frames_do():
         assert predicted.outputs()[f"{cable}.displacement"] == pytest.approx(
             plain.outputs()[f"{cable}.displacement"], abs=1e-4), cable
     assert np.linalg.norm(np.array(_tip(predicted)) - _tip(plain)) <= 1e-4
+
+
+def test_a_goal_at_rest_is_not_solved_again_and_a_moved_goal_is():
+    """The shipped trunk_inverse with its goal standing still reaches a fixed point: a frame starting where the last
+    one ended, with its multipliers, goals and limits, ends there with the same multipliers to the bit. Such a frame
+    is not solved again (report.unchanged, no QP run): its answer is what solving it gives (checked against the
+    frame solved in full), so a playing window comes to rest. Moving the goal solves again."""
+    from softsim.app.resources import resource_path
+
+    scene = Scene.load(resource_path("scenes", "trunk_inverse.toml"))
+    reports = [scene.step() for _ in range(40)]
+    assert all(r.converged for r in reports)
+    assert reports[-1].unchanged and reports[-2].unchanged
+    x_rest = scene.simulation.x.copy()
+    forces = [force.copy() for _, force in reports[-1].forces]
+    solved = []
+    for forced in (False, True):  # forced: the same frame solved in full (the fixed point forgotten)
+        if forced:
+            scene.simulation.inverse.still = None
+        report = scene.step()
+        solved.append(report)
+        assert report.converged and report.unchanged == (not forced)
+        assert np.array_equal(scene.simulation.x, x_rest)
+        assert all(np.array_equal(force, kept) for (_, force), kept in zip(report.forces, forces))
+    assert solved[1].inverse.linearizations == 1  # the solved frame ran its one QP and found nothing to change
+    goal = np.array(scene.spec.bodies[0].effectors[0].effectorGoal[0])
+    scene.set("body.trunk.effector.tip.effectorGoal", [(goal + [2.0, 0.0, 0.0]).tolist()])
+    report = scene.step()
+    assert report.converged and not report.unchanged and report.inverse.linearizations >= 1
+    assert np.abs(scene.simulation.x - x_rest).max() > 0.1
