@@ -343,20 +343,21 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
     frame's inverse report). A goal at rest thus costs nothing per frame, and a playing window comes to rest."""
     on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
     effectors = [c for c in constraints if getattr(c, "has_goal", False) and c.active and not c.enforced]
+    for effector in effectors:
+        effector.begin_frame(x)
     limits = {c: c.inverse_limits(*c.inverse_state) for c in constraints if hasattr(c, "inverse_limits") and c.active}
     goals = _goals(effectors)
     start_force = _multipliers(last_report)
     if (reuse_unchanged and on_equilibrium and settings.still is not None and last_report.converged
             and last_report.inverse is not None and settings.still.matches(x, start_force, goals, limits)):
-        for effector in effectors:
-            effector.begin_frame(x)
         report = unchanged_report(frame, last_report, last_report.newton, constraints, x, last_report.x_free, {})
         report.inverse, report.message = last_report.inverse, last_report.message
         return x, report
     x_new, report = _inverse_frame(problem=problem, newton=newton, constraint_solver=constraint_solver,
                                    constraints=constraints, x=x, frame=frame, settings=settings,
-                                   free_start=free_start, correction=correction, x_is_equilibrium=x_is_equilibrium,
-                                   last_report=last_report, constrained_tangent=constrained_tangent)
+                                   free_start=free_start, correction=correction, on_equilibrium=on_equilibrium,
+                                   last_report=last_report, constrained_tangent=constrained_tangent,
+                                   effectors=effectors, limits=limits, goals=goals)
     ended_still = (on_equilibrium and x_new is not None and report.converged and not report.inverse.predicted
                    and np.array_equal(x_new, x) and np.array_equal(_multipliers(report), start_force))
     settings.still = _Still(x.copy(), start_force, goals, limits) if ended_still else None
@@ -364,14 +365,11 @@ def solve_inverse_frame(*, problem, newton, constraint_solver, constraints, x: n
 
 
 def _inverse_frame(*, problem, newton, constraint_solver, constraints, x, frame, settings, free_start, correction,
-                   x_is_equilibrium, last_report, constrained_tangent):
-    """The inverse frame itself (:func:`solve_inverse_frame`, which may find it need not run)."""
+                   on_equilibrium, last_report, constrained_tangent, effectors, limits, goals):
+    """The inverse frame itself (:func:`solve_inverse_frame`, which may find it need not run, and which gives the
+    active ``effectors``, the actuators' ``limits`` (a dict, the actuators its keys) and the ``goals`` (k,))."""
     tangent = constrained_tangent or ConstrainedTangent(problem.dof_to_free)
-    actuators = [c for c in constraints if hasattr(c, "inverse_limits") and c.active]
-    effectors = [c for c in constraints if getattr(c, "has_goal", False) and c.active and not c.enforced]
-    for effector in effectors:
-        effector.begin_frame(x)
-    limits = {c: c.inverse_limits(*c.inverse_state) for c in actuators}
+    actuators = list(limits)
     info = InverseReport()
     newton_report, free_times, failed = free_configuration(problem, newton, constraints, x, free_start, frame)
     if failed is not None:
@@ -381,7 +379,6 @@ def _inverse_frame(*, problem, newton, constraint_solver, constraints, x, frame,
     rows = [c for c in constraints if c.enforced and c.active] + effectors
     size = body_size(problem.elasticity.rest_positions)
     tolerance = settings.linearization_tolerance * size
-    on_equilibrium = x_is_equilibrium and last_report is not None and correction == "equilibrium"
     x_cur, report = (x, None)
     times: dict[str, float] = {"free_solve": sum(free_times.values())}
 
@@ -391,7 +388,6 @@ def _inverse_frame(*, problem, newton, constraint_solver, constraints, x, frame,
         times["inverse_linearization"] = times.get("inverse_linearization", 0.0) + time.perf_counter() - begun
         return linear, row_roles(linear.system, settings.qp)
 
-    goals = _goals(effectors)
     move = settings.last_move
     settings.last_move = None
     predicted = (_predict(problem, move, x, last_report, goals)
