@@ -65,6 +65,7 @@ class _Batch:
             return
         self.timer.stop()
         session.poll()  # pick up the last frame and its messages now
+        self.window.flush_frame()  # and draw it: the draw pacer may be holding it back
         for problem in self.problems:
             print(problem, file=sys.stderr)
         if self.screenshot is not None:

@@ -47,3 +47,25 @@ def test_an_invalid_set_exits_2_naming_the_key(tmp_path):
     assert "poissonRatio" in result.stderr
     result = _softsim(default_scene(), "--set", "no-equals-sign", "--screenshot", tmp_path / "x.png")
     assert result.returncode == 2 and "KEY=VALUE" in result.stderr
+
+
+
+
+def test_the_screenshot_batch_draws_the_last_frame_before_the_shot(main_window, qtbot, monkeypatch, tmp_path):
+    """``--frames N --screenshot``: when the Nth frame has come, the window draws it before the shot, even when
+    the draw pacer is holding it back (shots of trunk_inverse's third frame showed the view and the Plots header
+    of frame 1 or 2 while the status bar said frame 3). The batch runs in the test's window; the shot records what
+    the Plots header (which follows the frames drawn) says at that moment."""
+    from types import SimpleNamespace
+
+    from softsim.app.cli import _Batch
+
+    assert main_window.open_path(default_scene())
+    main_window.draws.min_interval = 3600.0  # the pacer holds every frame back, as on a slow machine
+    plots = next(dock.widget() for dock in main_window.docks if dock.objectName() == "plots_dock")
+    shots = []
+    monkeypatch.setattr(main_window, "save_screenshot", lambda path: shots.append(plots.summary.text()) or True)
+    _Batch(SimpleNamespace(quit=lambda: None), main_window, 3, str(tmp_path / "shot.png"), "iso")
+    qtbot.waitUntil(lambda: bool(shots), timeout=60000)
+    assert main_window.session.latest_frame.index == 3
+    assert shots[0].startswith("frame 3"), shots[0]
