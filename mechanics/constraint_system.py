@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from softsim.mechanics.constrained_tangent import ResponseCache
 from softsim.mechanics.constraints.cable_rows import LazyJacobians, cable_rows_for
 from softsim.mechanics.constraints.cavity_rows import cavity_rows_for
-from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.resolutions import BOUNDED, Blocks
 
 
 @dataclass
@@ -234,11 +234,47 @@ def system_signature(system: ConstraintSystem) -> tuple:
             blocks.target.copy(), blocks.lo.copy(), blocks.hi.copy(), blocks.mu.copy())
 
 
-def same_signature(a: tuple, b: tuple) -> bool:
+#: index of the blocks' targets in a :func:`system_signature`
+_SIGNATURE_TARGET = 8
+
+
+def slack_blocks(equilibrium_system, force: np.ndarray, new_system) -> np.ndarray | None:
+    """(b,) bool: the one-row BOUNDED blocks (an actuator with a force bound, such as a cable that cannot push)
+    whose multiplier sits on a bound at a converged equilibrium (``equilibrium_system``, the rows at its
+    positions, with the multipliers ``force`` (m,)) and whose law holds there strictly, with the targets of
+    both that system and ``new_system`` (the same rows, built about the next frame's free configuration with
+    the rate limits measured from the equilibrium). Such a row is slack whatever its target in that range: its
+    target may move with the state (a slack cable's rate-limited target follows its motion, 1 mm a frame on the
+    trunk) without changing the equilibrium. None when the two systems do not have the same blocks."""
+    old_blocks, new_blocks = equilibrium_system.blocks, new_system.blocks
+    same_constraints = [id(c) for c in equilibrium_system.constraints] == [id(c) for c in new_system.constraints]
+    if (not same_constraints or old_blocks.size.shape != new_blocks.size.shape
+            or not np.array_equal(old_blocks.size, new_blocks.size) or force.size != equilibrium_system.n_rows
+            or not np.array_equal(old_blocks.kind, new_blocks.kind)):
+        return None
+    start = old_blocks.start
+    single = (old_blocks.kind == BOUNDED) & (old_blocks.size == 1)
+    f = force[start]
+    d = equilibrium_system.dfree[start] + equilibrium_system.compliance[start] * f
+    gap_old, gap_new = d - old_blocks.target, d - new_blocks.target
+    at_lo = (f == old_blocks.lo) & (gap_old > 0.0) & (gap_new > 0.0)
+    at_hi = (f == old_blocks.hi) & (gap_old < 0.0) & (gap_new < 0.0)
+    same_bounds = (old_blocks.lo == new_blocks.lo) & (old_blocks.hi == new_blocks.hi)
+    return single & same_bounds & (at_lo | at_hi)
+
+
+def same_signature(a: tuple, b: tuple, loose_targets: np.ndarray | None = None) -> bool:
     """True when two signatures describe the same problem: same constraints and structure, values equal to
-    1e-13 of their magnitude (a round-off change of the state must not force a full frame)."""
+    1e-13 of their magnitude (a round-off change of the state must not force a full frame). The targets of the
+    blocks flagged in ``loose_targets`` (b,) bool may differ (rows whose law holds whatever the target:
+    :func:`slack_blocks`)."""
     if a[0] != b[0]:
         return False
+    if loose_targets is not None and loose_targets.any() and a[_SIGNATURE_TARGET].shape == loose_targets.shape \
+            and b[_SIGNATURE_TARGET].shape == loose_targets.shape:
+        a, b = list(a), list(b)
+        a[_SIGNATURE_TARGET] = np.where(loose_targets, 0.0, a[_SIGNATURE_TARGET])
+        b[_SIGNATURE_TARGET] = np.where(loose_targets, 0.0, b[_SIGNATURE_TARGET])
     for left, right in zip(a[1:], b[1:]):
         if left.shape != right.shape:
             return False

@@ -48,6 +48,7 @@ from softsim.mechanics.constraint_system import (
     build_constraint_system,
     project_rows,
     same_signature,
+    slack_blocks,
     store_forces,
     system_signature,
 )
@@ -147,7 +148,7 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     signature = None if system is None else system_signature(system)
     if (reuse_unchanged and x_is_equilibrium and last_report is not None and last_report.converged
             and newton_report.iterations == 0 and signature is not None and last_report.signature is not None
-            and same_signature(signature, last_report.signature)
+            and same_signature(signature, last_report.signature, _slack_at_equilibrium(last_report, system))
             and contact_sets(enforced) == last_report.contact_sets):
         return x, unchanged_report(frame, last_report, newton_report, constraints, x, x_free, times)
     if system is not None and system.n_rows:
@@ -233,6 +234,15 @@ def solve_frame(*, problem, newton, constraint_solver, constraints, x: np.ndarra
     report.signature = signature
     report.contact_sets = contact_sets(enforced)
     return x_new, report
+
+
+def _slack_at_equilibrium(last_report: FrameReport, system) -> np.ndarray | None:
+    """The blocks of ``system`` (this frame's rows about x_free) whose targets may differ from the last frame's
+    without changing its equilibrium (:func:`~mechanics.constraint_system.slack_blocks`), or None."""
+    equilibrium = last_report.equilibrium
+    if equilibrium is None or equilibrium.system is None or equilibrium.force is None:
+        return None
+    return slack_blocks(equilibrium.system, equilibrium.force, system)
 
 
 def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, equilibrium, tangent, times):
