@@ -60,6 +60,10 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
     rows_b = rows_a[kind[rows_a] == BOUNDED]  # the rows that may be held at a force bound
     state = np.zeros(m, dtype=np.int8)  # per row: -1 held at lo, 0 free, 1 held at hi
     force = np.zeros(m) if initial_force is None or initial_force.size != m else initial_force.copy()
+    if initial_force is not None and initial_force.size == m:
+        # the warm start's active set: a row that ended on a bound starts held there (a slack cable at 0), so that
+        # a step near the last one's answer takes one pass instead of finding that set again row by row
+        state[rows_b] = np.where(force[rows_b] <= lo[rows_b], -1, np.where(force[rows_b] >= hi[rows_b], 1, 0))
     reduced_report = None
     seen, cycled = set(), False
     for _ in range(MAX_ACTIVE_SET_CHANGES + 1):

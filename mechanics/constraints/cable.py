@@ -242,13 +242,15 @@ class CableConstraint(ScalarActuator):
                 first, second = np.append(first, 0), np.append(second, 0)
             self._pairs = (first, second, *self.point_set.pair_structure(first, second))
         rows, cols, products = self._pairs[2:]
+        tension = float(np.asarray(force).reshape(-1)[0])
+        if tension == 0.0:  # a slack cable: no stiffness, the same pattern (the tangent's stays the same)
+            return rows, cols, np.zeros(rows.size)
         starts = np.vstack([self.pullPoint[None, :], points[:-1]]) if self.hasPullPoint else points[:-1]
         ends = points if self.hasPullPoint else points[1:]
         difference = ends - starts
         length = np.linalg.norm(difference, axis=1)
         safe = np.where(length > 0.0, length, 1.0)
         n = difference / safe[:, None]
-        tension = float(np.asarray(force).reshape(-1)[0])
         blocks = (tension / safe)[:, None, None] * (np.eye(3)[None] - n[:, :, None] * n[:, None, :])
         blocks[length == 0.0] = 0.0
         # a segment shorter than its blend length counts (s^2 + delta^2) / (2 delta): its Hessian is I / delta

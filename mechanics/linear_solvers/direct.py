@@ -8,6 +8,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from numba import njit
 
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.linear_solvers.base import (
@@ -45,14 +46,33 @@ SYMMETRY_TOLERANCE = 1e-12
 
 
 def relative_asymmetry(A: sp.csr_matrix, transpose: np.ndarray | None = None) -> float:
-    """max |A - A^T| / max |A| of a CSR matrix with sorted indices (inf when its pattern is not symmetric)."""
+    """max |A - A^T| / max |A| of a CSR matrix with sorted indices (inf when its pattern is not symmetric or a
+    value is not finite)."""
     transpose = transpose_map(A) if transpose is None else transpose
     if transpose is None:
         return np.inf
-    scale = float(np.max(np.abs(A.data), initial=0.0))
-    if scale == 0.0:
-        return 0.0
-    return float(np.max(np.abs(A.data - A.data[transpose]), initial=0.0)) / scale
+    difference, scale, finite = _asymmetry(A.data, transpose)
+    if not finite:
+        return np.inf
+    return 0.0 if scale == 0.0 else difference / scale
+
+
+@njit(cache=True, nogil=True)
+def _asymmetry(data, transpose):
+    """(max |data - data[transpose]|, max |data|, whether every value is finite), in one pass without a
+    temporary (a Newton step's tangent is checked before each factorization)."""
+    difference, scale, finite = 0.0, 0.0, True
+    for i in range(data.size):
+        value = data[i]
+        if not np.isfinite(value):
+            finite = False
+        magnitude = abs(value)
+        if magnitude > scale:
+            scale = magnitude
+        gap = abs(value - data[transpose[i]])
+        if gap > difference:
+            difference = gap
+    return difference, scale, finite
 
 
 class _ScipyBackend:
@@ -180,11 +200,16 @@ class DirectSolver:
             A = A.sorted_indices()
         self.matrix = None
         self._memo_rhs = self._memo_solution = None
-        if not np.all(np.isfinite(A.data)):  # a runaway state: never hand NaN/inf to the native factorization
-            raise LinearSolverError(f"{self.name}: the matrix has non-finite entries (the state ran away)")
         if self._transpose_key is None or not _same_pattern(A, *self._transpose_key[:2]):
             self._transpose_key = (A.indptr, A.indices, transpose_map(A))
-        self.symmetric = relative_asymmetry(A, self._transpose_key[2]) <= SYMMETRY_TOLERANCE
+        transpose = self._transpose_key[2]
+        if transpose is None:
+            finite, self.symmetric = bool(np.all(np.isfinite(A.data))), False
+        else:
+            difference, scale, finite = _asymmetry(A.data, transpose)
+            self.symmetric = difference <= SYMMETRY_TOLERANCE * scale
+        if not finite:  # a runaway state: never hand NaN/inf to the native factorization
+            raise LinearSolverError(f"{self.name}: the matrix has non-finite entries (the state ran away)")
         self._backend.factorize(A, self.stats, self.symmetric)
         self.matrix = A
 

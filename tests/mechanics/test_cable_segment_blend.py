@@ -104,3 +104,17 @@ def test_the_force_stiffness_of_a_nearly_collapsed_segment_is_the_derivative_of_
     # the short segment's spring lambda / delta, plus the 2 mm segment before it across its direction (lambda / 2)
     assert np.max(np.abs(stiffness)) == pytest.approx(lam[0] / delta + lam[0] / 2.0, rel=1e-12)
     np.testing.assert_allclose(stiffness, difference, atol=1e-6 * lam[0] / delta)
+
+
+def test_a_slack_cable_has_no_force_stiffness_on_the_same_pattern():
+    """A cable at zero force (slack) adds nothing to the tangent, on the same entries as a pulling one (the
+    constrained tangent keeps its pattern and its factorization's analysis when a cable goes slack); at a
+    tension it adds the differences of -J(x)^T lambda, so the zero is the force stiffness's own value at 0."""
+    X, tets = box_mesh((3, 2, 2), size=(6.0, 2.0, 2.0))
+    cable = CableConstraint(X, tets, points=np.array([[0.5, 1.0, 1.0], [3.0, 1.2, 1.0], [5.5, 1.0, 0.8]]),
+                            minForce=0.0, hasPullPoint=False)
+    x = X + 0.05 * np.sin(X[:, [1, 2, 0]])
+    rows, cols, values = cable.force_stiffness(x, np.array([0.0]))
+    pulling = cable.force_stiffness(x, np.array([3.0]))
+    assert np.array_equal(rows, pulling[0]) and np.array_equal(cols, pulling[1])
+    assert values.shape == pulling[2].shape and not values.any() and np.abs(pulling[2]).max() > 0.1

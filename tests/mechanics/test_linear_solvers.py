@@ -307,6 +307,20 @@ def test_relative_asymmetry_and_transpose_map():
     assert relative_asymmetry(random_spd(50, seed=5)) == 0.0
     upper = sp.triu(A, format="csr")  # an unsymmetric pattern has no transpose map
     assert transpose_map(upper) is None and relative_asymmetry(upper) == np.inf
+    broken = A.copy()
+    broken.data[7] = np.nan  # a runaway state's tangent: not finite, never measured as symmetric
+    assert relative_asymmetry(broken) == np.inf
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_tangent_with_a_non_finite_entry_is_refused_before_the_factorization(value):
+    from softsim.mechanics.linear_solvers import DirectSolver
+
+    for A in (random_spd(30, seed=2), random_unsymmetric(30, seed=2)):
+        A = A.tocsr()
+        A.data[A.data.size // 2] = value
+        with pytest.raises(LinearSolverError, match="non-finite"):
+            DirectSolver().factorize(A)
 
 
 def _every_solver():
