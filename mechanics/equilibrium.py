@@ -35,6 +35,7 @@ from softsim.mechanics.indefinite_projection import equality_like_rows, needs_in
 from softsim.mechanics.linear_solvers import LinearSolverError
 from softsim.mechanics.newton import CORRECTION_ROUND_OFF, ROUND_OFF_FACTOR
 from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, row_residuals
+from softsim.mechanics.same_state import same_values
 
 #: the constrained equilibrium iterations take at most this many steps per allowed factorization
 STEPS_PER_FACTORIZATION = 5
@@ -387,7 +388,7 @@ class _Context:
         """(R (n_free,), the rows at x, the force scale) at ``x`` (n, 3); the last two are kept, since a state is
         evaluated again at another increment or after the homotopy is made (one assembly instead of two)."""
         for cached_x, values in self._cache:
-            if cached_x is x or np.array_equal(cached_x, x):
+            if cached_x is x or same_values(cached_x, x):
                 return values
         residual = self.problem.residual(x)
         check = self.build(self.enforced, self.x_last, x, self.problem.free_dofs, linearize_at=x)

@@ -22,6 +22,7 @@ from softsim.mechanics.materials import (
     element_parameters,
     stable_neohookean_parameters,
 )
+from softsim.mechanics.same_state import same_values
 
 logger = logging.getLogger(__name__)
 
@@ -341,7 +342,7 @@ class TetElasticity:
 
     def _memoised_forces(self, x):
         for index, (memo_x, memo_f) in enumerate(self._forces_memo):
-            if np.array_equal(memo_x, x):
+            if same_values(memo_x, x):
                 if index:  # the last used first
                     self._forces_memo.insert(0, self._forces_memo.pop(index))
                 return memo_f.copy()
@@ -350,7 +351,7 @@ class TetElasticity:
     def _remember_forces(self, x, f) -> None:
         """Keep ``(x, f)`` first; an older pair at the same positions is dropped (the tangent's assembly at a
         state whose forces were just evaluated would otherwise hold two places)."""
-        kept = [(memo_x, memo_f) for memo_x, memo_f in self._forces_memo if not np.array_equal(memo_x, x)]
+        kept = [(memo_x, memo_f) for memo_x, memo_f in self._forces_memo if not same_values(memo_x, x)]
         self._forces_memo = [(x.copy(), f.copy())] + kept[: self.FORCES_MEMO_SIZE - 1]
 
     def forces(self, x):

@@ -71,6 +71,7 @@ from softsim.mechanics.frame_report import (
 )
 from softsim.mechanics.inversion import count_new_inversions
 from softsim.mechanics.linear_solvers import LinearSolverError
+from softsim.mechanics.runaway import scan_positions
 
 logger = logging.getLogger(__name__)
 
@@ -328,14 +329,12 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     are not defined there (``elasticity.inversion_admissible`` False: the hyperelastic laws, the polar
     rotations; SOFA's ``large`` corotational model accepts inverted elements, and so does softsim, saying so in
     the frame's message: :func:`inverted_elements_note`)."""
-    if not np.all(np.isfinite(x)):
-        return "the solve produced non-finite positions"
     rest = problem.elasticity.rest_positions
-    size = body_size(rest)
-    displacement = np.linalg.norm(x - rest, axis=1)
-    node = int(np.argmax(displacement)) if displacement.size else 0
-    if displacement.size and displacement[node] > MAX_DISPLACEMENT_FACTOR * size:
-        return (f"the solve ran away: node {node} moved {displacement[node]:.4g}, more than "
+    finite, node, moved, size = scan_positions(x, rest)
+    if not finite:
+        return "the solve produced non-finite positions"
+    if moved > MAX_DISPLACEMENT_FACTOR * size:
+        return (f"the solve ran away: node {node} moved {moved:.4g}, more than "
                 f"{MAX_DISPLACEMENT_FACTOR:g} times the body's size ({size:.4g})")
     admissible = getattr(problem.elasticity, "inversion_admissible", False)
     inverted = count_new_inversions(rest, x, problem.elasticity.tets) if inversion and not admissible else 0

@@ -36,6 +36,7 @@ from softsim.mechanics.constraints.base import PointSet, check_positions
 from softsim.mechanics.constraints.row_kernels import polyline_length_and_gradient
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
+from softsim.mechanics.same_state import same_values
 from softsim.mechanics.scene.schema import CableSpec, check_parameters
 
 logger = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class CableConstraint(ScalarActuator):
         rate-limited target). The gradient is shared: do not change it in place."""
         cached = getattr(self, "_geometry", None)
         pull = self.pullPoint
-        if (cached is not None and np.array_equal(cached[0], x) and cached[3] is self.point_set
+        if (cached is not None and same_values(cached[0], x) and cached[3] is self.point_set
                 and (cached[4] is None if pull is None else np.array_equal(cached[4], pull))):
             return cached[1], cached[2]
         length, gradient = cable_length_and_gradient(self.point_set.positions(x), pull, self._blend(pull))

@@ -22,6 +22,7 @@ from softsim.mechanics.constraints.cable import CableConstraint
 from softsim.mechanics.constraints.row_kernels import cable_lengths
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.same_state import same_values
 
 __all__ = ["CableRows", "PointRows", "cable_rows_for", "fast_csr", "rows_for"]
 
@@ -114,7 +115,7 @@ class PointRows:
     def quantities(self, x: np.ndarray) -> np.ndarray:
         """The rows' quantities (r,) at ``x`` (n, 3); the last answer is kept (the rate limits' reference
         positions are the last frame's, the same in every build of a frame)."""
-        if self._last is not None and np.array_equal(self._last[0], x):
+        if self._last is not None and same_values(self._last[0], x):
             return self._last[1]
         quantities = self._run(x, False)[0]
         self._last = (np.array(x, dtype=np.float64), quantities)
