@@ -330,9 +330,10 @@ def check_state(problem, x: np.ndarray, *, inversion: bool = True) -> str:
     rotations; SOFA's ``large`` corotational model accepts inverted elements, and so does softsim, saying so in
     the frame's message: :func:`inverted_elements_note`)."""
     rest = problem.elasticity.rest_positions
-    finite, node, moved, size = scan_positions(x, rest)
+    finite, node, moved = scan_positions(x, rest)
     if not finite:
         return "the solve produced non-finite positions"
+    size = body_size(rest)
     if moved > MAX_DISPLACEMENT_FACTOR * size:
         return (f"the solve ran away: node {node} moved {moved:.4g}, more than "
                 f"{MAX_DISPLACEMENT_FACTOR:g} times the body's size ({size:.4g})")

@@ -12,11 +12,20 @@ def test_the_scan_matches_numpy_on_a_random_state():
     rest = rng.uniform(-5.0, 20.0, size=(500, 3))
     x = rest + rng.normal(scale=0.3, size=rest.shape)
     x[417] += [4.0, -3.0, 0.0]  # the farthest node, 5 from where the noise put it
-    finite, node, moved, size = scan_positions(x, rest)
+    finite, node, moved = scan_positions(x, rest)
     distances = np.linalg.norm(x - rest, axis=1)
     assert finite and node == int(np.argmax(distances)) == 417
     assert moved == distances[417]
-    assert size == np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))
+
+
+def test_body_size_is_the_diagonal_of_the_bounding_box():
+    """body_size against numpy's reductions over the rows, on a C-ordered array, a Fortran-ordered one and none."""
+    from softsim.mechanics.equilibrium import body_size
+
+    rest = np.random.default_rng(5).uniform(-5.0, 20.0, size=(300, 3))
+    expected = np.linalg.norm(rest.max(axis=0) - rest.min(axis=0))
+    assert body_size(rest) == expected == body_size(np.asfortranarray(rest))
+    assert body_size(np.zeros((0, 3))) == 0.0
 
 
 def test_a_non_finite_position_is_found_wherever_it_is():
