@@ -709,9 +709,13 @@ class MainWindow(QMainWindow):
             self._update_drawing_quality()
 
     def flush_frame(self) -> None:
-        """Draw the newest frame now if the pacer is holding it back (rendered before returning)."""
+        """Draw the newest frame now if the pacer is holding it back (rendered before returning), and redraw the
+        plots now if their pacer holds a redraw back (a screenshot shows them with the frame in the view)."""
         if self.draws.flush():
             self.viewport.render()
+        plots = self.dock("plots_dock")
+        if plots is not None:
+            plots.widget().flush()
 
     def _draw(self, frame) -> None:
         """Write ``frame`` into the view, ask for a paint, and show its status."""
