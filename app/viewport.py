@@ -143,6 +143,19 @@ class BodyView:
             self.actor.prop.show_edges = show
 
 
+def drop_back_lights(renderer) -> int:
+    """Remove the camera lights that shine from behind the scene (pyvista's light kit has two, at azimuth
+    +-110 degrees): they light only faces turned away from the camera, while a software OpenGL pays for every
+    light on every pixel drawn (benchmarks/RESULTS_gui.md, eleventh session). Returns how many were removed."""
+    back = [light for light in renderer.GetLights()
+            if light.LightTypeIsCameraLight() and light.GetPosition()[2] - light.GetFocalPoint()[2] < 0.0]
+    for light in back:
+        renderer.RemoveLight(light)
+        if light in getattr(renderer, "_lights", ()):
+            renderer._lights.remove(light)  # pyvista's own list of the renderer's lights
+    return len(back)
+
+
 def _plane(obstacle, body_bounds: np.ndarray) -> pv.PolyData:
     """A square twice the body's size, centred under the body."""
     size = float(np.linalg.norm(body_bounds[3:] - body_bounds[:3])) or 1.0
@@ -270,6 +283,7 @@ class Viewport(PickingMixin, NativePlotter):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.set_background(BACKGROUND)
+        drop_back_lights(self.renderer)
         self.add_axes(color="white")
         self.bodies: dict[str, BodyView] = {}
         self.overlay_actors: dict[str, list] = {key: [] for key in OVERLAYS}
@@ -465,8 +479,10 @@ class Viewport(PickingMixin, NativePlotter):
         self._contacts.update(frame.contact_points, frame.contact_forces)
         self._obstacle_actors = []
         for obstacle in getattr(session.spec, "obstacles", []):
+            # a plane's shade is the same all over under directional lights: drawn unlit it reads the same, and a
+            # software OpenGL does not light each of its many pixels (RESULTS_gui.md, eleventh session)
             actor = self._add_overlay("obstacles", _obstacle_mesh(obstacle, bounds), color="#b0b8c0", opacity=0.3,
-                                      name=f"obstacle:{obstacle.name}")
+                                      name=f"obstacle:{obstacle.name}", lighting=obstacle.type != "plane")
             self._named_actors[("obstacle", obstacle.name)] = [actor]
             self._obstacle_actors.append(actor)
         self._rigid_actors = []

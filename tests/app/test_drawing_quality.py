@@ -148,3 +148,35 @@ def test_fast_drawing_leaves_the_edges_out_and_full_quality_draws_them_again(mai
     viewport.set_fast_drawing(True)
     viewport.set_fast_drawing(False)
     assert not _edges(viewport)  # a style without edges stays without them
+
+
+def test_the_view_has_no_back_lights_and_looks_as_with_them(main_window, qtbot, monkeypatch):
+    """pyvista's light kit has two lights shining from behind the scene; they light only faces turned away from
+    the camera, and a software OpenGL pays for each light on each pixel. Without them the finger's view differs
+    from the whole kit's by under a grey level on average, and on no pixel by more than a few."""
+    import numpy as np
+
+    from tests.app.conftest import grab_viewport_pixels
+
+    viewport = _default_scene_drawn(main_window, qtbot, monkeypatch)
+    lights = list(viewport.renderer.GetLights())
+    assert len(lights) == 3
+    assert all(not light.LightTypeIsCameraLight() or light.GetPosition()[2] > 0 for light in lights)
+    without = grab_viewport_pixels(main_window).astype(np.int16)
+    viewport.enable_lightkit()  # pyvista's whole kit again, in place of the lights: head, key, fill, two back
+    assert len(list(viewport.renderer.GetLights())) == 5
+    with_kit = grab_viewport_pixels(main_window).astype(np.int16)
+    difference = np.abs(with_kit - without).max(axis=-1)
+    assert difference.mean() < 1.0 and np.mean(difference > 8) < 0.01
+
+
+def test_a_floor_plane_is_drawn_unlit(main_window, qtbot):
+    """A plane's shade is uniform under directional lights, so the floor is drawn without lighting (it covers
+    much of the view); the scene's lit actors keep their lighting."""
+    assert main_window.open_path(default_scene().with_name("gripper.toml"))
+    run_frames(qtbot, main_window, 1)
+    viewport = main_window.viewport
+    floors = [actor for (kind, _name), actors in viewport._named_actors.items() if kind == "obstacle"
+              for actor in actors]
+    assert floors and all(not actor.GetProperty().GetLighting() for actor in floors)
+    assert viewport.bodies["body"].actor.GetProperty().GetLighting()
