@@ -40,14 +40,21 @@ class ConstraintSystem:
     def n_rows(self) -> int:
         return int(self.dfree.shape[0])
 
-    def initial_force(self, last_forces) -> np.ndarray | None:
+    def initial_force(self, last_forces, by_key: dict | None = None) -> np.ndarray | None:
         """The multipliers ``(m,)`` to start the complementarity solve from: each constraint's rows from
         ``last_forces`` (pairs ``(constraint, force)`` of the last frame) when its row count is unchanged,
-        else zeros; None when no constraint has last forces."""
+        else zeros; None when no constraint has last forces. ``by_key`` ({contact constraint: its
+        :func:`keyed_forces` of the last frame}) gives a contact constraint's rows contact by contact instead: a
+        contact found again starts from its own last force, whatever the rows' count and order now."""
         if not last_forces:
             return None
+        by_key = by_key or {}
         start, found = np.zeros(self.n_rows), False
         for constraint, rows in zip(self.constraints, self.row_ranges):
+            if constraint in by_key:
+                start[rows] = constraint.forces_from(by_key[constraint])
+                found = True
+                continue
             force = next((f for c, f in last_forces if c is constraint), None)
             if force is not None and force.shape == (rows.stop - rows.start,):
                 start[rows] = force
@@ -224,6 +231,13 @@ def store_forces(constraints, system: ConstraintSystem | None, force: np.ndarray
         if rows is not None:
             forces.append((constraint, force[rows].copy()))
     return forces
+
+
+def keyed_forces(last_forces) -> dict:
+    """{contact constraint: its multipliers per contact key} of ``last_forces`` (pairs from
+    :func:`store_forces`), taken while each constraint still holds the contact set the forces belong to."""
+    return {constraint: constraint.forces_by_key(force) for constraint, force in last_forces
+            if callable(getattr(constraint, "forces_by_key", None))}
 
 
 def system_signature(system: ConstraintSystem) -> tuple:
