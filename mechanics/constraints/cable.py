@@ -32,7 +32,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from softsim.mechanics.constraints.base import PointSet, check_positions
+from softsim.mechanics.constraints.base import PointSet, check_positions, short_of
 from softsim.mechanics.constraints.row_kernels import polyline_length_and_gradient
 from softsim.mechanics.constraints.scalar_actuator import Bounds, ScalarActuator
 from softsim.mechanics.errors import ParameterError
@@ -291,6 +291,24 @@ class CableConstraint(ScalarActuator):
     @property
     def effort(self) -> float:
         return self.force
+
+    @property
+    def slack(self) -> bool:
+        """Told to shorten less than the body makes it (a cable at 0 while gravity or another cable bends the
+        body), the cable goes slack: it cannot push, so its force stays on its lower bound (minForce, 0 when
+        unset) and its displacement passes its value. Displacement control only."""
+        if not self.imposes_motion or self.inverse_target is not None:
+            return False
+        floor = 0.0 if self.minForce is None else float(self.minForce)
+        return (self.displacement > float(self.value) and bool(short_of(self.displacement, float(self.value)))
+                and self.force <= floor + 1e-9 * max(1.0, abs(floor)))
+
+    @property
+    def limited(self) -> float:
+        """As :attr:`ScalarActuator.limited`, except that a :attr:`slack` cable is not limited: slack is what a
+        cable does when the body shortens it, not a limit holding it (its rate limit may have moved its target
+        too, toward the shorter length, without holding anything)."""
+        return 0.0 if self.slack else super().limited
 
     @property
     def outputs(self) -> dict[str, float]:

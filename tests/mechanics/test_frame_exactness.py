@@ -258,3 +258,22 @@ def test_a_trunk_frame_that_reached_its_value_is_at_rest_though_its_slack_cables
     slack = slack_blocks(equilibrium.system, equilibrium.force, scene.simulation.last_report.equilibrium.system)
     assert moved.any() and slack is not None and np.all(slack[moved])  # measured: cables L1 and L3 moved
     assert scene.outputs()["cableL0.displacement"] == pytest.approx(2.0, abs=1e-6)
+
+
+def test_the_trunk_at_rest_and_pulled_reports_no_limit_for_its_slack_cables():
+    """Nothing pulled, the trunk droops and its cables on the lower side go slack (their paths shorten, their
+    forces stay at minForce 0): the frame is "ok", not "limited". Pulled 2 mm, cableL0 reaches its value and the
+    other cables are slack or pulled by nothing either: still "ok"."""
+    scene = Scene.load(SCENES / "trunk.toml")
+    report = scene.step()
+    assert report.converged
+    outputs = scene.outputs()
+    slack = [name for name in (c.name for c in scene.simulation.constraints if hasattr(c, "slack"))
+             if outputs[f"{name}.displacement"] > 1e-6 and outputs[f"{name}.force"] == 0.0]
+    assert slack  # measured: some cables are shortened by the droop while their force stays 0
+    assert report.limited == [] and report.status == "ok"
+    scene.set("body.trunk.cable.cableL0.value", 2.0)
+    for _ in range(3):
+        report = scene.step()
+    assert scene.outputs()["cableL0.displacement"] == pytest.approx(2.0, abs=1e-6)
+    assert report.converged and report.limited == [] and report.status == "ok"

@@ -106,3 +106,25 @@ def test_limited_follows_the_clipping_and_the_bounds():
     assert cable.limited == 0.0  # inverse mode: only the bound the inverse solver found counts
     cable.inverse_bound = "maxForce"
     assert cable.limited == 1.0
+
+
+def test_a_slack_cable_is_not_limited():
+    """Told to shorten 0.2 mm while the body shortens its path by 3 - sqrt(5) = 0.764 mm, the cable is slack at
+    force 0 (its lower bound): not limited, although its rate limit moved its target (0.764 - 0.5 = 0.264, not
+    0.2). Told 1 mm in the same state it is short of its value with the force on that bound, which holds it:
+    limited. A cable that pulls (force above its bound) is not slack."""
+    X, cable = _cable(value=0.2, maxDispVariation=0.5, minForce=0.0)
+    cable.blocks(X)
+    x_new = X.copy()
+    x_new[13, 2] += 1.0  # segments 8 -> 7 and 2 -> sqrt(5): shortened by 3 - sqrt(5) = 0.764
+    cable.store(np.array([0.0]), x_new)
+    cable.blocks(x_new)  # the rate-limited target from 0.764: clip(0.2, 0.264, 1.264) = 0.264, not the value
+    assert cable.imposed == pytest.approx(3.0 - np.sqrt(5.0) - 0.5)
+    assert cable.slack and cable.limited == 0.0 and cable.outputs["limited"] == 0.0
+    cable.set_parameters(value=1.0)  # now the cable is short of its value: not slack
+    assert not cable.slack
+    cable.store(np.array([0.0]), x_new)
+    assert cable.limited == 1.0  # short of 1 mm with the force on its lower bound 0: that bound holds it
+    cable.set_parameters(value=0.2)
+    cable.store(np.array([0.5]), x_new)  # a pulling cable (force above its bound) is not slack
+    assert not cable.slack
