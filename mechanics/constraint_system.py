@@ -48,18 +48,27 @@ class ConstraintSystem:
         contact found again starts from its own last force, whatever the rows' count and order now."""
         if not last_forces:
             return None
-        by_key = by_key or {}
         start, found = np.zeros(self.n_rows), False
         for constraint, rows in zip(self.constraints, self.row_ranges):
-            if constraint in by_key:
-                start[rows] = constraint.forces_from(by_key[constraint])
-                found = True
-                continue
             force = next((f for c, f in last_forces if c is constraint), None)
             if force is not None and force.shape == (rows.stop - rows.start,):
                 start[rows] = force
                 found = True
+        found = self.place_keyed_forces(start, by_key or {}) or found
         return start if found else None
+
+    def place_keyed_forces(self, start: np.ndarray, by_key: dict) -> bool:
+        """Write into ``start`` (m,) the rows of each contact constraint of ``by_key`` ({constraint: its forces
+        per contact key, :meth:`~mechanics.constraints.contact.ContactRows.forces_by_key` of an earlier contact
+        set}): a contact found again gets its own forces, a new one zeros. Returns whether any constraint of
+        ``by_key`` has rows here."""
+        placed = False
+        for constraint, forces in by_key.items():
+            rows = self.rows_of(constraint)
+            if rows is not None:
+                start[rows] = constraint.forces_from(forces)
+                placed = True
+        return placed
 
     def rows_of(self, constraint) -> slice | None:
         for candidate, rows in zip(self.constraints, self.row_ranges):

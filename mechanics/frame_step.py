@@ -273,10 +273,7 @@ def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, 
                 constraint.update(x_free)
             system = build_constraint_system(enforced, x, x_free, problem.free_dofs)
             start_force = carry_forces(equilibrium.force, system, previous)
-            for constraint, forces in by_key.items():
-                rows = system.rows_of(constraint)
-                if rows is not None:
-                    start_force[rows] = constraint.forces_from(forces)
+            system.place_keyed_forces(start_force, by_key)
         else:
             missed = [c for c in contacts if c.missed_contacts(equilibrium.x)]
             if not missed:
