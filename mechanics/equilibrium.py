@@ -388,22 +388,31 @@ class _Context:
         self.detectors = [c for c in enforced if hasattr(c, "missed_contacts")]
         self.detections = 0
         self.rows_before = None  # the rows before the last contacts a step touched were added
+        #: (x, K_free) when the last evaluation assembled the tangent at x with the forces (one pass over the
+        #: elements instead of two): the next Newton step from that very state factorizes it
+        self.tangent_at: tuple | None = None
 
-    def _at(self, x: np.ndarray) -> tuple:
+    def _at(self, x: np.ndarray, with_tangent: bool = False) -> tuple:
         """(R (n_free,), the rows at x, the force scale) at ``x`` (n, 3); the last two are kept, since a state is
-        evaluated again at another increment or after the homotopy is made (one assembly instead of two)."""
+        evaluated again at another increment or after the homotopy is made (one assembly instead of two).
+        ``with_tangent``: a state the next Newton step will almost surely refactorize at (a prediction, far from
+        the answer) gets its tangent from the same pass over the elements as its forces (:attr:`tangent_at`)."""
         for cached_x, values in self._cache:
             if cached_x is x or same_values(cached_x, x):
                 return values
-        residual = self.problem.residual(x)
+        if with_tangent and hasattr(self.problem, "system"):
+            residual, K_free = self.problem.system(x)
+            self.tangent_at = (x, K_free)
+        else:
+            residual = self.problem.residual(x)
         check = self.build(self.enforced, self.x_last, x, self.problem.free_dofs, linearize_at=x)
         values = (residual, check, getattr(self.problem, "last_force_scale", 0.0))
         self._cache = [(x.copy(), values), *self._cache[:1]]
         return values
 
-    def evaluate(self, x: np.ndarray, force: np.ndarray, t: float) -> State:
+    def evaluate(self, x: np.ndarray, force: np.ndarray, t: float, with_tangent: bool = False) -> State:
         """R, J and the constraint laws at ``x`` (n, 3) with the multipliers ``force`` (m,), at increment t."""
-        residual, check, scale = self._at(x)
+        residual, check, scale = self._at(x, with_tangent)
         if self.homotopy is not None:
             residual = residual - self.homotopy.residual_shift(t)
             check = self.homotopy.shift(check, t)
@@ -608,7 +617,7 @@ def _predict(ctx: _Context, start: State) -> State | None:
         x, force = quadratic
     elif ctx.check_state(ctx.problem, x):
         return None
-    return ctx.evaluate(x, force, 1.0)
+    return ctx.evaluate(x, force, 1.0, with_tangent=True)
 
 
 def quadratic_prediction(history: Secant, change: np.ndarray, start: State, linear: np.ndarray) -> tuple | None:
@@ -664,7 +673,7 @@ def _along_path(ctx: _Context, path: tuple | None, t: float, state: State, targe
     x = state.x + ratio * (state.x - state_0.x)
     if ctx.check_state(ctx.problem, x):
         return None
-    return ctx.evaluate(x, state.force + ratio * (state.force - state_0.force), target)
+    return ctx.evaluate(x, state.force + ratio * (state.force - state_0.force), target, with_tangent=True)
 
 
 def _remember(ctx: _Context, start: State, end: State) -> None:
@@ -918,9 +927,13 @@ def _newton_step(ctx: _Context, state: State, refactorize: bool, definite: bool)
     projection. Returns ``(linearised rows, complementarity report, W, step of x (n, 3), step of the multipliers
     (m,))``, or the reason (str) why no step could be computed."""
     solver = ctx.solver
+    assembled, ctx.tangent_at = ctx.tangent_at, None  # the tangent assembled with this state's forces, if any
     if refactorize:
-        with definite_tangent(ctx.problem.elasticity, definite):
-            K_free = ctx.problem.tangent(state.x)
+        if assembled is not None and assembled[0] is state.x and not definite:
+            K_free = assembled[1]
+        else:
+            with definite_tangent(ctx.problem.elasticity, definite):
+                K_free = ctx.problem.tangent(state.x)
         terms = force_stiffness(state.check, state.x, state.force) if ctx.exact else []
         ctx.tangent.definite = definite
         try:
