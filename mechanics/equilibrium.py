@@ -199,9 +199,13 @@ class Homotopy:
     requested targets.
     """
 
-    def __init__(self, r0: np.ndarray, offsets: dict) -> None:
+    def __init__(self, r0: np.ndarray, offsets: dict, held: dict | None = None) -> None:
         self.r0 = r0
         self.offsets = offsets
+        #: per ramped constraint, (rows,) bool: the BOUNDED rows its force bound holds at the start with their law
+        #: slack (a trunk's cable left at 0 that the bend shortens past it). Their offsets are the slack, a
+        #: consequence of the state, not a change of the frame's inputs (:func:`_change` leaves them out)
+        self.held = held or {}
 
     @classmethod
     def at(cls, state: State) -> Homotopy:
@@ -212,6 +216,9 @@ class Homotopy:
             kinds = _row_values(check.blocks, check.blocks.kind.astype(np.int64), check.n_rows)
             targets = _row_values(check.blocks, check.blocks.target, check.n_rows)
             law_d = check.dfree + check.compliance * state.force
+            lo = _row_values(check.blocks, check.blocks.lo, check.n_rows)
+            hi = _row_values(check.blocks, check.blocks.hi, check.n_rows)
+            held = {}
             for constraint, rows in zip(check.constraints, check.row_ranges):
                 if not getattr(constraint, "ramped", True):
                     continue
@@ -220,7 +227,10 @@ class Homotopy:
                 d_offset = np.where(displacement_like, law_d[rows] - targets[rows], 0.0)
                 f_offset = np.where(kind == FORCE, state.force[rows] - targets[rows], 0.0)
                 offsets[constraint] = (d_offset, f_offset, targets[rows].copy())
-        return cls(np.asarray(r0, dtype=np.float64).copy(), offsets)
+                force = state.force[rows]
+                held[constraint] = (kind == BOUNDED) & (((force <= lo[rows]) & (d_offset > 0.0))
+                                                        | ((force >= hi[rows]) & (d_offset < 0.0)))
+        return cls(np.asarray(r0, dtype=np.float64).copy(), offsets, held)
 
     def residual_shift(self, t: float) -> np.ndarray | float:
         return 0.0 if t >= 1.0 else (1.0 - t) * self.r0
@@ -581,10 +591,14 @@ QUADRATIC_MAX_BEND = 0.25
 
 
 def _change(homotopy: Homotopy) -> tuple[np.ndarray, tuple]:
-    """The frame's change as one vector (the unbalanced force at the start, the actuator rows' offsets) and the
-    key of its layout (which constraints, how many rows)."""
+    """The frame's change of inputs as one vector (the unbalanced force at the start, the actuator rows' offsets,
+    without those of rows held slack at a force bound: :attr:`Homotopy.held`) and the key of its layout (which
+    constraints, how many rows)."""
     parts, key = [homotopy.r0], [homotopy.r0.size]
     for constraint, (d_offset, f_offset, _targets) in homotopy.offsets.items():
+        held = homotopy.held.get(constraint)
+        if held is not None and held.any():
+            d_offset = np.where(held, 0.0, d_offset)
         parts += [d_offset, f_offset]
         key.append((id(constraint), d_offset.size))
     return np.concatenate(parts), tuple(key)
