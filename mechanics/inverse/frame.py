@@ -192,11 +192,17 @@ def _linearize(problem, newton, rows, x_last, x_cur, force_pairs, tangent: Const
     force = system.initial_force(force_pairs)
     force = np.zeros(system.n_rows) if force is None else force
     solver = tangent.solver(newton.linear_solver)
+    residual = None
     if refactorize or not solver.is_factorized:
         exact = bool(getattr(problem.elasticity, "exact_tangent", False))
         terms = force_stiffness(system, x_cur, force) if exact else []
-        solver.factorize(tangent.matrix(problem.tangent(x_cur), terms))
-    residual = problem.residual(x_cur)
+        if hasattr(problem, "system"):  # the forces and the tangent from one pass over the elements
+            residual, K_free = problem.system(x_cur)
+        else:
+            K_free = problem.tangent(x_cur)
+        solver.factorize(tangent.matrix(K_free, terms))
+    if residual is None:
+        residual = problem.residual(x_cur)
     # the free step and K^-1 J^T in one multi-right-hand-side solve (only the changed rows' columns when the
     # factorization is the last step's)
     KinvJt, free_step = tangent.responses.solve(solver, system.J_free.T.toarray(), extra=residual)
