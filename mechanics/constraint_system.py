@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from softsim.mechanics.constrained_tangent import ResponseCache
 from softsim.mechanics.constraints.cable_rows import LazyJacobians, cable_rows_for
 from softsim.mechanics.constraints.cavity_rows import cavity_rows_for
-from softsim.mechanics.resolutions import BOUNDED, Blocks
+from softsim.mechanics.resolutions import BOUNDED, Blocks, slack_at_bound
 
 
 @dataclass
@@ -279,11 +279,10 @@ def slack_blocks(equilibrium_system, force: np.ndarray, new_system) -> np.ndarra
     single = (old_blocks.kind == BOUNDED) & (old_blocks.size == 1)
     f = force[start]
     d = equilibrium_system.dfree[start] + equilibrium_system.compliance[start] * f
-    gap_old, gap_new = d - old_blocks.target, d - new_blocks.target
-    at_lo = (f == old_blocks.lo) & (gap_old > 0.0) & (gap_new > 0.0)
-    at_hi = (f == old_blocks.hi) & (gap_old < 0.0) & (gap_new < 0.0)
+    old_lo, old_hi = slack_at_bound(f, d - old_blocks.target, old_blocks.lo, old_blocks.hi)
+    new_lo, new_hi = slack_at_bound(f, d - new_blocks.target, old_blocks.lo, old_blocks.hi)
     same_bounds = (old_blocks.lo == new_blocks.lo) & (old_blocks.hi == new_blocks.hi)
-    return single & same_bounds & (at_lo | at_hi)
+    return single & same_bounds & ((old_lo & new_lo) | (old_hi & new_hi))
 
 
 def same_signature(a: tuple, b: tuple, loose_targets: np.ndarray | None = None) -> bool:

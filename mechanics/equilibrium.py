@@ -34,7 +34,7 @@ from softsim.mechanics.constrained_tangent import ConstrainedTangent
 from softsim.mechanics.indefinite_projection import equality_like_rows, needs_indefinite_projection, solve_indefinite
 from softsim.mechanics.linear_solvers import LinearSolverError
 from softsim.mechanics.newton import CORRECTION_ROUND_OFF, ROUND_OFF_FACTOR
-from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, row_residuals
+from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FORCE, Blocks, row_residuals, slack_at_bound
 from softsim.mechanics.same_state import same_values
 
 #: the constrained equilibrium iterations take at most this many steps per allowed factorization
@@ -227,9 +227,8 @@ class Homotopy:
                 d_offset = np.where(displacement_like, law_d[rows] - targets[rows], 0.0)
                 f_offset = np.where(kind == FORCE, state.force[rows] - targets[rows], 0.0)
                 offsets[constraint] = (d_offset, f_offset, targets[rows].copy())
-                force = state.force[rows]
-                held[constraint] = (kind == BOUNDED) & (((force <= lo[rows]) & (d_offset > 0.0))
-                                                        | ((force >= hi[rows]) & (d_offset < 0.0)))
+                at_lo, at_hi = slack_at_bound(state.force[rows], d_offset, lo[rows], hi[rows])
+                held[constraint] = (kind == BOUNDED) & (at_lo | at_hi)
         return cls(np.asarray(r0, dtype=np.float64).copy(), offsets, held)
 
     def residual_shift(self, t: float) -> np.ndarray | float:

@@ -454,6 +454,15 @@ def project_all(
     return out
 
 
+def slack_at_bound(f: np.ndarray, gap: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For BOUNDED laws, with the multipliers ``f``, the violations ``gap = d - target`` and the force bounds
+    ``lo``, ``hi`` (arrays of one shape): ``(held at lo, held at hi)``, bool arrays of that shape. A row is held at
+    lo when its multiplier sits on lo and its law is slack (gap > 0: a cable that cannot push, shortened by the
+    body past its value), at hi when it sits on hi with gap < 0. Its law then holds whatever its target within
+    the slack."""
+    return (f <= lo) & (gap > 0.0), (f >= hi) & (gap < 0.0)
+
+
 def complementarity_residual(W: np.ndarray, dfree: np.ndarray, f: np.ndarray, blocks: Blocks) -> float:
     """Largest violation of the constraint laws by ``f``, in displacement units (0 at an exact solution).
 

@@ -13,6 +13,7 @@ from softsim.mechanics.resolutions import (
     Blocks,
     complementarity_residual,
     project_all,
+    slack_at_bound,
 )
 
 
@@ -150,3 +151,15 @@ def test_complementarity_residual_numbers():
     assert complementarity_residual(
         Wf, np.array([-1.0, 2.0, 0.0]), np.array([1.0, 0.5, 0.0]), Blocks.friction(1, 0.5)
     ) == pytest.approx(2.0)
+
+
+def test_slack_at_bound_holds_a_row_on_its_bound_only_while_its_law_is_slack():
+    """Cases by hand, force bounds [0, 500]: a cable with no force whose length passes its value by 0.4 is held
+    at lo; the same cable told to shorten 0.3 more than it is (gap -0.3) is a pull, not held; a taut cable (120)
+    is held at neither; one on its upper bound 500 still short of its value (gap -1) is held at hi, and at hi with
+    the law met past it (gap +1) is not."""
+    f = np.array([0.0, 0.0, 120.0, 500.0, 500.0])
+    gap = np.array([0.4, -0.3, 0.0, -1.0, 1.0])
+    at_lo, at_hi = slack_at_bound(f, gap, np.zeros(5), np.full(5, 500.0))
+    assert at_lo.tolist() == [True, False, False, False, False]
+    assert at_hi.tolist() == [False, False, False, True, False]
