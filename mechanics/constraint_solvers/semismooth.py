@@ -51,6 +51,13 @@ class _Laws:
         mean = 0.5 * (self.w[self.n + 1] + self.w[self.n + 2])
         self.w[self.n + 1] = mean
         self.w[self.n + 2] = mean
+        # any positive weights give the same solutions (Phi = 0 exactly where the laws hold); W_ii is a good scale
+        # where it is positive, but the Schur complement of an exact tangent can have W_ii <= 0 (a contact on a
+        # soft body past a limit point): there its magnitude, and at least a thousandth of the largest
+        bad = ~(self.w > 0.0)
+        if bad.any():
+            floor = 1e-3 * float(np.max(np.abs(self.w[np.isfinite(self.w)]), initial=0.0))
+            self.w[bad] = np.maximum(np.nan_to_num(np.abs(self.w[bad])), floor if floor > 0.0 else 1.0)
         self.eq, self.bnd, self.force = (self.kind == EQUALITY), (self.kind == BOUNDED), (self.kind == FORCE)
 
     def residual(self, W, dfree, f, want_jacobian: bool):

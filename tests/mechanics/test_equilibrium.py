@@ -10,7 +10,7 @@ from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraint_system import ConstraintSystem
 from softsim.mechanics.equilibrium import QUADRATIC_MAX_BEND, Homotopy, Secant, State, quadratic_prediction
 from softsim.mechanics.indefinite_projection import equality_like_rows, solve_indefinite
-from softsim.mechanics.resolutions import Blocks
+from softsim.mechanics.resolutions import Blocks, row_residuals
 
 FINGER = "resources/scenes/finger.toml"
 CABLE = "body.finger.cable.cable.value"
@@ -66,6 +66,27 @@ def test_contacts_the_scene_solver_cannot_solve_on_the_schur_complement_are_solv
         assert expected.converged
         np.testing.assert_allclose(report.force[1:], expected.force, atol=1e-8)
         assert report.force[0] == pytest.approx((2.0 - dfree[0] - W[0, 1:] @ expected.force) / W[0, 0], abs=1e-8)
+
+
+def test_friction_rows_whose_schur_complement_has_a_non_positive_diagonal_are_solved_by_semi_smooth_newton():
+    """Two friction contacts A (rows 0-2) and B (rows 3-5) on the Schur complement of an exact tangent: A's normal
+    compliance is negative (-0.1), which every iterative solver refuses ("W must have a positive diagonal"; the
+    equilibrium step then failed and its increment was cut). Worked by hand: A separates (f_A = 0, its gap 0.2 +
+    0.5 * 0.3 = 0.35 > 0) and B presses with f_n = 0.3 (its gap -0.3 + 1.0 * 0.3 = 0) and sticks with
+    f_t = -0.05 / 2 = -0.025 (inside its cone, 0.5 * 0.3); semi-smooth Newton (Alart-Curnier weights |W_ii|
+    where W_ii <= 0) finds it, and every row meets its law."""
+    W = np.zeros((6, 6))
+    W[np.ix_([0, 3], [0, 3])] = [[-0.1, 0.5], [0.5, 1.0]]
+    W[1, 1] = W[2, 2] = W[4, 4] = W[5, 5] = 2.0
+    dfree = np.array([0.2, 0.0, 0.0, -0.3, 0.05, 0.0])
+    blocks = Blocks.friction(2, mu=0.5)
+    solver = make_constraint_solver("BlockGaussSeidel", maxIterations=1000, tolerance=1e-10)
+    with pytest.raises(ValueError, match="positive diagonal"):
+        solver.solve(W, dfree, blocks)
+    report = solve_indefinite(solver, W, dfree, blocks, np.zeros(0, dtype=np.int64))
+    assert report.converged
+    np.testing.assert_allclose(report.force, [0.0, 0.0, 0.0, 0.3, -0.025, 0.0], atol=1e-9)
+    assert np.max(row_residuals(np.abs(np.diag(W)), dfree + W @ report.force, report.force, blocks)) < 1e-9
 
 
 def test_an_actuator_force_out_of_its_bounds_is_held_at_the_bound():

@@ -10,6 +10,8 @@ Where each target comes from (the scenes' headers give the details):
 
 - finger, finger_plane, finger_block: Finger.py's FingerController moves the cable 1 mm per key press, never below
   0, with no upper bound. 30 mm: the finger curls by about 60 degrees (its highest node 50 mm above its top face).
+  finger_block_friction is finger_block with Coulomb friction 0.5 between the bodies, ramped as the controller
+  does, 1 mm per frame.
 - trunk: trunk.py's example animation sets cableL0's value to factor * 20 (factor 0 -> 1): 20 mm. Its cables
   have maxDispVariation = 1 (mm per frame), so a frame moves the cable at most 1 mm towards the value set:
   ``max_step``. A jump to 20 mm reaches 1 mm in its one frame, by the example's own limit; ``trunk_nolimit``
@@ -77,6 +79,8 @@ CASES: tuple[Case, ...] = (
           _steps(30.0, 5.0)),
     _case("finger_block", "finger_block.toml", "body.finger.cable.cable.value", "cable.displacement", 30.0,
           _steps(30.0, 5.0)),
+    _case("finger_block_friction", "finger_block.toml", "body.finger.cable.cable.value", "cable.displacement",
+          30.0, _steps(30.0, 1.0), overrides={"collision.friction": 0.5}),
 )
 
 SHIPPED: tuple[Case, ...] = (
