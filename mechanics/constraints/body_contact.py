@@ -487,7 +487,8 @@ class BodyContactConstraint(ContactRows):
         self.contact_surface = np.concatenate([self.contact_surface[keep], surfaces])
         self.weights = np.concatenate([self.weights[keep], weights])
         self.gaps = np.concatenate([self.gaps[keep], gaps])
-        self._set_contacts(np.concatenate([self.normals[keep], normals]), np.concatenate([self.mu[keep], mu]))
+        self._set_contacts(np.concatenate([self.normals[keep], normals]), np.concatenate([self.mu[keep], mu]),
+                           np.concatenate([self.slip_origin[keep], np.zeros((nodes.size, 3))]))
         return int(nodes.size)
 
     def _surface_distances(self, x: np.ndarray, nodes: np.ndarray, surfaces: np.ndarray) -> np.ndarray:
@@ -554,6 +555,7 @@ class BodyContactConstraint(ContactRows):
         if not self.active or not self.pairs:
             return 0
         x = check_positions(self.name, x, self.n_nodes)
+        touched = at is not None  # the tangential rows measure the motion from ``at`` (see slip_origin)
         at = x if at is None else check_positions(self.name, at, self.n_nodes)
         directions = [(first, second, mu) for a, b, mu in self.pairs
                       for first, second in (((a, b), (b, a)) if a != b else ((a, a),))]
@@ -576,12 +578,19 @@ class BodyContactConstraint(ContactRows):
         if not parts:
             return 0
         nodes, triangles, weights, normals, gaps, mu, surfaces = (np.concatenate(values) for values in zip(*parts))
+        start = self.frame_start
+        if touched and start is not None and start.shape == at.shape:  # see slip_origin
+            delta = at - start
+            origin = delta[nodes] - np.einsum("ck,ckd->cd", weights, delta[triangles])
+        else:
+            origin = np.zeros((nodes.size, 3))
         self.contact_nodes = np.concatenate([self.contact_nodes, nodes])
         self.contact_triangles = np.concatenate([self.contact_triangles, triangles])
         self.contact_surface = np.concatenate([self.contact_surface, surfaces])
         self.weights = np.concatenate([self.weights, weights])
         self.gaps = np.concatenate([self.gaps, gaps])
-        self._set_contacts(np.concatenate([self.normals, normals]), np.concatenate([self.mu, mu]))
+        self._set_contacts(np.concatenate([self.normals, normals]), np.concatenate([self.mu, mu]),
+                           np.concatenate([self.slip_origin, origin]))
         return int(nodes.size)
 
     def detached(self, x: np.ndarray, force: np.ndarray) -> tuple[int, float]:
@@ -728,7 +737,8 @@ class BodyContactConstraint(ContactRows):
         """(c, 3): the node's motion from ``start`` to ``x`` (n, 3) minus that of its triangle's point at
         ``weights`` (c, 3): the relative motion the tangential rows measure."""
         delta = x - start
-        return delta[self.contact_nodes] - np.einsum("ck,ckd->cd", weights, delta[self.contact_triangles])
+        return (delta[self.contact_nodes] - np.einsum("ck,ckd->cd", weights, delta[self.contact_triangles])
+                - self.slip_origin)
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """Normal rows: the node's signed gap to its triangle's plane at ``x_free`` minus contactDistance;

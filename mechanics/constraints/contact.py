@@ -322,6 +322,13 @@ class ContactRows(Constraint):
     last_positions: np.ndarray | None = None
     #: the positions (n, 3) the current frame starts from (:meth:`begin_frame`), None when not told
     frame_start: np.ndarray | None = None
+    #: per contact (c, 3): the tangential motion its rows measure (the node's, relative to the obstacle or to its
+    #: triangle's point) from the frame's start to where the equilibrium steps first touched it
+    #: (``add_missed_contacts``). Its tangential rows measure the motion from there: a contact that begins within
+    #: a static frame resists slip from its touch on, not the travel before it (a finger curled 30 mm into a
+    #: soft block with friction in one frame stalled, its new contacts sliding back toward where their nodes
+    #: were at the frame's start). Zero for the contacts found at the frame's start.
+    slip_origin: np.ndarray = np.zeros((0, 3))
     n_nodes: int | None = None
 
     def _init_rows(self) -> None:
@@ -330,11 +337,13 @@ class ContactRows(Constraint):
         self.contact_forces = np.zeros((0, 3))
         self._outputs = {"contacts": 0.0, "normalForce": 0.0}
 
-    def _set_contacts(self, normals: np.ndarray, mu: np.ndarray) -> None:
-        """The contacts' normals (c, 3) and friction coefficients (c,): their frames and row counts."""
+    def _set_contacts(self, normals: np.ndarray, mu: np.ndarray, slip_origin: np.ndarray | None = None) -> None:
+        """The contacts' normals (c, 3), friction coefficients (c,) and :attr:`slip_origin` (c, 3; None: zeros):
+        their frames and row counts."""
         self.normals, self.mu = normals, mu
         self.tangents, self.bitangents = friction_frames(normals)
         self._rows_per_contact = np.where(mu > 0.0, 3, 1).astype(np.int64)
+        self.slip_origin = np.zeros((normals.shape[0], 3)) if slip_origin is None else slip_origin
 
     def _n_nodes(self, x: np.ndarray) -> int:
         return np.asarray(x).size // 3 if self.n_nodes is None else self.n_nodes
@@ -354,6 +363,7 @@ class ContactRows(Constraint):
         frame; the frame step passes the same positions to :meth:`violation`, whose tangential rows measure the
         motion from them). The gradients read them (:meth:`ContactConstraint.law_jacobian`)."""
         self.frame_start = np.array(x, dtype=np.float64).reshape(-1, 3)
+        self.slip_origin = np.zeros((self.n_contacts, 3))
 
     def remember(self, x: np.ndarray | None) -> None:
         """Positions ``(n, 3)`` at which the next :meth:`update` also detects (None forgets them)."""
@@ -631,10 +641,16 @@ class ContactConstraint(ContactRows):
             normals.append(normal)
         added = int(sum(part.size for part in nodes))
         if added:
-            self.contact_nodes = np.concatenate([self.contact_nodes, *nodes])
+            new_nodes = np.concatenate(nodes)
+            start = self.frame_start
+            touched = None if at is None else np.asarray(at, dtype=np.float64).reshape(-1, 3)
+            origin = ((touched - start)[new_nodes] if touched is not None and start is not None
+                      and start.shape == touched.shape else np.zeros((new_nodes.size, 3)))
+            self.contact_nodes = np.concatenate([self.contact_nodes, new_nodes])
             self.contact_obstacles = np.concatenate([self.contact_obstacles, *obstacles])
             self.distances = np.concatenate([self.distances, *distances])
-            self._set_contacts(np.concatenate([self.normals, *normals]), self.friction[self.contact_obstacles])
+            self._set_contacts(np.concatenate([self.normals, *normals]), self.friction[self.contact_obstacles],
+                               np.concatenate([self.slip_origin, origin]))
         return added
 
     def following(self) -> np.ndarray:
@@ -753,7 +769,7 @@ class ContactConstraint(ContactRows):
                 gap[mine] = obstacle.distance_and_normal(points[mine])[0]
         gap -= self.contactDistance[self.contact_obstacles]
         _normals, tangents, bitangents = self.frames_at(x_free)
-        return self._row_values(gap, (x_free - x)[self.contact_nodes], tangents, bitangents)
+        return self._row_values(gap, (x_free - x)[self.contact_nodes] - self.slip_origin, tangents, bitangents)
 
     def law_jacobian(self, x: np.ndarray) -> sp.csr_matrix:
         """The derivative ``(n_rows, 3n)`` of the rows' laws (:meth:`violation`, measured from the frame's start
@@ -767,7 +783,7 @@ class ContactConstraint(ContactRows):
         """The entries ``(dt/dx)^T (x - x_start)`` (and the bitangent's) of the contacts ``turning``
         (:meth:`ContactRows._rows_with_turning`)."""
         _hessian, d_t, d_s = self._frame_derivatives(turning, x)
-        motion = (x - start)[self.contact_nodes[turning]]
+        motion = (x - start)[self.contact_nodes[turning]] - self.slip_origin[turning]
         nodes = self.contact_nodes[turning]
         cols = (3 * nodes[:, None] + np.arange(3)[None, :]).reshape(-1)
         rows = np.concatenate([np.repeat(first + 1, 3), np.repeat(first + 2, 3)])

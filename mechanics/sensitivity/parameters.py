@@ -407,7 +407,7 @@ class ObstaclePosition(Parameter):
                                 "no gradient through its friction contacts")
         dt, ds = friction_frame_derivatives(constraint.normals_at(local)[ids], d_normal[turning])
         nodes = constraint.contact_nodes[ids]
-        motion = local[nodes] - start[nodes]
+        motion = local[nodes] - start[nodes] - constraint.slip_origin[ids]
         per_contact[ids, 1] = np.einsum("ij,ij->i", dt, motion)
         per_contact[ids, 2] = np.einsum("ij,ij->i", ds, motion)
         np.add.at(nodal, nodes, force[ids, 1:2] * dt + force[ids, 2:3] * ds)

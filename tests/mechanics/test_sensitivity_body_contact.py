@@ -118,6 +118,42 @@ def test_body_friction_rows_against_differences():
         contact.law_jacobian(x)
 
 
+def test_a_contact_made_within_a_frame_counts_its_slip_from_the_touch():
+    """Nodes of one surface land on triangle 0-1-2 of the other within a frame, after sliding 0.36 mm along it
+    since the frame's start: the contacts the equilibrium steps add at the touch (``at``) measure their
+    tangential motion from there, so their tangential laws are zero at the touch and the node's own motion
+    along the tangent frame after it (the triangle stays put); the laws' derivative still matches central
+    differences. Added without ``at`` (a contact found at a frame's end), the slip counts from the frame's
+    start, as for the contacts found there."""
+    x, surfaces = _pair()
+    start = x.copy()
+    start[3:6] += [0.3, -0.2, 0.0]  # the frame's start: the nodes 0.36 mm away along the face
+    touch = x.copy()
+    touch[3:6, 2] = 0.05  # within contactDistance (0.1) of the face z ~ 0
+    end = touch.copy()
+    end[3:6] += [[0.02, 0.01, -0.01], [-0.015, 0.02, -0.02], [0.01, -0.01, 0.0]]
+    for at in (touch, None):
+        contact = BodyContactConstraint(surfaces, [(0, 1, 0.5)], contactDistance=0.1, alarmDistance=0.6, n_nodes=7)
+        contact.begin_frame(start)
+        added = contact.add_missed_contacts(end, at=at)
+        assert added >= 2 and contact.n_rows == 3 * added
+        nodes = contact.contact_nodes
+        _normals, tangents, bitangents = contact.frames_at(end)
+        moved = end[nodes] - (start[nodes] if at is None else touch[nodes])
+        law = contact.violation(start, end, None).reshape(added, 3)
+        np.testing.assert_allclose(law[:, 1], np.einsum("ij,ij->i", tangents, moved), atol=1e-12)
+        np.testing.assert_allclose(law[:, 2], np.einsum("ij,ij->i", bitangents, moved), atol=1e-12)
+        assert np.abs(moved).max() > (0.1 if at is None else 0.005)
+        if at is not None:
+            np.testing.assert_allclose(contact.violation(start, touch, None).reshape(added, 3)[:, 1:], 0.0,
+                                       atol=1e-12)
+        np.testing.assert_allclose(contact.law_jacobian(end).toarray(),
+                                   _differences(lambda y, c=contact: c.violation(c.frame_start, y, None), end),
+                                   atol=1e-8)
+        contact.begin_frame(end)  # a new frame counts every contact from its start
+        np.testing.assert_allclose(contact.slip_origin, 0.0)
+
+
 def _solved(extra=None):
     """finger_block.toml solved tightly in one frame to the cable's CABLE mm, with ``extra`` {key: value}."""
     scene = Scene.load(BLOCK)

@@ -286,6 +286,30 @@ def test_friction_contact_rows_against_differences(obstacle):
         contact.law_jacobian(x)
 
 
+def test_an_obstacle_contact_made_within_a_frame_counts_its_slip_from_the_touch():
+    """Two nodes land on a sphere within a frame, after moving 0.5 mm along it since the frame's start: added at
+    the touch (``at``), their tangential laws measure the motion since the touch in the frame that turns with
+    the normal (zero at the touch), and the laws' derivative (the frame's turning included) still matches
+    central differences; added without ``at``, the slip counts from the frame's start."""
+    sphere = SphereObstacle([0.0, 0.0, 0.0], 1.0)
+    touch = np.array([[1.04, 0.1, 0.0], [0.0, -1.03, 0.2], [3.0, 3.0, 3.0]])
+    start = touch + [[0.0, 0.5, 0.1], [0.4, 0.0, -0.3], [0.0, 0.0, 0.0]]
+    end = touch + [[-0.05, 0.03, 0.02], [0.02, 0.04, -0.03], [0.0, 0.0, 0.0]]
+    for at in (touch, None):
+        contact = ContactConstraint(np.arange(3), [sphere], contactDistance=0.1, alarmDistance=0.5, friction=0.6)
+        contact.begin_frame(start)
+        assert contact.add_missed_contacts(end, at=at) == 2 and contact.n_rows == 6
+        _normals, tangents, bitangents = contact.frames_at(end)
+        moved = (end - (start if at is None else touch))[:2]
+        law = contact.violation(start, end, None).reshape(2, 3)
+        np.testing.assert_allclose(law[:, 1], np.einsum("ij,ij->i", tangents, moved), atol=1e-12)
+        np.testing.assert_allclose(law[:, 2], np.einsum("ij,ij->i", bitangents, moved), atol=1e-12)
+        if at is not None:
+            np.testing.assert_allclose(contact.violation(start, touch, None).reshape(2, 3)[:, 1:], 0.0, atol=1e-12)
+        reference = _jacobian_differences(lambda y, c=contact: c.violation(c.frame_start, y, None), end)
+        np.testing.assert_allclose(contact.law_jacobian(end).toarray(), reference, atol=1e-8)
+
+
 def test_mapped_contact_force_stiffness_against_differences_of_the_jacobian():
     """A collision surface's vertex (mapped from four nodes with barycentric weights) touching a sphere: the
     mapped model's stiffness is -d(J(x)^T lambda)/dx on the nodes (central differences of its Jacobian)."""
