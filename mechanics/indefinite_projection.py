@@ -94,9 +94,10 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
             size = blocks.size[keep]
             blocks_r = Blocks(np.concatenate(([0], np.cumsum(size)[:-1])), size, blocks.kind[keep],
                               blocks.target[keep], blocks.lo[keep], blocks.hi[keep], blocks.mu[keep])
-            if needs_indefinite_projection(W_r) and _single_bounded_rows(blocks_r):
+            indefinite = needs_indefinite_projection(W_r)
+            if indefinite and _single_bounded_rows(blocks_r):
                 reduced_report = solve_box_active_set(W_r, q_r, blocks_r, f_r)
-            elif needs_indefinite_projection(W_r) and np.any(blocks_r.kind == FRICTION):
+            elif indefinite and np.any(blocks_r.kind == FRICTION):
                 # friction rows the iterative solvers refuse: semi-smooth Newton, as when they fail (before, the
                 # step failed and its increment was cut: finger_block with friction 0.5, 1 mm of cable a frame,
                 # ended 4 of 30 frames unconverged). Other laws keep that path: PneunetGripper's pressure row with

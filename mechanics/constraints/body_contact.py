@@ -580,8 +580,7 @@ class BodyContactConstraint(ContactRows):
         nodes, triangles, weights, normals, gaps, mu, surfaces = (np.concatenate(values) for values in zip(*parts))
         start = self.frame_start
         if touched and start is not None and start.shape == at.shape:  # see slip_origin
-            delta = at - start
-            origin = delta[nodes] - np.einsum("ck,ckd->cd", weights, delta[triangles])
+            origin = _relative_motion(at - start, nodes, triangles, weights)
         else:
             origin = np.zeros((nodes.size, 3))
         self.contact_nodes = np.concatenate([self.contact_nodes, nodes])
@@ -735,10 +734,9 @@ class BodyContactConstraint(ContactRows):
 
     def _motion(self, x: np.ndarray, start: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """(c, 3): the node's motion from ``start`` to ``x`` (n, 3) minus that of its triangle's point at
-        ``weights`` (c, 3): the relative motion the tangential rows measure."""
-        delta = x - start
-        return (delta[self.contact_nodes] - np.einsum("ck,ckd->cd", weights, delta[self.contact_triangles])
-                - self.slip_origin)
+        ``weights`` (c, 3), less the contact's :attr:`slip_origin`: the relative motion the tangential rows
+        measure."""
+        return _relative_motion(x - start, self.contact_nodes, self.contact_triangles, weights) - self.slip_origin
 
     def violation(self, x: np.ndarray, x_free: np.ndarray, J: sp.csr_matrix) -> np.ndarray:
         """Normal rows: the node's signed gap to its triangle's plane at ``x_free`` minus contactDistance;
@@ -776,6 +774,12 @@ class BodyContactConstraint(ContactRows):
             rows.append(np.repeat(first + offset, 12))
         cols = np.tile(self._dofs(turning).reshape(-1), 2)
         return np.concatenate(values).reshape(-1), np.concatenate(rows), cols
+
+
+def _relative_motion(delta: np.ndarray, nodes: np.ndarray, triangles: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(k, 3): the displacement ``delta`` (n, 3) of each node ``nodes`` (k,) minus that of its triangle's point
+    at ``weights`` (k, 3) on ``triangles`` (k, 3)."""
+    return delta[nodes] - np.einsum("ck,ckd->cd", weights, delta[triangles])
 
 
 def winding_numbers(x: np.ndarray, points: np.ndarray, triangles: np.ndarray) -> np.ndarray:
