@@ -250,15 +250,23 @@ def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, 
     """Contacts the equilibrium's positions reach but that have no row (a finger curled onto a plane it did not
     touch at the projection, a node that slid onto another face of a body): give them rows, keeping the others
     and their multipliers, and continue the equilibrium iterations from that state, up to
-    :data:`MAX_REDETECTIONS` times, so that a frame ends with a contact set that matches its positions. Returns
-    the last equilibrium report (steps and factorizations summed)."""
+    :data:`MAX_REDETECTIONS` times, so that a frame ends with a contact set that matches its positions. The whole
+    contact set is detected again at the equilibrium (the rows of contacts found again keep their multipliers)
+    after steps that touched a surface, and once when rows push nodes that slid past their triangles
+    (:func:`_holds_detached`: a finger released from a block it pressed, held 20 mm from the block by the
+    plane of a triangle it had left); when the equilibrium with that set cannot be found, the frame keeps the
+    one it had. Returns the last equilibrium report (steps and factorizations summed)."""
     steps, factorizations = 0, 0
+    canonical_failed = released = False  # a solve with the set detected again failed; detached rows were let go
     for attempt in range(MAX_REDETECTIONS):
         if equilibrium.diverged or equilibrium.x is None:
             break
         contacts = [c for c in enforced if getattr(c, "missed_contacts", None)]
         previous = equilibrium.system
-        canonical = attempt == 0 and equilibrium.touches and previous is not None
+        detached = not released and previous is not None and _holds_detached(contacts, previous, equilibrium)
+        released = released or detached
+        canonical = previous is not None and not canonical_failed and (
+            (attempt == 0 and equilibrium.touches) or detached)
         if canonical:
             # Rows added where the steps touched depend on the path the steps took (which face a node met
             # first): the frame's contact set is detected again at its equilibrium, so that the answer depends
@@ -293,11 +301,25 @@ def _redetect_contacts(problem, newton, constraint_solver, enforced, x, x_free, 
                 constraint.restore_contact_state(state)
             steps += result.steps - equilibrium.steps
             factorizations += result.iterations - equilibrium.iterations
+            canonical_failed = True
             continue
         equilibrium = result
     equilibrium.steps += steps
     equilibrium.iterations += factorizations
     return equilibrium
+
+
+def _holds_detached(contacts, system, equilibrium) -> bool:
+    """Whether a contact row of ``system`` pushes a node past its triangle, farther than alarmDistance from the
+    other body's surface at the equilibrium (:meth:`~mechanics.constraints.body_contact.BodyContactConstraint.
+    detached`): a finger released after curling into a block slides along the block's face, and the plane of
+    the triangle each row was found on holds it where the block is not."""
+    for constraint in contacts:
+        rows = system.rows_of(constraint)
+        detached = getattr(constraint, "detached", None)
+        if rows is not None and detached is not None and detached(equilibrium.x, equilibrium.force[rows])[0]:
+            return True
+    return False
 
 
 def free_configuration(problem, newton, constraints, x: np.ndarray, free_start: np.ndarray | None, frame: int):
