@@ -135,6 +135,10 @@ DEFINITE_WANDER_FACTOR = 0.5
 #: frame's contact detection after the equilibrium does the rest
 CONTACT_BISECTIONS = 8
 MAX_STEP_DETECTIONS = 24
+#: contact rows that follow the surface: after an accepted step, a contact whose node slid past its triangle moves
+#: on to the triangle now nearest to it, at most this many times per frame (a node at an edge could otherwise
+#: move to and fro)
+MAX_FOLLOWS = 24
 
 
 @dataclass
@@ -396,6 +400,9 @@ class _Context:
         #: the constraints that find contacts a step reaches (obstacle and body contacts), and how often they did
         self.detectors = [c for c in enforced if hasattr(c, "missed_contacts")]
         self.detections = 0
+        #: the constraints whose contact rows move from triangle to triangle, and how often they did this frame
+        self.followers = [c for c in enforced if hasattr(c, "follow_surface")]
+        self.follows = 0
         self.rows_before = None  # the rows before the last contacts a step touched were added
         #: (x, K_free) when the last evaluation assembled the tangent at x with the forces (one pass over the
         #: elements instead of two): the next Newton step from that very state factorizes it
@@ -508,7 +515,13 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
             along = None if extrapolation_failed else _along_path(ctx, path, t, converged_state, target)
             from_state = along or converged_state
             extrapolated = from_state is not converged_state
+        followed = [(constraint, constraint.contact_state()) for constraint in ctx.followers]
         state, accuracy, outcome, reason = _increment(ctx, from_state, target)
+        if outcome not in ("converged", "touched") and followed:
+            # the rows the failed steps moved from triangle to triangle go back to where the increment found them
+            for constraint, contact_set in followed:
+                constraint.restore_contact_state(contact_set)
+            ctx._cache = []
         if outcome == "touched":  # new contact rows: the states kept get multipliers for them, the path restarts
             converged_state = ctx.evaluate(converged_state.x, carry_forces(converged_state.force, state.check,
                                                                          ctx.rows_before), t)
@@ -847,6 +860,21 @@ def _increment(ctx: _Context, state: State, t: float):
             # a smaller increment may give the complementarity solver a better-posed problem; when none does,
             # the frame fails with this reason
             return state, accuracy, "cut", solve_failure(candidate_report, accuracy)
+        state = _follow_surfaces(ctx, state, t)
+
+
+def _follow_surfaces(ctx: _Context, state: State, t: float) -> State:
+    """Contact rows that follow the surface (:data:`MAX_FOLLOWS`): the contacts whose nodes ``state`` carried
+    past their triangles move on to the triangles now nearest (:meth:`~mechanics.constraints.body_contact.
+    BodyContactConstraint.follow_surface`), and the state is evaluated again with those rows (their multipliers
+    kept). Returns the state (the same one when no contact moved)."""
+    if not ctx.followers or ctx.follows >= MAX_FOLLOWS:
+        return state
+    if not sum(constraint.follow_surface(state.x) for constraint in ctx.followers):
+        return state
+    ctx.follows += 1
+    ctx._cache = []
+    return ctx.evaluate(state.x, state.force, t)
 
 
 @dataclass

@@ -282,6 +282,12 @@ def closest_points_on_triangles(x: np.ndarray, points: np.ndarray, triangles: np
 #: a node through another body's surface whose contact rows all see it farther out than its nearest triangle by
 #: more than this fraction of alarmDistance slid past its triangle's edge onto another face: it gets a row there
 STALE_ROW_MARGIN = 1e-3
+#: a contact whose node lies more than this fraction of alarmDistance beside its triangle (past an edge, measured
+#: in the triangle's plane) moves on to the triangle now nearest to the node (:meth:`BodyContactConstraint.
+#: follow_surface`); the margin keeps a node sliding along an edge from moving to and fro
+FOLLOW_MARGIN = 1.0
+#: a contact does not move onto a triangle whose normal is this close to that of another row of its node
+PARALLEL_ROWS = 0.9
 
 
 class BodyContactConstraint(ContactRows):
@@ -593,24 +599,82 @@ class BodyContactConstraint(ContactRows):
         return int(nodes.size)
 
     def detached(self, x: np.ndarray, force: np.ndarray) -> tuple[int, float]:
-        """The contacts whose normal row pushes (multiplier ``force`` (n_rows,) > 0) a node that is farther than
-        alarmDistance from the whole other surface at ``x`` (n, 3): (how many, the largest such distance). A row
+        """The contacts whose normal row pushes (multiplier ``force`` (n_rows,) > 0, its node within alarmDistance
+        of contactDistance from its triangle's plane) a node that is farther than alarmDistance from the whole
+        other surface at ``x`` (n, 3): (how many, the largest such distance). A row
         measures its node against the plane of the triangle it was found on; when the node slides past that
         triangle (a finger rolling along a block's face that bends), the plane holds it where the surface is not,
         and the equilibrium is the contact problem's but not the bodies' (the frame's message says so)."""
         if self.n_contacts == 0:
             return 0, 0.0
         x = np.asarray(x, dtype=np.float64).reshape(-1, 3)
-        pushing = np.flatnonzero(self._per_contact(force)[:, 0] > 0.0)
+        gaps = self._geometry(x, np.arange(self.n_contacts))[2]
+        # a row holds its node at its plane (a direct solve leaves 1e-17 mN on rows whose nodes are millimetres off)
+        pushing = np.flatnonzero((self._per_contact(force)[:, 0] > 0.0)
+                                 & (gaps - self.contactDistance < self.alarmDistance))
         distance = self._surface_distances(x, self.contact_nodes[pushing], self.contact_surface[pushing])
         far = distance > self.alarmDistance
         return int(far.sum()), float(distance[far].max(initial=0.0))
+
+    def follow_surface(self, x: np.ndarray) -> int:
+        """Move each contact whose node at ``x`` (n, 3) has slid past its triangle, more than
+        :data:`FOLLOW_MARGIN` x alarmDistance beside it, onto the triangle of the same surface now nearest to the
+        node, when that triangle's plane holds the node no deeper (a convex edge: the old plane, extended past its
+        edge, holds the node where the surface bends away; at a concave fold the node goes through the next face
+        and gets a second row there, :meth:`add_missed_contacts`). The row keeps its place (its multipliers stay
+        valid) and a friction contact its slip: its :attr:`slip_origin` is shifted so that the relative motion its
+        rows measure is the same at ``x`` before and after the move. Returns the number of contacts moved."""
+        if self.n_contacts == 0 or not self.active:
+            return 0
+        x = check_positions(self.name, x, self.n_nodes)
+        ids = np.arange(self.n_contacts)
+        distance = closest_points_on_triangles(x, self.contact_nodes, self.contact_triangles, ids, ids)[0]
+        weights, normals, gaps = self._geometry(x, ids)
+        beside = np.sqrt(np.maximum(distance ** 2 - gaps ** 2, 0.0))
+        past = np.flatnonzero(beside > FOLLOW_MARGIN * self.alarmDistance)
+        if past.size == 0:
+            return 0
+        keys = set(self.contact_keys())
+        triangles, origin = self.contact_triangles.copy(), self.slip_origin.copy()
+        start = self.frame_start if self.frame_start is not None and self.frame_start.shape == x.shape else x
+        moved = []
+        for surface in np.unique(self.contact_surface[past]):
+            on_surface = past[self.contact_surface[past] == surface]
+            nearest, nearest_distance = nearest_triangle_anywhere(x, self.contact_nodes[on_surface],
+                                                                  self.surfaces[surface].triangles)
+            candidates = self.surfaces[surface].triangles[nearest]
+            _w, new_normals, new_gaps = plane_gap(x[self.contact_nodes[on_surface]], x[candidates])
+            for i, triangle, new_distance, new_gap, new_normal in zip(on_surface, candidates, nearest_distance,
+                                                                      new_gaps, new_normals):
+                key = (int(self.contact_nodes[i]), tuple(int(v) for v in triangle))
+                if new_distance >= distance[i] or new_gap < gaps[i] or key in keys:
+                    continue
+                others = np.flatnonzero((self.contact_nodes == self.contact_nodes[i]) & (ids != i))
+                if others.size and np.max(normals[others] @ new_normal) > PARALLEL_ROWS:
+                    continue  # the node's other row already holds it against that plane: W would be singular
+                keys.add(key)
+                triangles[i] = triangle
+                moved.append(i)
+        if not moved:
+            return 0
+        moved = np.asarray(moved)
+        old_slip = self._motion(x, start, weights)[moved]
+        self.contact_triangles = triangles
+        new_weights, new_normals, new_gaps = self._geometry(x, moved)
+        origin[moved] = _relative_motion(x - start, self.contact_nodes[moved], triangles[moved], new_weights) - old_slip
+        # new arrays, not written in place: contact_state() keeps the old ones (a failed increment restores them)
+        weights, gaps, normals = self.weights.copy(), self.gaps.copy(), self.normals.copy()
+        weights[moved], gaps[moved], normals[moved] = new_weights, new_gaps, new_normals
+        self.weights, self.gaps = weights, gaps
+        self._set_contacts(normals, self.mu, origin)
+        return int(moved.size)
 
     # ------------------------------------------------------------------ following normals
     def following(self) -> np.ndarray:
         """(c,) bool: every contact. Its normal row is the gradient of the node's signed gap to the plane of its
         triangle at the current positions (:func:`~mechanics.constraints.triangle_distance.plane_gap`: the normal
-        and the projection's weights taken again, the triangle kept), so the constrained equilibrium is the
+        and the projection's weights taken again, the triangle kept until :meth:`follow_surface` moves the contact
+        on), so the constrained equilibrium is the
         stationary point of the contact problem itself, the force normal to the triangle where the node touches
         it, and its derivatives are exact; :meth:`force_stiffness` gives the gap's second derivative. A friction
         contact's tangent frame is SOFA's construction (:func:`friction_frames`) on that normal, so it turns with

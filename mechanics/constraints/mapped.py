@@ -34,7 +34,8 @@ class MappedConstraint:
 
     def __getattr__(self, name):
         attribute = getattr(self.__dict__["constraint"], name)
-        if name in ("remember", "missed_contacts", "begin_frame", "detached", "keep_held"):  # taking positions
+        # methods taking positions
+        if name in ("remember", "missed_contacts", "begin_frame", "detached", "keep_held", "follow_surface"):
             return lambda x, *args, **kwargs: attribute(self.extend(x), *args, **kwargs)
         return attribute
 
