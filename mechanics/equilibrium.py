@@ -949,11 +949,17 @@ def _first_touch(ctx: _Context, state: State, step_x: np.ndarray, step_force: np
     shifted = ctx.homotopy.shift(check, t) if ctx.homotopy is not None else check
     # W of the new rows (the merit's law residuals use its diagonal), from the factorization the step was made with
     KinvJt = ctx.tangent.responses.solve(ctx.solver, check.J_free.T.toarray())
-    _dx, report, W = ctx.project(
-        ctx.constraint_solver, ctx.solver, shifted, force, KinvJt=KinvJt,
-        solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
-    ctx.W, ctx.last_system, ctx.last_report = W, check, report
     ctx.rows_before = before
+    try:
+        _dx, report, W = ctx.project(
+            ctx.constraint_solver, ctx.solver, shifted, force, KinvJt=KinvJt,
+            solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
+    except ValueError:
+        # the new rows make the projection fail here (two rows of a node against parallel faces: W singular):
+        # the state at the touch goes on without their W (its merit is then infinite) and the increment's next
+        # step says why it cannot go on, so the frame cuts the increment as for any failed step
+        return ctx.evaluate(x, force, t)
+    ctx.W, ctx.last_system, ctx.last_report = W, check, report
     return ctx.evaluate(x, force, t)
 
 

@@ -551,46 +551,49 @@ def _roof(ridge: float, friction: float = 0.0):
 
 def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     """follow_surface: node 5 slides 0.73 along the plane of triangle (0, 1, 2), 0.35 past the ridge it shares
-    with (0, 2, 3), more than alarmDistance (0.2): over a convex ridge the plane of (0, 1, 2) holds it where body A
-    is not, so its contact moves on to (0, 2, 3), whose plane sees it farther out (gap 0.194 against 0.15). The
-    row keeps its place, and the friction rows' slip is unchanged by the move: the relative motion since the
-    frame's start (computed here by hand at the old triangle's weights) is what the new rows measure along the new
-    tangent frame (A deforms a little meanwhile, so the two triangles' points move differently). Over a valley
-    (ridge -0.1) the next triangle's plane would see the node deeper: no move (the node goes through that face
-    and gets a second row there, add_missed_contacts)."""
-    x, contact, up = _roof(0.1, friction=0.5)
+    with (0, 2, 3), more than alarmDistance (0.2), while A deforms a little: over a convex ridge the plane of
+    (0, 1, 2) holds it where body A is not, so its contact moves on to (0, 2, 3), whose plane sees it farther out
+    (gap 0.194 against 0.15, computed here from the three corners). Over a valley (ridge -0.1) the next
+    triangle's plane would see the node deeper: no move (the node goes through that face and gets a second row
+    there, add_missed_contacts). A friction contact stays where it was found (its friction problems, moved, were
+    beyond semi-smooth Newton on finger_block)."""
+    def slide(x, up):
+        slid = x.copy()
+        slid[5] += [-0.7, 0.2, 0.0]
+        slid[5] -= ((slid[5] - x[5]) @ up) * up  # along the plane of (0, 1, 2): still 0.15 above it
+        slid[[1, 2, 3]] += [[0.02, 0.0, 0.01], [0.0, 0.03, 0.0], [-0.01, 0.0, 0.02]]  # A deforms a little
+        return slid
+
+    x, contact, up = _roof(0.1)
     assert contact.contact_nodes.tolist() == [5] and contact.contact_triangles.tolist() == [[0, 1, 2]]
-    contact.begin_frame(x)
-    slid = x.copy()
-    slid[5] += [-0.7, 0.2, 0.0]
-    slid[5] -= ((slid[5] - x[5]) @ up) * up  # along the plane of (0, 1, 2): still 0.15 above it
-    slid[[1, 2, 3]] += [[0.02, 0.0, 0.01], [0.0, 0.03, 0.0], [-0.01, 0.0, 0.02]]  # A deforms a little
-    # the relative motion the old rows measure: the node's minus that of its projection's point on (0, 1, 2)
-    a, b, c = slid[0], slid[1], slid[2]
-    normal = np.cross(b - a, c - a)
-    projected = slid[5] - ((slid[5] - a) @ normal) / (normal @ normal) * normal
-    weights = np.linalg.lstsq(np.vstack([np.column_stack([a, b, c]), np.ones(3)]), np.append(projected, 1.0),
-                              rcond=None)[0]  # barycentric: w . (a, b, c) = projected, sum w = 1
-    delta = slid - x
-    motion = delta[5] - weights @ delta[[0, 1, 2]]
-    assert weights.min() < -0.1  # the node is past the ridge
+    slid = slide(x, up)
     assert contact.follow_surface(x) == 0  # where it was found, over its triangle
     assert contact.follow_surface(slid) == 1
     assert contact.contact_triangles.tolist() == [[0, 2, 3]]
-    gap = contact.violation(x, slid, contact.jacobian(slid))[0] + contact.contactDistance
     over = np.cross(slid[3] - slid[0], slid[2] - slid[0])
     over /= np.linalg.norm(over) * np.sign(over[2])  # the plane of (0, 2, 3) at slid, upward
+    gap = contact.violation(x, slid, contact.jacobian(slid))[0] + contact.contactDistance
     assert gap == pytest.approx((slid[5] - slid[0]) @ over, abs=1e-12) and gap > 0.19
-    _normals, tangents, bitangents = contact.frames_at(slid)
-    rows = contact.violation(x, slid, contact.jacobian(slid))
-    np.testing.assert_allclose(rows[1:], [tangents[0] @ motion, bitangents[0] @ motion], rtol=0, atol=1e-12)
     assert contact.follow_surface(slid) == 0  # over its new triangle: it stays
 
     x, contact, up = _roof(-0.1)
+    assert contact.follow_surface(slide(x, up)) == 0 and contact.contact_triangles.tolist() == [[0, 1, 2]]
+    x, contact, up = _roof(0.1, friction=0.5)
+    assert contact.follow_surface(slide(x, up)) == 0 and contact.contact_triangles.tolist() == [[0, 1, 2]]
+
+
+def test_a_row_past_a_sharp_edge_moves_to_the_face_that_lets_its_node_go():
+    """Past a sharp edge a node is equally near both faces (their nearest point is on the edge): of the two, the
+    row moves to the one whose plane sees the node farther out. _two_tetrahedra's node 4 slides along A's top
+    face (z = 0) 0.5 past its edge y = 0: the side face (0, 3, 1) in the plane y = 0 sees it 0.5 out, beyond
+    contactDistance (0.1), where the top face's plane held it at 0.15."""
+    x, contact = _two_tetrahedra()
     slid = x.copy()
-    slid[5] += [-0.7, 0.2, 0.0]
-    slid[5] -= ((slid[5] - x[5]) @ up) * up
-    assert contact.follow_surface(slid) == 0 and contact.contact_triangles.tolist() == [[0, 1, 2]]
+    slid[4] = [0.2, -0.5, 0.15]
+    assert contact.follow_surface(slid) == 1
+    assert sorted(contact.contact_triangles[0].tolist()) == [0, 1, 3]
+    gap = contact.violation(x, slid, contact.jacobian(slid))[0] + contact.contactDistance
+    assert gap == pytest.approx(0.5, abs=1e-12)
 
 
 def test_a_row_pushing_a_node_far_from_the_other_surface_is_reported():
@@ -621,7 +624,7 @@ def test_contact_rows_follow_the_block_as_the_finger_rolls_along_it():
     message would say so: ``detached`` and the message agree). As the finger rolls along the block's underside,
     which bends, its pad's nodes slide past the triangles their rows were found on; the rows now follow them onto
     the next triangles (follow_surface). Before, rows held nodes 0.81 mm from the block at 25 mm (4 rows) and up
-    to 9 mm at 30 mm in earlier versions; 8 of 96 frames of random typed values were flagged against 52 before."""
+    to 9 mm at 30 mm in earlier versions; of 48 frames of random typed values none is flagged, against 28 before."""
     scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
     for value in (5.0, 10.0, 15.0, 20.0, 25.0, 30.0):
         scene.set("body.finger.cable.cable.value", value)
@@ -630,6 +633,21 @@ def test_contact_rows_follow_the_block_as_the_finger_rolls_along_it():
         detached = sum(constraint.detached(scene.simulation.x, force)[0] for constraint, force in report.forces
                        if constraint.name == "collision")
         assert detached == 0 and "contact row(s) push nodes up to" not in report.message, (value, report.message)
+
+
+def test_a_node_never_gets_two_rows_on_one_triangle():
+    """finger_block's cable typed to 33.95 mm from rest (a value random typing found): with rows following the
+    surface, a finger node pushed through the block beside its row's own triangle is nearest to that triangle's
+    edge, which the row's plane sees less deep, and it got a second row on the same triangle: two identical rows,
+    a singular W, and the frame failed ("the constraint rows changed during the iterations"; the projection at
+    the touch raised it first). Now the frame converges and every (node, triangle) pair holds one row."""
+    scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
+    scene.set("body.finger.cable.cable.value", 33.95)
+    report = scene.step()
+    assert report.converged, report.message
+    (contact,) = [constraint for constraint, _force in report.forces if constraint.name == "collision"]
+    keys = contact.contact_keys()
+    assert len(keys) == len(set(keys)) > 0
 
 
 @pytest.mark.parametrize("friction", [0.0, 0.5])

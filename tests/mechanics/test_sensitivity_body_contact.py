@@ -18,7 +18,8 @@ from tests.mechanics.sensitivity_checks import tighten, worst_against_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = ROOT / "tests" / "data" / "softrobots" / "finger_block.toml"
-#: mm: the finger presses into the block's underside with 9 contacts, the same in every re-solved frame. At 20 mm
+#: mm: the finger presses into the block's underside with 4 contacts, the same in every re-solved frame (9 before
+#: frictionless rows followed the surface, 3 of them holding nodes up to 3.8 mm from the block). At 20 mm
 #: the re-solved frames' contacts switch between neighbouring triangles of the block; there, before contacts were
 #: found inside the equilibrium steps, the tight solve ended with the finger bent down, 10 mm below the block, held
 #: there by 3160 mN of contact force on rows of triangle planes far from the nodes
@@ -185,7 +186,8 @@ def test_body_contacts_end_at_the_contact_problems_stationary_point(pressed):
     contact = next(c for c in system.constraints if isinstance(c, BodyContactConstraint))
     rows = system.rows_of(contact)
     active = np.flatnonzero(force[rows] > 0.0)
-    assert active.size >= 8
+    assert active.size >= 4
+    assert contact.detached(pressed.positions, force[rows]) == (0, 0.0)  # every pushed node is on the block
     x = pressed.positions
     _weights, normals, gaps = plane_gap(x[contact.contact_nodes[active]], x[contact.contact_triangles[active]])
     np.testing.assert_allclose(gaps, 0.2, atol=1e-9)
@@ -193,15 +195,15 @@ def test_body_contacts_end_at_the_contact_problems_stationary_point(pressed):
 
 
 def test_body_contact_gradients_against_finite_differences(pressed):
-    """The finger pressing into the soft block (9 frictionless contacts held, nodes of both bodies in their rows):
+    """The finger pressing into the soft block (4 frictionless contacts held, nodes of both bodies in their rows):
     d(cable force, the tip node's height, the total contact force)/d(the finger's E, the block's E, the cable's
     value, gravity) agree with Richardson central differences of re-solved frames to 1e-6 relative (measured
-    5e-10)."""
+    1.3e-9)."""
     steps = {"body.finger.material.youngModulus": 0.5, "body.block.material.youngModulus": 0.1,
              "body.finger.cable.cable.value": 1e-3, "scene.gravity.y": 5.0}
     report = gradient_report(pressed, OUTPUTS, list(steps))
     contact_rows = report.held_rows - 1  # the cable's row is the other one held
-    assert contact_rows >= 8
+    assert contact_rows >= 4
 
     def solve(key, shift):
         return _solved({key: float(report.parameters[key]) + shift})
