@@ -166,7 +166,12 @@ def make_report(frame, newton_report, constraint_report, n_rows, times, equilibr
     elif not newton_report.converged:
         warnings.append(f"Newton did not converge ({newton_report.reason})")
     if constraint_report is not None and not constraint_report.converged:
-        warnings.append(f"constraint solver did not converge (error {constraint_report.error:.3g} "
-                        f"after {constraint_report.iterations} iterations)")
+        if not np.isfinite(constraint_report.error) and constraint_report.solver.startswith("refused"):
+            # the iterative solver refused the problem and no fallback found an answer: say why, not "error inf"
+            warnings.append(f"constraint solver did not converge: {constraint_report.solver}, and semi-smooth "
+                            f"Newton found no answer to those rows")
+        else:
+            warnings.append(f"constraint solver did not converge (error {constraint_report.error:.3g} "
+                            f"after {constraint_report.iterations} iterations)")
     return FrameReport(frame, True, "; ".join(warnings), newton=newton_report, constraint=constraint_report,
                        n_constraint_rows=n_rows, times=times, equilibrium=equilibrium)

@@ -154,3 +154,26 @@ def test_the_system_stacks_the_rows_on_the_free_columns_as_vstack_and_column_sli
     other = np.array([1, 4, 5, 29])  # another problem's free DOFs: its own map
     system = build_constraint_system([_GivenRows(J) for J in parts], x, x, other)
     np.testing.assert_array_equal(system.J_free.toarray(), sp.vstack(parts).toarray()[:, other])
+
+
+def test_a_refused_complementarity_problem_is_named_in_the_frame_message():
+    """A friction problem whose W has a non-positive diagonal is refused by the iterative solvers and handed to
+    semi-smooth Newton; when that finds no answer the report carries error inf after 0 iterations, which the
+    frame's message used to print as such ("error inf after 0 iterations"). It now says what happened; a solver
+    that ran and stopped short keeps its error and iterations."""
+    from softsim.mechanics.constraint_solvers.base import ConstraintReport
+    from softsim.mechanics.frame_report import make_report
+    from softsim.mechanics.newton import NewtonReport
+
+    newton = NewtonReport(x=np.zeros((1, 3)), converged=True, diverged=False, reason="converged", iterations=0,
+                          iteration_times=[], squared_residuals=[], squared_initial_residual=0.0,
+                          iterative_linear_solver_squared_residuals=[], iterative_linear_solver_squared_rhs_norms=[])
+    refused = ConstraintReport(np.zeros(3), np.zeros(3), 0, np.inf, False, np.array([np.inf]), 0.0,
+                               solver="refused (W has a non-positive diagonal)")
+    message = make_report(1, newton, refused, 3, {}).message
+    assert message == ("constraint solver did not converge: refused (W has a non-positive diagonal), and "
+                       "semi-smooth Newton found no answer to those rows")
+    stopped = ConstraintReport(np.zeros(3), np.zeros(3), 1000, 0.157, False, np.array([0.157]), 0.0,
+                               solver="BlockGaussSeidel")
+    assert make_report(1, newton, stopped, 3, {}).message == (
+        "constraint solver did not converge (error 0.157 after 1000 iterations)")
