@@ -2,8 +2,10 @@
 
 Protocol (static mode, from rest, through the public API): for each case of tests/data/softrobots/suite.py
 (CASES: the SoftRobots examples; SHIPPED: resources/scenes finger, trunk, pneunet) the "jump" sets the actuator
-to its target and solves one frame; the "ramp" sets each ramp value in turn, one frame per value. Per run:
-frames, converged frames, frames whose actuator reached its value (or the per-frame limit of the scene), the
+to its target and solves one frame; the "ramp" sets each ramp value in turn, one frame per value; "typed" jumps
+from value to value drawn at random, as a user typing values does (three runs from rest). Per run: frames,
+converged frames, frames whose actuator reached its value (or the per-frame limit of the scene), frames whose
+contact forces are flagged as not trustworthy, the
 constrained-equilibrium Newton steps per frame (report.equilibrium.steps; median, max), its factorizations
 (report.equilibrium.iterations; median, max), its load increments (report.equilibrium.increments where the
 solver reports them, else "-"), and the wall time of scene.step() (median ms). Last, the shipped finger as
@@ -63,6 +65,10 @@ def _spread(values) -> tuple[str, str]:
     return f"{np.median(known):g}", f"{max(known)}"
 
 
+#: the runs of each case: the target in one frame, the ramp, and values typed at random (suite.run)
+MODES = ("jump", "ramp", "typed")
+
+
 def summarize(suite, case, mode: str, records) -> dict:
     steps = [r.steps for r in records]
     factorizations = [r.factorizations for r in records]
@@ -72,6 +78,7 @@ def summarize(suite, case, mode: str, records) -> dict:
         "case": case.name, "mode": mode, "frames": len(records),
         "converged": sum(r.converged for r in records),
         "reached": sum(r.reached_target(case) for r in records),
+        "flagged": sum(not r.trustworthy for r in records),
         "steps": steps, "factorizations": factorizations, "increments": increments,
         "ms_median": stats_ms([r.seconds for r in records])["median"],
         "last_reached": records[-1].reached, "last_expected": records[-1].expected,
@@ -158,7 +165,7 @@ def main(argv=None) -> int:
     cases = [suite.BY_NAME[name] for name in args.cases] if args.cases else list(suite.CASES + suite.SHIPPED)
     results = []
     for case in cases:
-        for mode in ("jump", "ramp"):
+        for mode in MODES:
             try:
                 results.append(summarize(suite, case, mode, suite.run(case, mode)))
             except Exception as error:  # noqa: BLE001 - a broken case is reported in the table, not fatal
@@ -168,7 +175,7 @@ def main(argv=None) -> int:
     jumps = jumps_case(suite) if not args.cases or "shipped_finger" in args.cases else []
     sliders = slider_ramps(suite) if not args.cases else []
 
-    header = ["case", "frames", "converged", "reached", "eq. steps median", "eq. steps max",
+    header = ["case", "frames", "converged", "reached", "flagged", "eq. steps median", "eq. steps max",
               "factorizations median", "factorizations max", "increments", "ms/frame median", "last value",
               "first problem"]
     rows = []
@@ -179,7 +186,8 @@ def main(argv=None) -> int:
         steps = _spread(r["steps"])
         factorizations = _spread(r["factorizations"])
         increments = "-" if all(v is None for v in r["increments"]) else "/".join(_spread(r["increments"]))
-        rows.append([f"{r['case']} {r['mode']}", r["frames"], r["converged"], r["reached"], *steps,
+        rows.append([f"{r['case']} {r['mode']}", r["frames"], r["converged"], r["reached"], r.get("flagged", "-"),
+                     *steps,
                      *factorizations, increments, f"{r['ms_median']:.0f}",
                      f"{r['last_reached']:.4g} of {r['last_expected']:g}", r["first_problem"]])
     if before is not None:
@@ -225,9 +233,11 @@ def main(argv=None) -> int:
                 "SoftRobots examples' own meshes and numbers; `shipped_*`: resources/scenes). 'jump': the target "
                 "in one frame; 'ramp': one frame per ramp value. 'converged': frames whose report.converged is "
                 "true; 'reached': frames whose actuator reads the value set (or the scene's per-frame limit) "
-                "within 1e-4 of the target; eq. steps / factorizations: report.equilibrium.steps / .iterations "
-                "per frame; increments: report.equilibrium.increments ('-': not reported); ms: wall time of "
-                "scene.step(). 'last value': the actuator after the last frame, of the value expected.\n\n"
+                "within 1e-4 of the target; 'typed': successive single-frame jumps to values drawn at random "
+                "(suite.typed_values), one run from rest per seed; 'flagged': frames whose message says their "
+                "contact forces are not trustworthy; eq. steps / factorizations: report.equilibrium.steps / "
+                ".iterations per frame; increments: report.equilibrium.increments ('-': not reported); ms: wall "
+                "time of scene.step(). 'last value': the actuator after the last frame, of the value expected.\n\n"
                 + table + "\n")
         if slider_table:
             text += ("\n### Slider ramps\n\nFrom rest, one frame per value; the first frame (the jump from rest) "
@@ -296,8 +306,8 @@ def _compare(header: list, rows: list, results: list[dict], before: list[dict]) 
     """The table with the before solver's converged frames, median steps and median ms beside each row."""
     old = {(r["case"], r["mode"]): r for r in before}
     new_header = [header[0], header[1], "converged before", "converged", "reached before", "reached",
-                  "eq. steps median before", "eq. steps median", "factorizations median", "increments",
-                  "ms/frame median before", "ms/frame median", "last value", "first problem"]
+                  "flagged before", "flagged", "eq. steps median before", "eq. steps median", "factorizations median",
+                  "increments", "ms/frame median before", "ms/frame median", "last value", "first problem"]
     new_rows = []
     for row, r in zip(rows, results):
         o = old.get((r["case"], r["mode"]))
@@ -307,8 +317,9 @@ def _compare(header: list, rows: list, results: list[dict], before: list[dict]) 
         if o is None or "error" in o:  # the older solver cannot run this case (e.g. a key it does not know)
             o = {"converged": "-", "reached": "-", "steps": [], "ms_median": None}
         ms_before = "-" if o["ms_median"] is None else f"{o['ms_median']:.0f}"
-        new_rows.append([row[0], row[1], o["converged"], row[2], o["reached"], row[3], _spread(o["steps"])[0],
-                         row[4], row[6], row[8], ms_before, row[9], row[10], row[11]])
+        new_rows.append([row[0], row[1], o["converged"], row[2], o["reached"], row[3], o.get("flagged", "-"),
+                         row[4], _spread(o["steps"])[0], row[5], row[7], row[9], ms_before, row[10], row[11],
+                         row[12]])
     return new_header, new_rows
 
 

@@ -22,6 +22,9 @@ Where each target comes from (the scenes' headers give the details):
   pressure value is an impulse (pressure x dt) in a dynamic scene, so 1.5 is 150 kPa in a static frame.
 - tentacle: TentacleController.py adds 0.05 mm per time step up to 35 mm.
 - bunny: SurfacePressureConstraintTest.cpp imposes a volume growth of 40.
+- typed runs (``run(case, "typed")``): a user typing values, successive single-frame jumps to values drawn in
+  [0, 1.2 x the target] (``typed_values``), one run from rest per seed; random typing found finger_block's rows
+  holding nodes off the block (docs/contact.md).
 - shipped finger / trunk / pneunet (resources/scenes): the same actuators; the shipped pneunet's cavity has
   maxPressure 60 and maxPressureVariation 5 (kPa per frame).
 """
@@ -29,8 +32,11 @@ Where each target comes from (the scenes' headers give the details):
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -65,7 +71,7 @@ CASES: tuple[Case, ...] = (
     _case("trunk", "trunk.toml", "body.trunk.cable.cableL0.value", "cableL0.displacement", 20.0, _steps(20.0, 1.0),
           max_step=1.0),
     _case("trunk_nolimit", "trunk.toml", "body.trunk.cable.cableL0.value", "cableL0.displacement", 20.0,
-          _steps(20.0, 5.0), overrides={"body.trunk.cable.cableL0.maxDispVariation": 20.0}),
+          _steps(20.0, 5.0), max_step=20.0, overrides={"body.trunk.cable.cableL0.maxDispVariation": 20.0}),
     _case("diamond", "diamond.toml", "body.diamond.cable.north.value", "north.displacement", 20.0,
           _steps(20.0, 5.0)),
     _case("springy", "springy.toml", "body.accordion.cavity.cavity.value", "cavity.volumeGrowth", 8.0,
@@ -97,6 +103,12 @@ SHIPPED_FINGER_JUMPS: tuple[float, ...] = (10.0, 20.0, 30.0, 40.0, 5.0, 45.0, 0.
 
 BY_NAME = {case.name: case for case in CASES + SHIPPED}
 
+#: "typed" runs: a user typing values, TYPED_FRAMES successive single-frame jumps from rest to values drawn
+#: uniformly in [0, TYPED_REACH x the case's target] (rounded to 0.01), one run per seed
+TYPED_SEEDS: tuple[int, ...] = (1, 2, 3)
+TYPED_FRAMES = 8
+TYPED_REACH = 1.2
+
 
 @dataclass
 class FrameRecord:
@@ -114,13 +126,25 @@ class FrameRecord:
     def reached_target(self, case: Case) -> bool:
         return abs(self.reached - self.expected) <= 1e-4 * max(1.0, abs(case.target))
 
+    @property
+    def trustworthy(self) -> bool:
+        """False when the frame says its contact forces are not trustworthy (rows holding nodes away from the
+        other body)."""
+        return "not trustworthy" not in self.message
+
+
+def typed_values(case: Case, seed: int) -> tuple[float, ...]:
+    """The values of one "typed" run (TYPED_FRAMES of them), the same for a case and seed on every machine."""
+    rng = np.random.default_rng([seed, zlib.crc32(case.name.encode())])
+    return tuple(float(v) for v in np.round(rng.uniform(0.0, TYPED_REACH * case.target, TYPED_FRAMES), 2))
+
 
 def values_for(case: Case, mode: str) -> tuple[float, ...]:
     if mode == "jump":
         return (case.target,)
     if mode == "ramp":
         return case.ramp
-    raise ValueError(f"mode must be 'jump' or 'ramp', not {mode!r}")
+    raise ValueError(f"mode must be 'jump', 'ramp' or 'typed', not {mode!r}")
 
 
 def load(case: Case):
@@ -160,7 +184,10 @@ def play(case: Case, values, scene=None) -> list[FrameRecord]:
 
 
 def run(case: Case, mode: str) -> list[FrameRecord]:
-    """The jump (one frame from rest to the target) or the ramp (one frame per ramp value) of a case."""
+    """The jump (one frame from rest to the target), the ramp (one frame per ramp value) or the typed runs (one
+    from rest per seed of TYPED_SEEDS, their frames one after the other) of a case."""
+    if mode == "typed":
+        return [record for seed in TYPED_SEEDS for record in play(case, typed_values(case, seed))]
     return play(case, values_for(case, mode))
 
 
