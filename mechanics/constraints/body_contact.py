@@ -647,7 +647,7 @@ class BodyContactConstraint(ContactRows):
         move onto a plane nearly parallel to another row of its node (:data:`PARALLEL_ROWS`).
 
         Friction contacts stay on their triangles: moved (their slip carried over), random typed values on
-        finger_block with friction 0.5 flagged 3 frames of 48 instead of 18, but one failed and some took 50 s,
+        finger_block with friction 0.5 flagged 3 frames of 48 instead of 18, but one failed and some were slow,
         their friction problems (with the exact tangent's indefinite W) beyond semi-smooth Newton. Returns the
         number of contacts moved."""
         if self.n_contacts == 0 or not self.active:
