@@ -498,6 +498,8 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     extrapolation_failed = False  # an increment started from the path's extrapolation failed in this frame
     cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
                                                                             max_factorizations)
+    # the moves of rows from triangle to triangle made by the last converged sub-state (a failed increment's go)
+    anchors = [(constraint, constraint.moves_made()) for constraint in ctx.followers]
     while True:
         if ctx.factorizations - progress_at >= budget or ctx.factorizations >= cap:
             out_of_budget = True
@@ -515,12 +517,14 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
             along = None if extrapolation_failed else _along_path(ctx, path, t, converged_state, target)
             from_state = along or converged_state
             extrapolated = from_state is not converged_state
-        followed = [(constraint, constraint.contact_state()) for constraint in ctx.followers]
         state, accuracy, outcome, reason = _increment(ctx, from_state, target)
-        if outcome not in ("converged", "touched") and followed:
-            # the rows the failed steps moved from triangle to triangle go back to where the increment found them
-            for constraint, contact_set in followed:
-                constraint.restore_contact_state(contact_set)
+        if outcome == "converged":
+            anchors = [(constraint, constraint.moves_made()) for constraint in ctx.followers]
+        elif outcome != "touched" and anchors:
+            # the rows that steps since the last converged sub-state moved from triangle to triangle (also those
+            # added at touches since) go back to their triangles: the next increment starts from that sub-state
+            for constraint, mark in anchors:
+                constraint.undo_moves(mark)
             ctx._cache = []
         if outcome == "touched":  # new contact rows: the states kept get multipliers for them, the path restarts
             converged_state = ctx.evaluate(converged_state.x, carry_forces(converged_state.force, state.check,
@@ -863,6 +867,12 @@ def _increment(ctx: _Context, state: State, t: float):
         state = _follow_surfaces(ctx, state, t)
 
 
+def _rows(state: State, constraint) -> np.ndarray | None:
+    """The multipliers of ``constraint``'s rows in ``state`` (None when it has none there)."""
+    rows = state.check.rows_of(constraint)
+    return None if rows is None or state.force.size != state.check.n_rows else state.force[rows]
+
+
 def _follow_surfaces(ctx: _Context, state: State, t: float) -> State:
     """Contact rows that follow the surface (:data:`MAX_FOLLOWS`): the contacts whose nodes ``state`` carried
     past their triangles move on to the triangles now nearest (:meth:`~mechanics.constraints.body_contact.
@@ -870,7 +880,7 @@ def _follow_surfaces(ctx: _Context, state: State, t: float) -> State:
     kept). Returns the state (the same one when no contact moved)."""
     if not ctx.followers or ctx.follows >= MAX_FOLLOWS:
         return state
-    if not sum(constraint.follow_surface(state.x) for constraint in ctx.followers):
+    if not sum(constraint.follow_surface(state.x, _rows(state, constraint)) for constraint in ctx.followers):
         return state
     ctx.follows += 1
     ctx._cache = []

@@ -350,6 +350,7 @@ class BodyContactConstraint(ContactRows):
         return near
 
     def _clear(self) -> None:
+        self._moves: list = []  # (contact, triangle, weights, gap, normal) before each follow_surface move
         self.contact_nodes = np.zeros(0, dtype=np.int64)
         self.contact_triangles = np.zeros((0, 3), dtype=np.int64)
         self.contact_surface = np.zeros(0, dtype=np.int64)  # (c,): the surface the contact's triangle is on
@@ -491,6 +492,7 @@ class BodyContactConstraint(ContactRows):
         keep = np.array([(node, surface) not in held_keys for node, surface in
                          zip(self.contact_nodes.tolist(), self.contact_surface.tolist())], dtype=bool)
         weights, normals, gaps = plane_gap(x[nodes], x[triangles])
+        self._moves = []  # the contacts are reordered: earlier moves no longer name them
         self.contact_nodes = np.concatenate([self.contact_nodes[keep], nodes])
         self.contact_triangles = np.concatenate([self.contact_triangles[keep], triangles])
         self.contact_surface = np.concatenate([self.contact_surface[keep], surfaces])
@@ -636,8 +638,29 @@ class BodyContactConstraint(ContactRows):
         far = distance > self.alarmDistance
         return int(far.sum()), float(distance[far].max(initial=0.0))
 
-    def follow_surface(self, x: np.ndarray) -> int:
-        """Move each frictionless contact whose node at ``x`` (n, 3) has slid past its triangle, more than
+    def moves_made(self) -> int:
+        """How many moves :meth:`follow_surface` has made since the contacts were last detected: a mark for
+        :meth:`undo_moves`."""
+        return len(self._moves)
+
+    def undo_moves(self, mark: int) -> None:
+        """Put the contacts that :meth:`follow_surface` moved since ``mark`` (:meth:`moves_made`) back on their
+        triangles, with their weights, gaps and normals (contacts added since stay). The equilibrium steps undo
+        the moves of an increment that failed, made at its far states, before the next increment starts from the
+        last converged sub-state."""
+        if mark >= len(self._moves):
+            return
+        triangles, weights, gaps, normals = (self.contact_triangles.copy(), self.weights.copy(), self.gaps.copy(),
+                                             self.normals.copy())
+        for index, triangle, weight, gap, normal in reversed(self._moves[mark:]):
+            triangles[index], weights[index], gaps[index], normals[index] = triangle, weight, gap, normal
+        self.contact_triangles, self.weights, self.gaps = triangles, weights, gaps
+        self._moves = self._moves[:mark]
+        self._set_contacts(normals, self.mu, self.slip_origin)
+
+    def follow_surface(self, x: np.ndarray, force: np.ndarray | None = None) -> int:
+        """Move each frictionless contact (with ``force``, the rows' multipliers (n_rows,): each one that pushes)
+        whose node at ``x`` (n, 3) has slid past its triangle, more than
         :data:`FOLLOW_MARGIN` x alarmDistance beside it, onto the triangle of the same surface now nearest to the
         node (of equally near ones, :data:`TIE_FRACTION`, the one whose plane sees it farthest out), when that
         triangle's plane sees the node farther out (a convex edge: the old plane, extended past its edge, holds the
@@ -648,8 +671,10 @@ class BodyContactConstraint(ContactRows):
 
         Friction contacts stay on their triangles: moved (their slip carried over), random typed values on
         finger_block with friction 0.5 flagged 3 frames of 48 instead of 18, but one failed and some were slow,
-        their friction problems (with the exact tangent's indefinite W) beyond semi-smooth Newton. Returns the
-        number of contacts moved."""
+        their friction problems (with the exact tangent's indefinite W) beyond semi-smooth Newton. The equilibrium
+        steps move only rows that push: moving every row past its triangle, also those that hold nothing, made
+        3 of 24 typed frames fail at their first 1/256 (rows moved at far states). Returns the number of
+        contacts moved."""
         if self.n_contacts == 0 or not self.active:
             return 0
         x = check_positions(self.name, x, self.n_nodes)
@@ -657,7 +682,10 @@ class BodyContactConstraint(ContactRows):
         distance = closest_points_on_triangles(x, self.contact_nodes, self.contact_triangles, ids, ids)[0]
         _weights, normals, gaps = self._geometry(x, ids)
         beside = np.sqrt(np.maximum(distance ** 2 - gaps ** 2, 0.0))
-        past = np.flatnonzero((beside > FOLLOW_MARGIN * self.alarmDistance) & (self.mu == 0.0))
+        past = (beside > FOLLOW_MARGIN * self.alarmDistance) & (self.mu == 0.0)
+        if force is not None:
+            past &= self._per_contact(force)[:, 0] > 0.0
+        past = np.flatnonzero(past)
         if past.size == 0:
             return 0
         keys = set(self.contact_keys())
@@ -684,6 +712,9 @@ class BodyContactConstraint(ContactRows):
         if not moved:
             return 0
         moved = np.asarray(moved)
+        # a new list, not appended in place: contact_state() copies hold the old one
+        self._moves = self._moves + [(int(i), self.contact_triangles[i].copy(), self.weights[i].copy(),
+                                      float(self.gaps[i]), self.normals[i].copy()) for i in moved]
         self.contact_triangles = triangles
         new_weights, new_normals, new_gaps = self._geometry(x, moved)
         # new arrays, not written in place: contact_state() keeps the old ones (a failed increment restores them)

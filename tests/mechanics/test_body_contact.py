@@ -555,8 +555,9 @@ def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     (0, 1, 2) holds it where body A is not, so its contact moves on to (0, 2, 3), whose plane sees it farther out
     (gap 0.194 against 0.15, computed here from the three corners). Over a valley (ridge -0.1) the next
     triangle's plane would see the node deeper: no move (the node goes through that face and gets a second row
-    there, add_missed_contacts). A friction contact stays where it was found (its friction problems, moved, were
-    beyond semi-smooth Newton on finger_block)."""
+    there, add_missed_contacts). A row that pushes nothing stays when the multipliers are given (the equilibrium
+    steps give them); undo_moves puts a moved row back. A friction contact stays where it was found (its friction
+    problems, moved, were beyond semi-smooth Newton on finger_block)."""
     def slide(x, up):
         slid = x.copy()
         slid[5] += [-0.7, 0.2, 0.0]
@@ -568,6 +569,11 @@ def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     assert contact.contact_nodes.tolist() == [5] and contact.contact_triangles.tolist() == [[0, 1, 2]]
     slid = slide(x, up)
     assert contact.follow_surface(x) == 0  # where it was found, over its triangle
+    assert contact.follow_surface(slid, np.array([0.0])) == 0  # a row that pushes nothing stays
+    assert contact.follow_surface(slid, np.array([2.0])) == 1
+    assert contact.moves_made() == 1
+    contact.undo_moves(0)  # back on (0, 1, 2), as a failed increment leaves it
+    assert contact.contact_triangles.tolist() == [[0, 1, 2]] and contact.moves_made() == 0
     assert contact.follow_surface(slid) == 1
     assert contact.contact_triangles.tolist() == [[0, 2, 3]]
     over = np.cross(slid[3] - slid[0], slid[2] - slid[0])
@@ -687,9 +693,10 @@ def test_a_settled_contact_frame_solved_again_stays_where_it_is():
     states 0.86 mm apart for ever at 20 mm: each frame detected its contacts again at each node's nearest
     triangle, not the triangles whose rows held the last equilibrium, so it solved another problem. Now a frame
     with nothing edited keeps the contacts that pushed (keep_held): each value settles within three frames, and
-    the first of them moves the finger less than 1e-5 mm unless the frame before had rows holding nodes past
+    the first of them moves the finger less than 5e-5 mm unless the frame before had rows holding nodes past
     their triangles (its message says so; those rows are let go, and the finger moves to where the bodies
-    really touch)."""
+    really touch). Measured: 1.2e-5 mm at 20 mm since rows follow the surface (the frame solved again ends
+    within its tolerance along the finger's softest mode), then unchanged."""
     scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
     for value in (10.0, 15.0, 20.0):
         scene.set("body.finger.cable.cable.value", value)
@@ -705,6 +712,6 @@ def test_a_settled_contact_frame_solved_again_stays_where_it_is():
             if report.unchanged:
                 break
         assert report.unchanged and len(moves) <= 3, (value, moves)
-        assert detached or moves[0] < 1e-5, (value, moves)
+        assert detached or moves[0] < 5e-5, (value, moves)
         # the frame before the unchanged one moved it no more (or it was the one that let detached rows go)
-        assert len(moves) == 1 or moves[-2] < 1e-5 or (detached and len(moves) == 2), (value, moves)
+        assert len(moves) == 1 or moves[-2] < 5e-5 or (detached and len(moves) == 2), (value, moves)
