@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from softsim.mechanics.equilibrium import EquilibriumReport
+from softsim.mechanics.indefinite_projection import REFUSED
 from softsim.mechanics.inversion import count_new_inversions
 
 
@@ -166,7 +167,7 @@ def make_report(frame, newton_report, constraint_report, n_rows, times, equilibr
     elif not newton_report.converged:
         warnings.append(f"Newton did not converge ({newton_report.reason})")
     if constraint_report is not None and not constraint_report.converged:
-        if not np.isfinite(constraint_report.error) and constraint_report.solver.startswith("refused"):
+        if constraint_report.solver == REFUSED:
             # the iterative solver refused the problem and no fallback found an answer: say why, not "error inf"
             warnings.append(f"constraint solver did not converge: {constraint_report.solver}, and semi-smooth "
                             f"Newton found no answer to those rows")

@@ -26,6 +26,9 @@ from softsim.mechanics.resolutions import BOUNDED, EQUALITY, FRICTION, Blocks
 
 #: active-set changes on the actuator rows before the solve gives up
 MAX_ACTIVE_SET_CHANGES = 20
+#: the solver named in the report of a friction block the iterative solvers refuse (W with a non-positive
+#: diagonal) when semi-smooth Newton finds no answer either (the frame's message says so)
+REFUSED = "refused (W has a non-positive diagonal)"
 
 
 def needs_indefinite_projection(W: np.ndarray) -> bool:
@@ -103,7 +106,7 @@ def solve_indefinite(constraint_solver, W: np.ndarray, dfree: np.ndarray, blocks
                 # ended 4 of 30 frames unconverged). Other laws keep that path: PneunetGripper's pressure row with
                 # W_ii < 0 solved this way took its 150 kPa jump in 27 steps instead of 21.
                 refused = ConstraintReport(f_r.copy(), q_r + W_r @ f_r, 0, np.inf, False, np.array([np.inf]), 0.0,
-                                           num_constraints=f_r.size, solver="refused (W has a non-positive diagonal)")
+                                           num_constraints=f_r.size, solver=REFUSED)
                 reduced_report = _exact_reduced_solve(constraint_solver, W_r, q_r, blocks_r, f_r, refused)
             else:
                 reduced_report = constraint_solver.solve(W_r, q_r, blocks_r, initial_force=f_r)

@@ -593,19 +593,6 @@ class BodyContactConstraint(ContactRows):
         if not parts:
             return 0
         nodes, triangles, weights, normals, gaps, mu, surfaces = (np.concatenate(values) for values in zip(*parts))
-        # a node through the surface beside its row's own triangle is nearest to that triangle's edge, which the
-        # row's plane sees less deep: it would get a second row on the same triangle (W singular)
-        keys = set(self.contact_keys())
-        fresh = []
-        for index, (node, triangle) in enumerate(zip(nodes.tolist(), triangles.tolist())):
-            key = (node, tuple(triangle))
-            if key not in keys:
-                keys.add(key)
-                fresh.append(index)
-        if not fresh:
-            return 0
-        nodes, triangles, weights, normals, gaps, mu, surfaces = (
-            values[fresh] for values in (nodes, triangles, weights, normals, gaps, mu, surfaces))
         start = self.frame_start
         if touched and start is not None and start.shape == at.shape:  # see slip_origin
             origin = _relative_motion(at - start, nodes, triangles, weights)
