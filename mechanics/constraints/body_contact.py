@@ -830,12 +830,13 @@ class BodyContactConstraint(ContactRows):
                      + tangential[:, None, :, None] * d_factors[:, :, None, :])  # (c, 4, 3, 12)
             blocks = -(lam[:, 0, None, None] * hessian + extra.reshape(-1, 12, 12))
         pattern = getattr(self, "_stiffness_pattern", None)
-        if pattern is None or pattern[0] is not self.contact_nodes or pattern[1].size != ids.size:
-            # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern
+        if pattern is None or pattern[0] is not self.contact_nodes or pattern[1] is not self.contact_triangles:
+            # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern. A
+            # row moved to another triangle (follow_surface, undo_moves) is a new contact_triangles array
             dofs = self._dofs(ids)
             rows = np.broadcast_to(dofs[:, :, None], blocks.shape).reshape(-1).copy()
             cols = np.broadcast_to(dofs[:, None, :], blocks.shape).reshape(-1).copy()
-            pattern = self._stiffness_pattern = (self.contact_nodes, ids, rows, cols)
+            pattern = self._stiffness_pattern = (self.contact_nodes, self.contact_triangles, rows, cols)
         return pattern[2], pattern[3], blocks.reshape(-1)
 
     def _motion(self, x: np.ndarray, start: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -588,6 +588,34 @@ def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     assert contact.follow_surface(slide(x, up)) == 0 and contact.contact_triangles.tolist() == [[0, 1, 2]]
 
 
+def test_a_moved_row_stiffens_the_triangle_it_moved_to():
+    """force_stiffness after follow_surface: -d(J(x)^T lambda)/dx of the moved row, against central differences of
+    the row's force J(x)^T lambda (the contact on its new triangle (0, 2, 3)). The stiffness was first taken on
+    the old triangle (0, 1, 2), as the equilibrium steps do before a move: its blocks must not stay on that
+    triangle's DOFs (they did, and the exact tangent was 27 % off along finger_block's steps, its Newton steps
+    converging linearly)."""
+    x, contact, up = _roof(0.1)
+    slid = x.copy()
+    slid[5] += [-0.7, 0.2, 0.0]
+    slid[5] -= ((slid[5] - x[5]) @ up) * up
+    force = np.array([2.0])
+    before = contact.force_stiffness(slid, force)
+    assert contact.follow_surface(slid, force) == 1 and contact.contact_triangles.tolist() == [[0, 2, 3]]
+    rows, cols, values = contact.force_stiffness(slid, force)
+    stiffness = np.zeros((27, 27))
+    np.add.at(stiffness, (rows, cols), values)
+    assert set(cols.tolist()) != set(before[1].tolist())
+
+    def row_force(y):
+        return contact.jacobian(y.reshape(-1, 3)).T @ force
+
+    h = 1e-6
+    differences = np.column_stack([(row_force(slid.reshape(-1) + h * e) - row_force(slid.reshape(-1) - h * e))
+                                   / (2 * h) for e in np.eye(27)])
+    assert np.abs(differences).max() > 0.5  # the moved row's curvature: a real check, not zeros against zeros
+    assert np.abs(stiffness + differences).max() < 1e-7
+
+
 def test_a_row_past_a_sharp_edge_moves_to_the_face_that_lets_its_node_go():
     """Past a sharp edge a node is equally near both faces (their nearest point is on the edge): of the two, the
     row moves to the one whose plane sees the node farther out. _two_tetrahedra's node 4 slides along A's top
