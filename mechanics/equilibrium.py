@@ -498,8 +498,8 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     extrapolation_failed = False  # an increment started from the path's extrapolation failed in this frame
     cap = FRAME_BUDGET_CAP * budget if max_factorizations is None else min(FRAME_BUDGET_CAP * budget,
                                                                             max_factorizations)
-    # the moves of rows from triangle to triangle made by the last converged sub-state (a failed increment's go)
-    anchors = [(constraint, constraint.moves_made()) for constraint in ctx.followers]
+    anchor = _Anchor.at(ctx, converged_state)  # the last converged sub-state with its contact rows
+    origin = "sub-state"  # where the go at the current increment started: "predicted", "extrapolated" or this
     while True:
         if ctx.factorizations - progress_at >= budget or ctx.factorizations >= cap:
             out_of_budget = True
@@ -508,36 +508,33 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
                 f" ({last_reason})" if last_reason else "")
             break
         target = min(1.0, t + increment)
-        extrapolated = False  # whether this increment starts from the path extrapolated (see _along_path)
-        if resume is not None:
+        if resume is not None:  # the same go at this increment, on from where it touched
             from_state, resume = resume, None
         elif predicted is not None and target >= 1.0 and t == 0.0:
-            from_state = predicted
+            from_state, origin = predicted, "predicted"
         else:
             along = None if extrapolation_failed else _along_path(ctx, path, t, converged_state, target)
             from_state = along or converged_state
-            extrapolated = from_state is not converged_state
+            origin = "sub-state" if along is None else "extrapolated"  # (see _along_path)
         state, accuracy, outcome, reason = _increment(ctx, from_state, target)
         if outcome == "converged":
-            anchors = [(constraint, constraint.moves_made()) for constraint in ctx.followers]
-        elif outcome != "touched" and anchors:
-            # the rows that steps since the last converged sub-state moved from triangle to triangle (also those
-            # added at touches since) go back to their triangles: the next increment starts from that sub-state
-            for constraint, mark in anchors:
-                constraint.undo_moves(mark)
-            ctx._cache = []
+            anchor = _Anchor.at(ctx, state)
+        elif outcome != "touched":
+            # the next increment starts from the last converged sub-state with the contact rows it had: the rows
+            # added where this increment's steps touched and those moved from triangle to triangle go
+            converged_state = anchor.restore(ctx)
         if outcome == "touched":  # new contact rows: the states kept get multipliers for them, the path restarts
             converged_state = ctx.evaluate(converged_state.x, carry_forces(converged_state.force, state.check,
                                                                          ctx.rows_before), t)
             start = None
             predicted, path, resume = None, None, state
             continue
-        if outcome != "converged" and from_state is predicted:  # a bad prediction: the increments from the start
+        if outcome != "converged" and origin == "predicted":  # a bad prediction: the increments from the start
             predicted = None
             continue
-        if outcome != "converged" and from_state is not converged_state:  # a bad extrapolation: from the sub-state
+        if outcome != "converged" and origin == "extrapolated":  # a bad extrapolation: from the sub-state
             path = None
-            if extrapolated and ctx.exact:  # the path bends within the increment: a smaller one
+            if ctx.exact:  # the path bends within the increment: a smaller one
                 increment *= EXTRAPOLATION_FAILED_CUT  # (EXTRAPOLATION_FAILED_CUT), no more extrapolation this frame
                 extrapolation_failed = True
             continue
@@ -575,6 +572,40 @@ def equilibrate(problem, newton, constraint_solver, enforced, x_last, x_start, s
     final = _finish(ctx, converged_state, False, t == 0.0 and not out_of_budget, reason)
     final.increments, final.reached, final.shortfall = increments, t, shortfall
     return final
+
+
+@dataclass
+class _Anchor:
+    """A converged sub-state of a frame with what its contact rows were: the contact sets (``contact_state()``
+    of the constraints that add or move rows), the rows, report and W of its last projection. A failed increment
+    goes back to it: rows that steps of the failed increment added at touches, or moved, were found at states
+    that were not equilibria (kept, they made finger_block's frames fail: 77 rows at a sub-state that had 43,
+    where no complementarity solve converged)."""
+
+    state: State
+    contact_sets: list
+    system: object
+    report: object
+    W: np.ndarray
+
+    @classmethod
+    def at(cls, ctx: _Context, state: State) -> _Anchor:
+        contacts = {id(c): c for c in [*ctx.detectors, *ctx.followers] if hasattr(c, "contact_state")}
+        return cls(state, [(c, c.contact_state()) for c in contacts.values()], ctx.last_system, ctx.last_report,
+                   ctx.W)
+
+    def restore(self, ctx: _Context) -> State:
+        """Put the contact rows back as they were at the anchor; returns its state."""
+        changed = False
+        for constraint, saved in self.contact_sets:
+            now = constraint.contact_state()  # the arrays a change replaces: the same objects when nothing changed
+            if now.keys() != saved.keys() or any(now[key] is not value for key, value in saved.items()):
+                constraint.restore_contact_state(saved)
+                changed = True
+        if changed:
+            ctx._cache = []
+            ctx.last_system, ctx.last_report, ctx.W = self.system, self.report, self.W
+        return self.state
 
 
 @dataclass

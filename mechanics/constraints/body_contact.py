@@ -350,7 +350,6 @@ class BodyContactConstraint(ContactRows):
         return near
 
     def _clear(self) -> None:
-        self._moves: list = []  # (contact, triangle, weights, gap, normal) before each follow_surface move
         self.contact_nodes = np.zeros(0, dtype=np.int64)
         self.contact_triangles = np.zeros((0, 3), dtype=np.int64)
         self.contact_surface = np.zeros(0, dtype=np.int64)  # (c,): the surface the contact's triangle is on
@@ -492,7 +491,6 @@ class BodyContactConstraint(ContactRows):
         keep = np.array([(node, surface) not in held_keys for node, surface in
                          zip(self.contact_nodes.tolist(), self.contact_surface.tolist())], dtype=bool)
         weights, normals, gaps = plane_gap(x[nodes], x[triangles])
-        self._moves = []  # the contacts are reordered: earlier moves no longer name them
         self.contact_nodes = np.concatenate([self.contact_nodes[keep], nodes])
         self.contact_triangles = np.concatenate([self.contact_triangles[keep], triangles])
         self.contact_surface = np.concatenate([self.contact_surface[keep], surfaces])
@@ -625,26 +623,6 @@ class BodyContactConstraint(ContactRows):
         far = distance > self.alarmDistance
         return int(far.sum()), float(distance[far].max(initial=0.0))
 
-    def moves_made(self) -> int:
-        """How many moves :meth:`follow_surface` has made since the contacts were last detected: a mark for
-        :meth:`undo_moves`."""
-        return len(self._moves)
-
-    def undo_moves(self, mark: int) -> None:
-        """Put the contacts that :meth:`follow_surface` moved since ``mark`` (:meth:`moves_made`) back on their
-        triangles, with their weights, gaps and normals (contacts added since stay). The equilibrium steps undo
-        the moves of an increment that failed, made at its far states, before the next increment starts from the
-        last converged sub-state."""
-        if mark >= len(self._moves):
-            return
-        triangles, weights, gaps, normals = (self.contact_triangles.copy(), self.weights.copy(), self.gaps.copy(),
-                                             self.normals.copy())
-        for index, triangle, weight, gap, normal in reversed(self._moves[mark:]):
-            triangles[index], weights[index], gaps[index], normals[index] = triangle, weight, gap, normal
-        self.contact_triangles, self.weights, self.gaps = triangles, weights, gaps
-        self._moves = self._moves[:mark]
-        self._set_contacts(normals, self.mu, self.slip_origin)
-
     def follow_surface(self, x: np.ndarray, force: np.ndarray | None = None) -> int:
         """Move each frictionless contact (with ``force``, the rows' multipliers (n_rows,): each one that pushes)
         whose node at ``x`` (n, 3) has slid past its triangle, more than
@@ -699,9 +677,6 @@ class BodyContactConstraint(ContactRows):
         if not moved:
             return 0
         moved = np.asarray(moved)
-        # a new list, not appended in place: contact_state() copies hold the old one
-        self._moves = self._moves + [(int(i), self.contact_triangles[i].copy(), self.weights[i].copy(),
-                                      float(self.gaps[i]), self.normals[i].copy()) for i in moved]
         self.contact_triangles = triangles
         new_weights, new_normals, new_gaps = self._geometry(x, moved)
         # new arrays, not written in place: contact_state() keeps the old ones (a failed increment restores them)
@@ -832,7 +807,7 @@ class BodyContactConstraint(ContactRows):
         pattern = getattr(self, "_stiffness_pattern", None)
         if pattern is None or pattern[0] is not self.contact_nodes or pattern[1] is not self.contact_triangles:
             # the same index arrays while the contacts are the same: the frame step keeps its matrix pattern. A
-            # row moved to another triangle (follow_surface, undo_moves) is a new contact_triangles array
+            # row moved to another triangle (follow_surface) is a new contact_triangles array
             dofs = self._dofs(ids)
             rows = np.broadcast_to(dofs[:, :, None], blocks.shape).reshape(-1).copy()
             cols = np.broadcast_to(dofs[:, None, :], blocks.shape).reshape(-1).copy()

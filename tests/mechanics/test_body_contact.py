@@ -556,8 +556,8 @@ def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     (gap 0.194 against 0.15, computed here from the three corners). Over a valley (ridge -0.1) the next
     triangle's plane would see the node deeper: no move (the node goes through that face and gets a second row
     there, add_missed_contacts). A row that pushes nothing stays when the multipliers are given (the equilibrium
-    steps give them); undo_moves puts a moved row back. A friction contact stays where it was found (its friction
-    problems, moved, were beyond semi-smooth Newton on finger_block)."""
+    steps give them); restore_contact_state puts a moved row back. A friction contact stays where it was found
+    (its friction problems, moved, were beyond semi-smooth Newton on finger_block)."""
     def slide(x, up):
         slid = x.copy()
         slid[5] += [-0.7, 0.2, 0.0]
@@ -570,10 +570,10 @@ def test_a_row_follows_its_node_across_a_convex_edge_onto_the_next_triangle():
     slid = slide(x, up)
     assert contact.follow_surface(x) == 0  # where it was found, over its triangle
     assert contact.follow_surface(slid, np.array([0.0])) == 0  # a row that pushes nothing stays
+    saved = contact.contact_state()
     assert contact.follow_surface(slid, np.array([2.0])) == 1
-    assert contact.moves_made() == 1
-    contact.undo_moves(0)  # back on (0, 1, 2), as a failed increment leaves it
-    assert contact.contact_triangles.tolist() == [[0, 1, 2]] and contact.moves_made() == 0
+    contact.restore_contact_state(saved)  # back on (0, 1, 2), as a failed increment leaves it
+    assert contact.contact_triangles.tolist() == [[0, 1, 2]]
     assert contact.follow_surface(slid) == 1
     assert contact.contact_triangles.tolist() == [[0, 2, 3]]
     over = np.cross(slid[3] - slid[0], slid[2] - slid[0])

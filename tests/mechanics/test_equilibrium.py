@@ -342,7 +342,8 @@ def test_a_slider_prediction_that_runs_into_a_surface_is_not_taken(monkeypatch):
     5 mm ramp (a finger curling into a soft block) its start for 15 mm put finger nodes up to 3 mm inside the
     block, whose rows then held faces the nodes were not on. Such a prediction is not taken (the frame starts
     from the last equilibrium): no frame starts inside the block (it was the only prediction of this ramp), and
-    the ramp takes 117 steps instead of 145 (15 mm: 11 instead of 18)."""
+    the 15 mm frame takes 11 steps instead of 15 (the whole ramp 145 with the refusal, 127 without: the later
+    frames start from other states and take other paths through the contacts)."""
     predicted, inside = [], []
     original = equilibrium._predict
 
@@ -362,35 +363,57 @@ def test_a_slider_prediction_that_runs_into_a_surface_is_not_taken(monkeypatch):
         assert report.converged, (value, report.message)
         steps.append(report.equilibrium.steps)
     assert not any(inside), f"{sum(inside)} of {len(predicted)} predicted starts inside the block"
-    assert sum(steps) <= 125, steps
+    assert steps[2] <= 12, steps
+
+
+def test_a_failed_increment_takes_the_rows_it_added_with_it():
+    """Rows added where a failed increment's steps touched the block were found at states that were not
+    equilibria; the next increment starts from the last converged sub-state with the rows that sub-state had.
+    finger_block typed 34.42, 7.48 then 29.82 mm (random typing, seed 10): the third frame's failed increments
+    left 77 rows at a sub-state that had 43, where no complementarity solve converged ("the constraint solver
+    diverged (error nan after 1000 iterations)"), and the frame ended at 50 % of its change. Now every frame
+    converges and reaches its value."""
+    scene = Scene.load("tests/data/softrobots/finger_block.toml")
+    for value in (34.42, 7.48, 29.82):
+        scene.set(CABLE, value)
+        report = scene.step()
+        assert report.converged, (value, report.message)
+        assert scene.outputs()["cable.displacement"] == pytest.approx(value, abs=1e-6)
 
 
 def test_a_failing_solve_with_the_contacts_detected_again_keeps_the_paths_equilibrium_within_its_budget(
         monkeypatch):
     """After steps that touched surfaces, a frame solves again with the contact set detected at its end; when
     that solve fails the frame keeps the equilibrium found along its path, so the solve may take only
-    CANONICAL_BUDGET x newton_iterations factorizations. finger_block's ramp (a finger curling into a soft
-    block, 5 mm per frame, with its slider prediction taken even where it runs into the block, as before the
-    predictor refused such starts, and with its contact rows kept on the triangles they were found on, as before
-    they followed the surface): at 25 mm that solve fails; it took 342 factorizations and now at most 30 (+ the
-    last step's), and the frame converges at the same state either way."""
+    CANONICAL_BUDGET x newton_iterations factorizations (finger_block's 25 mm ramp frame once spent 342 on one
+    that failed). That solve no longer fails on the suite's runs, so here it is made to fail: no state passes
+    in it. finger_block 15 mm from rest (its steps touch the block): the second solve stops at its budget
+    (30 factorizations, 33 with the steps under way when it ran out), and the frame ends converged where its
+    path's equilibrium was."""
     from softsim.mechanics import frame_step
 
-    monkeypatch.setattr(equilibrium, "_into_contact", lambda ctx, x: False)
-    monkeypatch.setattr(equilibrium, "MAX_FOLLOWS", 0)
-    results, default = {}, frame_step.CANONICAL_BUDGET
-    for budget in (default, 1000):
-        monkeypatch.setattr(frame_step, "CANONICAL_BUDGET", budget)
-        scene = Scene.load("tests/data/softrobots/finger_block.toml")
-        for value in (5.0, 10.0, 15.0, 20.0, 25.0):
-            scene.set(CABLE, value)
-            report = scene.step()
-            assert report.converged, (budget, value, report.message)
-        results[budget] = (report.equilibrium.iterations, scene.positions.copy())
-    (capped, x), (uncapped, x_uncapped) = results.values()
-    newton_iterations = 10  # the scene's default
-    assert capped <= 20 + default * newton_iterations + 5 < 100 < uncapped, (capped, uncapped)
-    np.testing.assert_allclose(x, x_uncapped, atol=1e-6 * np.ptp(x_uncapped))
+    solves = []
+    original, passes = frame_step.equilibrate, equilibrium._passes
+
+    def second_solve_fails(*args, **kwargs):
+        second = kwargs.get("max_factorizations") is not None
+        monkeypatch.setattr(equilibrium, "_passes", (lambda ctx, state, accuracy: False) if second else passes)
+        result = original(*args, **kwargs)
+        monkeypatch.setattr(equilibrium, "_passes", passes)
+        solves.append((second, result.iterations, result.converged, result.x.copy()))
+        return result
+
+    monkeypatch.setattr(frame_step, "equilibrate", second_solve_fails)
+    scene = Scene.load("tests/data/softrobots/finger_block.toml")
+    scene.set(CABLE, 15.0)
+    report = scene.step()
+    assert report.converged, report.message
+    path = [solve for solve in solves if not solve[0]][-1]
+    second = [solve for solve in solves if solve[0]]
+    assert second and not any(converged for _, _, converged, _ in second)
+    budget = frame_step.CANONICAL_BUDGET * 10  # the scene's newton_iterations: 10
+    assert all(budget <= iterations <= budget + 5 for _, iterations, _, _ in second), [s[:3] for s in second]
+    np.testing.assert_array_equal(scene.positions, path[3])
 
 
 def test_load_steps_is_the_least_number_of_increments():
