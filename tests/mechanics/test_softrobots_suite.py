@@ -4,7 +4,9 @@ For each scene of tests/data/softrobots (suite.py lists the actuator, its target
 API only (Scene.load, scene.set, scene.step, report.converged, scene.outputs):
 
 - jump: from rest, the actuator set to its target and one frame solved;
-- ramp: the actuator set to each ramp value in turn, one frame per value.
+- ramp: the actuator set to each ramp value in turn, one frame per value;
+- typed: a user typing values, successive single-frame jumps to values drawn in [0, 1.2 x the target]
+  (suite.typed_values, three seeds); also for the shipped scenes.
 
 Every frame must converge, and the actuator must read the value set (or, where the example limits the change
 per frame, maxDispVariation, the value that limit allows) after the frame.
@@ -42,10 +44,13 @@ XFAIL = {
 }
 
 
+MODES = ("jump", "ramp", "typed")
+
+
 def _params():
     params = []
-    for case in suite.CASES:
-        for mode in ("jump", "ramp"):
+    for case in suite.CASES + suite.SHIPPED:
+        for mode in MODES if case in suite.CASES else ("typed",):
             reason = XFAIL.get((case.name, mode))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(case, mode, marks=marks, id=f"{case.name}-{mode}"))
@@ -55,7 +60,8 @@ def _params():
 @pytest.mark.parametrize(("case", "mode"), _params())
 def test_softrobots_case(case, mode):
     records = suite.run(case, mode)
-    assert len(records) == len(suite.values_for(case, mode))
+    expected = len(suite.TYPED_SEEDS) * suite.TYPED_FRAMES if mode == "typed" else len(suite.values_for(case, mode))
+    assert len(records) == expected
     bad = suite.failures(case, records)
     assert not bad, f"{case.name} {mode}: {len(bad)} of {len(records)} frames bad:\n" + "\n".join(bad)
 
@@ -66,5 +72,5 @@ def test_every_scene_is_in_the_suite():
 
 
 def test_every_xfail_names_a_case():
-    names = {(case.name, mode) for case in suite.CASES for mode in ("jump", "ramp")}
+    names = {(case.name, mode) for case in suite.CASES + suite.SHIPPED for mode in MODES}
     assert set(XFAIL) <= names
