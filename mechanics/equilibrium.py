@@ -851,6 +851,11 @@ def _increment(ctx: _Context, state: State, t: float):
         ctx.steps += 1
         definite = ctx.exact and ctx.wandering and state.relative > DEFINITE_TANGENT_ABOVE
         step = _newton_step(ctx, state, refactorize, definite)
+        if ctx.exact and not definite and _refused(step):
+            # the exact tangent's W has no answer for these rows (a friction block with a non-positive diagonal
+            # that semi-smooth Newton cannot solve either): this step takes the definite tangent, whose W is
+            # positive definite
+            step = _newton_step(ctx, state, True, True)
         if isinstance(step, str):
             return state, accuracy, "cut", step
         candidate, candidate_report, W, step_x, step_force = step
@@ -1019,6 +1024,10 @@ def carry_forces(force: np.ndarray, system, before) -> np.ndarray:
     return mapped
 
 
+#: the start of the reason :func:`_newton_step` gives when its projection raised
+PROJECTION_FAILED = "constraint projection failed"
+
+
 def _newton_step(ctx: _Context, state: State, refactorize: bool, definite: bool):
     """One constrained Newton step from ``state``: the tangent factorized at ``state.x`` when ``refactorize``
     (the elasticity's definite tangent when ``definite``), the free step, the rows linearised at it, their
@@ -1053,9 +1062,18 @@ def _newton_step(ctx: _Context, state: State, refactorize: bool, definite: bool)
             ctx.constraint_solver, solver, candidate, state.force, KinvJt=KinvJt,
             solve=lambda W, system, start: project(ctx.constraint_solver, W, system, start, exact=ctx.exact))
     except ValueError as error:
-        return f"constraint projection failed: {error}"
+        return f"{PROJECTION_FAILED}: {error}"
     step_x = x_lin + ctx.problem.expand(correction_dx) - state.x
     return candidate, candidate_report, W, step_x, candidate_report.force - state.force
+
+
+def _refused(step) -> bool:
+    """Whether a Newton step (:func:`_newton_step`'s answer) failed in its projection: W raised (a singular
+    block, a non-positive diagonal without friction) or the complementarity solve has no answer at all (error
+    inf: a friction block the iterative solvers refuse and semi-smooth Newton does not solve)."""
+    if isinstance(step, str):
+        return step.startswith(PROJECTION_FAILED)
+    return not np.isfinite(step[1].error)
 
 
 def definite_tangent(elasticity, definite: bool):

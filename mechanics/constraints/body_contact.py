@@ -624,7 +624,7 @@ class BodyContactConstraint(ContactRows):
         return int(far.sum()), float(distance[far].max(initial=0.0))
 
     def follow_surface(self, x: np.ndarray, force: np.ndarray | None = None) -> int:
-        """Move each frictionless contact (with ``force``, the rows' multipliers (n_rows,): each one that pushes)
+        """Move each contact (with ``force``, the rows' multipliers (n_rows,): each one that pushes)
         whose node at ``x`` (n, 3) has slid past its triangle, more than
         :data:`FOLLOW_MARGIN` x alarmDistance beside it, onto the triangle of the same surface now nearest to the
         node (of equally near ones, :data:`TIE_FRACTION`, the one whose plane sees it farthest out), when that
@@ -634,20 +634,19 @@ class BodyContactConstraint(ContactRows):
         :meth:`add_missed_contacts`). The row keeps its place, so its multiplier stays valid. A contact does not
         move onto a plane nearly parallel to another row of its node (:data:`PARALLEL_ROWS`).
 
-        Friction contacts stay on their triangles: moved (their slip carried over), random typed values on
-        finger_block with friction 0.5 flagged 3 frames of 48 instead of 18, but one failed and some were slow,
-        their friction problems (with the exact tangent's indefinite W) beyond semi-smooth Newton. The equilibrium
-        steps move only rows that push: moving every row past its triangle, also those that hold nothing, made
-        3 of 24 typed frames fail at their first 1/256 (rows moved at far states). Returns the number of
-        contacts moved."""
+        A friction contact's tangential rows measure the relative motion of its node and its triangle's point
+        since the frame's start (:meth:`_motion`): its :attr:`slip_origin` takes the difference the new triangle
+        makes, so that the motion measured at ``x`` stays what it was. The equilibrium steps move only rows that
+        push: moving every row past its triangle, also those that hold nothing, made 3 of 24 typed frames fail
+        at their first 1/256 (rows moved at far states). Returns the number of contacts moved."""
         if self.n_contacts == 0 or not self.active:
             return 0
         x = check_positions(self.name, x, self.n_nodes)
         ids = np.arange(self.n_contacts)
         distance = closest_points_on_triangles(x, self.contact_nodes, self.contact_triangles, ids, ids)[0]
-        _weights, normals, gaps = self._geometry(x, ids)
+        weights_now, normals, gaps = self._geometry(x, ids)
         beside = np.sqrt(np.maximum(distance ** 2 - gaps ** 2, 0.0))
-        past = (beside > FOLLOW_MARGIN * self.alarmDistance) & (self.mu == 0.0)
+        past = beside > FOLLOW_MARGIN * self.alarmDistance
         if force is not None:
             past &= self._per_contact(force)[:, 0] > 0.0
         past = np.flatnonzero(past)
@@ -677,13 +676,22 @@ class BodyContactConstraint(ContactRows):
         if not moved:
             return 0
         moved = np.asarray(moved)
+        slipping = moved[self.mu[moved] > 0.0]  # friction contacts: their tangential rows measure motion
+        start = getattr(self, "frame_start", None)
+        if start is None or start.shape != x.shape:
+            slipping = slipping[:0]
+        before = self._motion(x, start, weights_now)[slipping] if slipping.size else None
         self.contact_triangles = triangles
         new_weights, new_normals, new_gaps = self._geometry(x, moved)
         # new arrays, not written in place: contact_state() keeps the old ones (a failed increment restores them)
         weights, gaps, normals = self.weights.copy(), self.gaps.copy(), self.normals.copy()
         weights[moved], gaps[moved], normals[moved] = new_weights, new_gaps, new_normals
         self.weights, self.gaps = weights, gaps
-        self._set_contacts(normals, self.mu, self.slip_origin)
+        slip_origin = self.slip_origin
+        if before is not None:  # the relative motion the tangential rows measure at x does not jump
+            slip_origin = slip_origin.copy()
+            slip_origin[slipping] += self._motion(x, start, weights)[slipping] - before
+        self._set_contacts(normals, self.mu, slip_origin)
         return int(moved.size)
 
     # ------------------------------------------------------------------ following normals
