@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from softsim.mechanics.constraints.cable import cable_is_slack
 from softsim.mechanics.equilibrium import percent
 from softsim.mechanics.scene import actuators
 from softsim.mechanics.units import output_quantity, unit_label
@@ -67,8 +68,7 @@ def _slack(kind: str, item, outputs: dict[str, float]) -> bool:
     achieved, force = outputs.get(f"{item.name}.displacement"), outputs.get(f"{item.name}.force")
     if achieved is None or force is None:
         return False
-    floor = 0.0 if item.minForce is None else float(item.minForce)
-    return achieved > float(item.value) and force <= floor + 1e-9 * max(1.0, abs(floor))
+    return cable_is_slack(achieved, float(item.value), force, item.minForce)
 
 
 def _round_off(item, achieved: float, outputs: dict[str, float]) -> bool:

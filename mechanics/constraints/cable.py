@@ -299,9 +299,7 @@ class CableConstraint(ScalarActuator):
         unset) and its displacement passes its value. Displacement control only."""
         if not self.imposes_motion or self.inverse_target is not None:
             return False
-        floor = 0.0 if self.minForce is None else float(self.minForce)
-        return (self.displacement > float(self.value) and bool(short_of(self.displacement, float(self.value)))
-                and self.force <= floor + 1e-9 * max(1.0, abs(floor)))
+        return cable_is_slack(self.displacement, float(self.value), self.force, self.minForce)
 
     @property
     def limited(self) -> float:
@@ -314,3 +312,13 @@ class CableConstraint(ScalarActuator):
     def outputs(self) -> dict[str, float]:
         return {"cableLength": self.cableLength, "displacement": self.displacement, "force": self.force,
                 "limited": self.limited}
+
+
+def cable_is_slack(displacement: float, value: float, force: float, min_force: float | None) -> bool:
+    """Whether a displacement-controlled cable went slack: its displacement (mm) passes its ``value`` (the body
+    shortened it more than it was told to) while its force (mN) sits on its lower bound ``min_force`` (0 when
+    None). A cable cannot push, so that is what it does there, not a limit holding it (the window's health
+    check and :attr:`CableConstraint.slack` both ask this)."""
+    floor = 0.0 if min_force is None else float(min_force)
+    return (displacement > value and bool(short_of(displacement, value))
+            and force <= floor + 1e-9 * max(1.0, abs(floor)))

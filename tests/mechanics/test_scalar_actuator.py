@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from softsim.mechanics.constraints import CableConstraint, SurfacePressureConstraint
+from softsim.mechanics.constraints.cable import cable_is_slack
 from softsim.mechanics.constraints.scalar_actuator import clip_target
 from softsim.mechanics.errors import ParameterError
 from softsim.mechanics.resolutions import BOUNDED, FORCE
@@ -106,6 +107,19 @@ def test_limited_follows_the_clipping_and_the_bounds():
     assert cable.limited == 0.0  # inverse mode: only the bound the inverse solver found counts
     cable.inverse_bound = "maxForce"
     assert cable.limited == 1.0
+
+
+def test_a_cable_is_slack_past_its_value_with_its_force_on_its_lower_bound():
+    """cable_is_slack (the cable's own slack and the window's health check ask it): the body shortened the cable
+    0.764 mm where 0.2 was asked, its force on its lower bound (0, or minForce 5 mN): slack. Not slack: pulling
+    (force 0.5 above the bound), short of its value (0.764 of 1 mm), or past its value by round-off only (1e-9
+    of it: the solver's accuracy, not a slack cable)."""
+    shortened = 3.0 - np.sqrt(5.0)
+    assert cable_is_slack(shortened, 0.2, 0.0, None)
+    assert cable_is_slack(shortened, 0.2, 5.0, 5.0)
+    assert not cable_is_slack(shortened, 0.2, 0.5, None)
+    assert not cable_is_slack(shortened, 1.0, 0.0, None)
+    assert not cable_is_slack(0.2 * (1.0 + 1e-9), 0.2, 0.0, None)
 
 
 def test_a_slack_cable_is_not_limited():
