@@ -110,11 +110,21 @@ class ConstrainedTangent:
             free_rows, free_cols = self.dof_to_free[rows], self.dof_to_free[cols]
             keep = (free_rows >= 0) & (free_cols >= 0)
             term_keys.append((keep, free_rows[keep] * n + free_cols[keep]))
-        keys = np.unique(np.concatenate([k_keys, *[k for _, k in term_keys]]))
+        if K_free.has_sorted_indices:
+            # K's keys are sorted: only the few term entries outside K's pattern are merged in (contact rows
+            # change the terms' pattern at every touch and move; sorting all of K's keys again took most of
+            # a rebuild)
+            extra = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *[k for _, k in term_keys]]))
+            at = np.minimum(np.searchsorted(k_keys, extra), max(k_keys.size - 1, 0))
+            extra = extra[k_keys[at] != extra] if k_keys.size else extra
+            keys = np.insert(k_keys, np.searchsorted(k_keys, extra), extra)
+            self._k_positions = np.arange(k_keys.size) + np.searchsorted(extra, k_keys)
+        else:
+            keys = np.unique(np.concatenate([k_keys, *[k for _, k in term_keys]]))
+            self._k_positions = np.searchsorted(keys, k_keys)
         rows = keys // n
         self._indices = (keys % n).astype(K_free.indices.dtype)
         self._indptr = np.zeros(n + 1, dtype=K_free.indptr.dtype)
         np.cumsum(np.bincount(rows, minlength=n), out=self._indptr[1:])
-        self._k_positions = np.searchsorted(keys, k_keys)
         self._term_positions = [(keep, *np.unique(np.searchsorted(keys, k), return_inverse=True))
                                 for keep, k in term_keys]

@@ -25,9 +25,17 @@ def test_the_sum_is_scipys_sum_of_the_triplets_on_the_free_dofs():
     cols = [rng.integers(0, n_dofs, 40), rng.integers(0, n_dofs, 25)]
     rows[0][:5], cols[0][:5] = 7, 9  # one entry five times
     tangent = ConstrainedTangent(dof_to_free)
-    for _ in range(3):  # the same index arrays: the pattern is kept, the values change
+    for round_ in range(5):  # the same index arrays: the pattern is kept, the values change
+        if round_ == 3:  # new index arrays (contact rows moved): the pattern is built again
+            rows = [rng.integers(0, n_dofs, 30), rows[1]]
+            cols = [rng.integers(0, n_dofs, 30), cols[1]]
+            rows[0][:5], cols[0][:5] = 7, 9
         K = pattern.copy()
         K.data = rng.normal(size=K.nnz)
+        if round_ == 4:  # K with its columns unsorted within rows: built the general way
+            order = np.concatenate([np.arange(a, b)[::-1] for a, b in zip(K.indptr[:-1], K.indptr[1:])])
+            K = sp.csr_matrix((K.data[order], K.indices[order], K.indptr), shape=K.shape)
+            assert not K.has_sorted_indices
         terms = [(r, c, rng.normal(size=r.size)) for r, c in zip(rows, cols)]
         total = tangent.matrix(K, terms)
         expected = K.toarray()
