@@ -708,6 +708,38 @@ def test_friction_rows_follow_the_block_too(monkeypatch, cable):
         assert sum(refused) == 1 and report.equilibrium.steps <= 20, (sum(refused), report.equilibrium.steps)
 
 
+def test_a_friction_problem_too_large_for_semismooth_newton_takes_the_definite_tangent(monkeypatch):
+    """A refused friction block (W with a non-positive diagonal) larger than semi-smooth Newton takes
+    (NEWTON_MAX_ROWS, 300 rows) used to fail its step and cut the increment; its step is now taken with the
+    definite tangent like one semi-smooth Newton found no answer to. With the limit at 0 rows (every refused
+    block too large: semi-smooth Newton never runs), finger_block with friction 0.5, 17.03 mm from rest,
+    converges in 15 steps, one of them refused, as with the limit as shipped."""
+    import functools
+
+    from softsim.mechanics import equilibrium, indefinite_projection
+    from softsim.mechanics.constraint_solvers import semismooth
+
+    newton_runs = []
+    monkeypatch.setattr(indefinite_projection, "solve_with_newton_fallback",
+                        functools.partial(semismooth.solve_with_newton_fallback, max_rows=0))
+    monkeypatch.setattr(semismooth, "semismooth_newton", lambda *args, **kwargs: newton_runs.append(1))
+    refused = []
+    original = equilibrium._refused
+
+    def counting(step):
+        refused.append(original(step))
+        return refused[-1]
+
+    monkeypatch.setattr(equilibrium, "_refused", counting)
+    scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
+    scene.set("collision.friction", 0.5)
+    scene.set("body.finger.cable.cable.value", 17.03)
+    report = scene.step()
+    assert report.converged, report.message
+    assert sum(refused) == 1 and report.equilibrium.steps <= 20, (sum(refused), report.equilibrium.steps)
+    assert not newton_runs
+
+
 def test_a_node_never_gets_two_rows_on_one_triangle():
     """finger_block's cable typed to 33.95 mm from rest (a value random typing found): with rows following the
     surface, a finger node pushed through the block beside its row's own triangle is nearest to that triangle's
