@@ -851,10 +851,10 @@ def _increment(ctx: _Context, state: State, t: float):
         ctx.steps += 1
         definite = ctx.exact and ctx.wandering and state.relative > DEFINITE_TANGENT_ABOVE
         step = _newton_step(ctx, state, refactorize, definite)
-        if ctx.exact and not definite and _refused(step):
+        if ctx.exact and not definite and _refused(ctx, step):
             # the exact tangent's W has no answer for these rows (a friction block with a non-positive diagonal
-            # that semi-smooth Newton cannot solve either): this step takes the definite tangent, whose W is
-            # positive definite
+            # that semi-smooth Newton cannot solve either, a contact complement a solver diverges on): this
+            # step takes the definite tangent, whose W is positive definite
             step = _newton_step(ctx, state, True, True)
         if isinstance(step, str):
             return state, accuracy, "cut", step
@@ -1067,13 +1067,18 @@ def _newton_step(ctx: _Context, state: State, refactorize: bool, definite: bool)
     return candidate, candidate_report, W, step_x, candidate_report.force - state.force
 
 
-def _refused(step) -> bool:
+def _refused(ctx: _Context, step) -> bool:
     """Whether a Newton step (:func:`_newton_step`'s answer) failed in its projection: W raised (a singular
-    block, a non-positive diagonal without friction) or the complementarity solve has no answer at all (error
-    inf: a friction block the iterative solvers refuse and semi-smooth Newton does not solve)."""
+    block, a non-positive diagonal without friction), the complementarity solve has no answer at all (error
+    inf: a friction block the iterative solvers refuse and semi-smooth Newton does not solve), or its answer is
+    not finite or misses the linearised laws as a diverging solve does (:func:`solve_failed`: contacts pressed
+    hard into a soft body, whose Schur complement of the exact tangent is indefinite)."""
     if isinstance(step, str):
         return step.startswith(PROJECTION_FAILED)
-    return not np.isfinite(step[1].error)
+    candidate, report, W, _step_x, step_force = step
+    if not np.isfinite(report.error) or not np.all(np.isfinite(step_force)):
+        return True
+    return solve_failed(report, solve_accuracy(candidate, W, report.force), ctx.body_size)
 
 
 def definite_tangent(elasticity, definite: bool):
