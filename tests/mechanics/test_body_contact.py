@@ -679,15 +679,9 @@ def test_contact_rows_follow_the_block_as_the_finger_rolls_along_it():
         assert detached == 0 and "contact row(s) push nodes up to" not in report.message, (value, report.message)
 
 
-@pytest.mark.parametrize("cable", [17.03, 30.0])
-def test_friction_rows_follow_the_block_too(monkeypatch, cable):
-    """finger_block with friction 0.5, the cable pulled 17.03 or 30 mm in one frame: friction contacts follow the
-    surface as frictionless ones do (their slip origins carried over). Before, they stayed on the triangles they
-    were found on and the frames ended with rows holding nodes off the block (17.03: 2 rows, 0.49 mm; 30: 5
-    rows, 2.31 mm), their messages saying the forces were not trustworthy (9 of the suite's 24 typed frames, 2
-    now). A step where the exact tangent's W gives its friction problem no answer (a non-positive diagonal, and
-    no semi-smooth Newton solution) is taken with the definite tangent, whose W is positive definite: at 17.03
-    mm one step is, and the frame takes 15 steps (36 without that, 33 before)."""
+def _friction_block_frame(monkeypatch, cable: float):
+    """finger_block with friction 0.5, the cable set to ``cable`` (mm) from rest, one frame. Returns (one bool
+    per Newton step: whether its projection with the exact tangent was refused, the frame's report)."""
     from softsim.mechanics import equilibrium
 
     refused = []
@@ -701,7 +695,19 @@ def test_friction_rows_follow_the_block_too(monkeypatch, cable):
     scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
     scene.set("collision.friction", 0.5)
     scene.set("body.finger.cable.cable.value", cable)
-    report = scene.step()
+    return refused, scene.step()
+
+
+@pytest.mark.parametrize("cable", [17.03, 30.0])
+def test_friction_rows_follow_the_block_too(monkeypatch, cable):
+    """finger_block with friction 0.5, the cable pulled 17.03 or 30 mm in one frame: friction contacts follow the
+    surface as frictionless ones do (their slip origins carried over). Before, they stayed on the triangles they
+    were found on and the frames ended with rows holding nodes off the block (17.03: 2 rows, 0.49 mm; 30: 5
+    rows, 2.31 mm), their messages saying the forces were not trustworthy (9 of the suite's 24 typed frames, 2
+    now). A step where the exact tangent's W gives its friction problem no answer (a non-positive diagonal, and
+    no semi-smooth Newton solution) is taken with the definite tangent, whose W is positive definite: at 17.03
+    mm one step is, and the frame takes 15 steps (36 without that, 33 before)."""
+    refused, report = _friction_block_frame(monkeypatch, cable)
     assert report.converged, report.message
     assert "contact row(s) push nodes up to" not in report.message, report.message
     if cable == 17.03:
@@ -716,25 +722,14 @@ def test_a_friction_problem_too_large_for_semismooth_newton_takes_the_definite_t
     converges in 15 steps, one of them refused, as with the limit as shipped."""
     import functools
 
-    from softsim.mechanics import equilibrium, indefinite_projection
+    from softsim.mechanics import indefinite_projection
     from softsim.mechanics.constraint_solvers import semismooth
 
     newton_runs = []
     monkeypatch.setattr(indefinite_projection, "solve_with_newton_fallback",
                         functools.partial(semismooth.solve_with_newton_fallback, max_rows=0))
     monkeypatch.setattr(semismooth, "semismooth_newton", lambda *args, **kwargs: newton_runs.append(1))
-    refused = []
-    original = equilibrium._refused
-
-    def counting(*args):
-        refused.append(original(*args))
-        return refused[-1]
-
-    monkeypatch.setattr(equilibrium, "_refused", counting)
-    scene = Scene.load(Path(__file__).resolve().parents[1] / "data" / "softrobots" / "finger_block.toml")
-    scene.set("collision.friction", 0.5)
-    scene.set("body.finger.cable.cable.value", 17.03)
-    report = scene.step()
+    refused, report = _friction_block_frame(monkeypatch, 17.03)
     assert report.converged, report.message
     assert sum(refused) == 1 and report.equilibrium.steps <= 20, (sum(refused), report.equilibrium.steps)
     assert not newton_runs
