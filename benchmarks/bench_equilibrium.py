@@ -65,10 +65,6 @@ def _spread(values) -> tuple[str, str]:
     return f"{np.median(known):g}", f"{max(known)}"
 
 
-#: the runs of each case: the target in one frame, the ramp, and values typed at random (suite.run)
-MODES = ("jump", "ramp", "typed")
-
-
 def summarize(suite, case, mode: str, records) -> dict:
     steps = [r.steps for r in records]
     factorizations = [r.factorizations for r in records]
@@ -165,7 +161,7 @@ def main(argv=None) -> int:
     cases = [suite.BY_NAME[name] for name in args.cases] if args.cases else list(suite.CASES + suite.SHIPPED)
     results = []
     for case in cases:
-        for mode in MODES:
+        for mode in suite.MODES:
             try:
                 results.append(summarize(suite, case, mode, suite.run(case, mode)))
             except Exception as error:  # noqa: BLE001 - a broken case is reported in the table, not fatal

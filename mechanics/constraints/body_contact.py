@@ -676,10 +676,9 @@ class BodyContactConstraint(ContactRows):
         if not moved:
             return 0
         moved = np.asarray(moved)
-        slipping = moved[self.mu[moved] > 0.0]  # friction contacts: their tangential rows measure motion
-        start = getattr(self, "frame_start", None)
-        if start is None or start.shape != x.shape:
-            slipping = slipping[:0]
+        start = self.frame_start
+        # friction contacts: their tangential rows measure the motion since the frame's start (when it is known)
+        slipping = moved[self.mu[moved] > 0.0] if start is not None and start.shape == x.shape else moved[:0]
         before = self._motion(x, start, weights_now)[slipping] if slipping.size else None
         self.contact_triangles = triangles
         new_weights, new_normals, new_gaps = self._geometry(x, moved)

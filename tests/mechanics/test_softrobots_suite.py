@@ -44,13 +44,10 @@ XFAIL = {
 }
 
 
-MODES = ("jump", "ramp", "typed")
-
-
 def _params():
     params = []
     for case in suite.CASES + suite.SHIPPED:
-        for mode in MODES if case in suite.CASES else ("typed",):
+        for mode in suite.MODES if case in suite.CASES else ("typed",):
             reason = XFAIL.get((case.name, mode))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(case, mode, marks=marks, id=f"{case.name}-{mode}"))
@@ -72,5 +69,5 @@ def test_every_scene_is_in_the_suite():
 
 
 def test_every_xfail_names_a_case():
-    names = {(case.name, mode) for case in suite.CASES + suite.SHIPPED for mode in MODES}
+    names = {(case.name, mode) for case in suite.CASES + suite.SHIPPED for mode in suite.MODES}
     assert set(XFAIL) <= names

@@ -103,6 +103,9 @@ SHIPPED_FINGER_JUMPS: tuple[float, ...] = (10.0, 20.0, 30.0, 40.0, 5.0, 45.0, 0.
 
 BY_NAME = {case.name: case for case in CASES + SHIPPED}
 
+#: the runs of a case (:func:`run`): the target in one frame, the ramp, and values typed at random
+MODES: tuple[str, ...] = ("jump", "ramp", "typed")
+
 #: "typed" runs: a user typing values, TYPED_FRAMES successive single-frame jumps from rest to values drawn
 #: uniformly in [0, TYPED_REACH x the case's target] (rounded to 0.01), one run per seed
 TYPED_SEEDS: tuple[int, ...] = (1, 2, 3)
