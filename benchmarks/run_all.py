@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     sections = []
     for name in ("RESULTS_equilibrium.md",
                  "RESULTS_scenes.md", "RESULTS_scaling.md", "RESULTS_render.md", "RESULTS_gui.md", "RESULTS_sweep.md",
-                 "RESULTS_inverse.md", "RESULTS_contact.md", "RESULTS_async.md",
+                 "RESULTS_inverse.md", "RESULTS_contact.md", "RESULTS_async.md", "RESULTS_newton_krylov.md",
                  "RESULTS_assembly.md", "RESULTS_constraints.md", "RESULTS_meshes.md", "GAINS.md"):
         path = HERE / name
         if path.exists():
