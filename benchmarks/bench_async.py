@@ -44,11 +44,11 @@ from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
 ALL_SIZES = {**SIZES, "500k": (141, 24, 25)}
 
 
-def _beam(size: str, tangent: str):
+def _beam(size: str, tangent: str, rotation: str = "polarF"):
     nx, ny, nz = ALL_SIZES[size]
     X, tets = box_mesh(ALL_SIZES[size], (float(nx), float(ny), float(nz)))
     elasticity = TetElasticity(X, tets, model="corotational", young=3000.0, poisson=0.3,
-                               corotational_tangent=tangent)
+                               rotation_method=rotation, corotational_tangent=tangent)
     problem = StaticProblem(elasticity, fixed_nodes=np.flatnonzero(X[:, 0] == 0.0),
                             loads=[Gravity(lumped_masses(X, tets, 1.0), (0.0, 0.0, -0.3 * ny / nx))])
     return X, tets, problem
@@ -67,12 +67,11 @@ def bare_factorization_ms(problem, X) -> float:
     return 1e3 * float(np.median(times))
 
 
-def ramp(size: str, tangent: str, kind: str, frames: int) -> dict:
-    """The frames of one solver: settle, pull to 2 %, then ``frames`` ramped frames (timed)."""
-    X, tets, problem = _beam(size, tangent)
+def pulled_beam(size: str, X, tets, problem, linear_solver):
+    """The beam's simulation with its cable (static, the Newton solver on ``linear_solver``), settled under
+    gravity and then pulled to 2 % of its length: the start of the measured ramp. Returns (simulation, cable)."""
     nx, ny, nz = ALL_SIZES[size]
-    linear = DirectSolver() if kind == "direct" else AsyncPreconditionedSolver()
-    newton = StaticNewtonSolver(linear_solver=linear, newton_iterations=20)
+    newton = StaticNewtonSolver(linear_solver=linear_solver, newton_iterations=20)
     points = np.column_stack([np.linspace(0.5, nx - 0.5, 14), np.full(14, 0.5 * ny), np.full(14, 0.25 * nz)])
     cable = CableConstraint(X, tets, points=points, pullPoint=np.array([-1.0, 0.5 * ny, 0.25 * nz]),
                             valueType="displacement", value=0.0, minForce=0.0)
@@ -82,6 +81,15 @@ def ramp(size: str, tangent: str, kind: str, frames: int) -> dict:
     sim.step()
     cable.set_parameters(value=0.02 * nx)
     sim.step()
+    return sim, cable
+
+
+def ramp(size: str, tangent: str, kind: str, frames: int) -> dict:
+    """The frames of one solver: settle, pull to 2 %, then ``frames`` ramped frames (timed)."""
+    X, tets, problem = _beam(size, tangent)
+    linear = DirectSolver() if kind == "direct" else AsyncPreconditionedSolver()
+    sim, cable = pulled_beam(size, X, tets, problem, linear)
+    nx = ALL_SIZES[size][0]
     times, steps, converged, cg, ages = [], [], 0, [], []
     for _ in range(frames):
         cable.set_parameters(value=float(cable.value) + 2e-3 * nx)

@@ -41,19 +41,11 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import cpu_model, markdown_table, run_in_process, stats_ms, write_json  # noqa: E402
-from bench_async import ALL_SIZES, bare_factorization_ms  # noqa: E402
-from bench_newton import box_mesh  # noqa: E402
+from bench_async import ALL_SIZES, _beam, bare_factorization_ms, pulled_beam  # noqa: E402
 
 import softsim.mechanics.equilibrium as equilibrium  # noqa: E402
-from softsim.mechanics.constraint_solvers import make_constraint_solver  # noqa: E402
-from softsim.mechanics.constraints import CableConstraint  # noqa: E402
-from softsim.mechanics.fem import TetElasticity  # noqa: E402
 from softsim.mechanics.linear_solvers import DirectSolver  # noqa: E402
 from softsim.mechanics.linear_solvers.base import Capabilities, _new_stats  # noqa: E402
-from softsim.mechanics.loads import Gravity, lumped_masses  # noqa: E402
-from softsim.mechanics.newton import StaticNewtonSolver  # noqa: E402
-from softsim.mechanics.simulation import Simulation  # noqa: E402
-from softsim.mechanics.static_problem import StaticProblem  # noqa: E402
 
 SOLVERS = ("direct", "krylov", "krylov_symmetric")
 
@@ -182,16 +174,6 @@ class KeptFactorizationGMRES:
         self.matrix = None
 
 
-def _beam(size: str, rotation: str):
-    nx, ny, nz = ALL_SIZES[size]
-    X, tets = box_mesh(ALL_SIZES[size], (float(nx), float(ny), float(nz)))
-    elasticity = TetElasticity(X, tets, model="corotational", young=3000.0, poisson=0.3,
-                               rotation_method=rotation, corotational_tangent="exact")
-    problem = StaticProblem(elasticity, fixed_nodes=np.flatnonzero(X[:, 0] == 0.0),
-                            loads=[Gravity(lumped_masses(X, tets, 1.0), (0.0, 0.0, -0.3 * ny / nx))])
-    return X, tets, problem
-
-
 def _linear_solver(kind: str, krylov_iterations: int):
     if kind == "direct":
         return DirectSolver()
@@ -200,19 +182,10 @@ def _linear_solver(kind: str, krylov_iterations: int):
 
 def ramp(size: str, rotation: str, kind: str, frames: int, krylov_iterations: int) -> dict:
     """The frames of one solver: settle, pull to 2 %, then ``frames`` ramped frames (timed)."""
-    X, tets, problem = _beam(size, rotation)
-    nx, ny, nz = ALL_SIZES[size]
+    X, tets, problem = _beam(size, "exact", rotation)
+    nx = ALL_SIZES[size][0]
     KeptFactorizationGMRES.instances.clear()
-    newton = StaticNewtonSolver(linear_solver=_linear_solver(kind, krylov_iterations), newton_iterations=20)
-    points = np.column_stack([np.linspace(0.5, nx - 0.5, 14), np.full(14, 0.5 * ny), np.full(14, 0.25 * nz)])
-    cable = CableConstraint(X, tets, points=points, pullPoint=np.array([-1.0, 0.5 * ny, 0.25 * nz]),
-                            valueType="displacement", value=0.0, minForce=0.0)
-    sim = Simulation(problem=problem, newton=newton, constraints=[cable],
-                     constraint_solver=make_constraint_solver("BlockGaussSeidel", maxIterations=1000,
-                                                              tolerance=1e-8))
-    sim.step()
-    cable.set_parameters(value=0.02 * nx)
-    sim.step()
+    sim, cable = pulled_beam(size, X, tets, problem, _linear_solver(kind, krylov_iterations))
     times, steps, converged, gmres, refactorizations = [], [], 0, [], []
     for _ in range(frames):
         cable.set_parameters(value=float(cable.value) + 2e-3 * nx)
@@ -239,7 +212,7 @@ def _counts() -> tuple[int, int]:
 
 def one_size(size: str, rotation: str, frames: int, krylov_iterations: int, forcing: float) -> dict:
     """Every solver and the bare factorization at one size (run in its own process)."""
-    X, _, problem = _beam(size, rotation)
+    X, _, problem = _beam(size, "exact", rotation)
     result = {"size": size, "rotation": rotation, "bare_ms": bare_factorization_ms(problem, X),
               "tets": int(problem.elasticity.tets.shape[0]), "free_dofs": int(problem.free_dofs.size)}
     runs = {}
