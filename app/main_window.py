@@ -767,7 +767,7 @@ class MainWindow(QMainWindow):
             f"ms: assembly {_ms(t['assembly'])} | factorization {_ms(t['factorization'])} | "
             f"Newton {_ms(t['newton'])} | W {_ms(t['W'])} | constraint {_ms(t['constraint'])} | "
             f"render {_ms(t['render'])}" + ("" if preconditioner is None else
-                                            f" | CG {preconditioner['cg_iterations']} it., factorization "
+                                            f" | Krylov {preconditioner['cg_iterations']} it., factorization "
                                             f"{preconditioner['factorization_age']} old"))
 
     def _on_message(self, level: str, text: str) -> None:

@@ -11,15 +11,18 @@ Solvers (every one solves the equilibrium's exact tangent; only how differs):
 
 - ``direct``: Pardiso factorizes every tangent (Cholesky / LDL^T when it is symmetric, as with ``polarF``; LU
   for SOFA's ``large`` rotations, whose exact tangent is not symmetric).
-- ``krylov``: right-preconditioned GMRES (:func:`block_gmres`) on the current tangent; the preconditioner is
+- ``krylov``: right-preconditioned GMRES (``preconditioned_gmres`` of mechanics/async_preconditioner.py) on the
+  current tangent; the preconditioner is
   the factorization of the last tangent it factorized, kept across steps and frames, and made again from the
   current tangent only when GMRES misses its tolerance within ``--krylov-iterations`` iterations.
 - ``krylov_symmetric``: the same, the preconditioner being the factorization of the tangent's symmetric part
   (SOFA's symmetric tangent plays this role in the issue: a Cholesky / LDL^T instead of an LU).
 
-The equilibrium iterations ask an iterative solver for a relative residual of ``INEXACT_FORCING`` (0.02, set
-for CG); a Newton-Krylov frame from its predictor (3e-4 of the force scale) to the Newton tolerance needs about
-1e-6, given here by ``--forcing`` (at 0.02 the 10k beam's frames took 2 to 5 Newton steps instead of 1).
+The equilibrium iterations ask an iterative solver for a relative residual that follows the imbalance with the
+exact tangent (``_forcing`` in mechanics/equilibrium.py), at most ``INEXACT_FORCING``; ``--forcing`` sets that
+cap (1e-6 by default, as in the recorded table, measured before the forcing followed the imbalance: a frame from
+its predictor, 3e-4 of the force scale, to the Newton tolerance needs about that; at 0.02 the 10k beam's frames
+took 2 to 5 Newton steps instead of 1).
 'bare factorization' is Pardiso's numeric phase of the tangent at rest, alone (bench_async); 'per step' gives a
 Krylov frame's GMRES iterations per Newton step and its refactorizations.
 
@@ -44,61 +47,11 @@ from _common import cpu_model, markdown_table, run_in_process, stats_ms, write_j
 from bench_async import ALL_SIZES, _beam, bare_factorization_ms, pulled_beam  # noqa: E402
 
 import softsim.mechanics.equilibrium as equilibrium  # noqa: E402
+from softsim.mechanics.async_preconditioner import preconditioned_gmres  # noqa: E402
 from softsim.mechanics.linear_solvers import DirectSolver  # noqa: E402
 from softsim.mechanics.linear_solvers.base import Capabilities, _new_stats  # noqa: E402
 
 SOLVERS = ("direct", "krylov", "krylov_symmetric")
-
-
-def block_gmres(A: sp.csr_matrix, B: np.ndarray, precondition, *, tolerance: float, max_iterations: int):
-    """Right-preconditioned GMRES on ``A X = B`` for every column of ``B`` (n, k), from X = 0.
-
-    The columns run in lockstep, so that each iteration applies ``precondition`` (a function of an (n, j)
-    block: one multi-right-hand-side triangular solve) once for all unfinished columns. Arnoldi with classical
-    Gram-Schmidt done twice; each column stops at the first iteration whose least-squares residual is at most
-    ``tolerance |b|``. Returns ``(X (n, k), iterations per column (k,), converged)``, ``converged`` judged on the
-    true residual ``|B - A X|``.
-    """
-    n, k = B.shape
-    X = np.zeros((n, k))
-    beta = np.linalg.norm(B, axis=0)
-    thresholds = tolerance * beta
-    iterations = np.zeros(k, dtype=np.int64)
-    columns = np.flatnonzero(beta > 0.0)
-    if columns.size == 0:
-        return X, iterations, True
-    basis = [B[:, columns] / beta[columns]]  # Arnoldi vectors, (n, c) each
-    preconditioned = []  # M^-1 of each basis block
-    hessenberg = np.zeros((max_iterations + 1, max_iterations, columns.size))
-    finished: dict[int, tuple[int, np.ndarray, int]] = {}  # column -> (its slot, y, iterations)
-    for j in range(max_iterations):
-        Z = precondition(np.ascontiguousarray(basis[j]))
-        W = A @ Z
-        V = np.stack(basis)  # (j + 1, n, c)
-        for _ in range(2):
-            h = np.einsum("inc,nc->ic", V, W)
-            W = W - np.einsum("inc,ic->nc", V, h)
-            hessenberg[: j + 1, j, :] += h
-        norms = np.linalg.norm(W, axis=0)
-        hessenberg[j + 1, j, :] = norms
-        basis.append(W / np.where(norms > 0.0, norms, 1.0))
-        preconditioned.append(Z)
-        for slot, column in enumerate(columns):
-            if column in finished:
-                continue
-            rhs = np.zeros(j + 2)
-            rhs[0] = beta[column]
-            H = hessenberg[: j + 2, : j + 1, slot]
-            y = np.linalg.lstsq(H, rhs, rcond=None)[0]
-            if np.linalg.norm(H @ y - rhs) <= thresholds[column] or norms[slot] == 0.0 or j == max_iterations - 1:
-                finished[column] = (slot, y, j + 1)
-        if len(finished) == columns.size:
-            break
-    for column, (slot, y, used) in finished.items():
-        X[:, column] = sum(preconditioned[i][:, slot] * y[i] for i in range(used))
-        iterations[column] = used
-    converged = bool(np.all(np.linalg.norm(B - A @ X, axis=0) <= thresholds))
-    return X, iterations, converged
 
 
 class KeptFactorizationGMRES:
@@ -154,16 +107,16 @@ class KeptFactorizationGMRES:
         if self._current:
             X, used, converged = self._preconditioner.solve(B), 1, True
         else:
-            X, iterations, converged = block_gmres(self.matrix, B, self._preconditioner.solve,
-                                                   tolerance=tolerance, max_iterations=self.max_iterations)
-            used = int(iterations.max(initial=0))
+            X, iterations, status = preconditioned_gmres(self.matrix, B, self._preconditioner.solve,
+                                                         tolerance=tolerance, max_iterations=self.max_iterations)
+            used, converged = int(iterations.max(initial=0)), status == "converged"
         if not converged:
             self._factorize_now()
             if self._current:
                 X = self._preconditioner.solve(B)
             else:
-                X, iterations, _ = block_gmres(self.matrix, B, self._preconditioner.solve, tolerance=tolerance,
-                                               max_iterations=5 * self.max_iterations)
+                X, iterations, _ = preconditioned_gmres(self.matrix, B, self._preconditioner.solve,
+                                                        tolerance=tolerance, max_iterations=5 * self.max_iterations)
                 used += int(iterations.max(initial=0))
         self.stats["iterations"] += used
         self.stats["solves"] += 1

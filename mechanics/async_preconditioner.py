@@ -7,6 +7,11 @@ matrix, preconditioned by it, converges in a few iterations, each one a pair of 
 background thread factorizes the latest matrix; when it finishes, the next solve picks that factorization up.
 No frame waits for a factorization except the very first one (nothing to precondition with yet).
 
+The conjugate gradient needs a symmetric positive definite matrix. The exact tangent (the default,
+``corotationalTangent = "exact"``) is not symmetric with SOFA's rotations and can be indefinite with any: such a
+matrix is solved by GMRES with the same preconditioner (an LU when the factorized matrix was not symmetric).
+That is Newton-Krylov on the exact tangent, with a factorization kept across frames and refreshed behind them.
+
 Every solve is a solve of the current matrix to ``residual_tolerance_threshold`` (``|A x - b| <= threshold
 |b|``, checked on the true residual), so the Newton iterations and the constraint projection built on it meet
 their own tolerances as with the direct solver; only the cost changes. A solve that does not reach the
@@ -37,12 +42,14 @@ from softsim.mechanics.linear_solvers.base import (
     _check_rhs,
     _check_square_csr,
     _new_stats,
+    _same_pattern,
 )
+from softsim.mechanics.linear_solvers.direct import SYMMETRY_TOLERANCE, relative_asymmetry, transpose_map
 from softsim.mechanics.linear_solvers.pardiso import _pardiso_library, _PardisoBackend
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AsyncPreconditionedSolver", "preconditioned_cg"]
+__all__ = ["AsyncPreconditionedSolver", "preconditioned_cg", "preconditioned_gmres"]
 
 #: every solver with a background thread, closed at exit (a thread left inside MKL aborts the interpreter)
 _LIVE: weakref.WeakSet = weakref.WeakSet()
@@ -99,22 +106,78 @@ def preconditioned_cg(A: sp.csr_matrix, B: np.ndarray, precondition, *, toleranc
     return X, iterations, "converged" if np.all(final <= thresholds) else "unconverged"
 
 
+def preconditioned_gmres(A: sp.csr_matrix, B: np.ndarray, precondition, *, tolerance: float, max_iterations: int,
+                         X0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+    """Right-preconditioned GMRES on ``A X = B`` for every column of ``B`` (n, k): for a matrix that is not
+    symmetric positive definite (the exact tangent of SOFA's rotations, an indefinite tangent).
+
+    The columns run in lockstep, so that each iteration applies ``precondition`` (a function of an (n, j)
+    block: one multi-right-hand-side triangular solve) once for all unfinished columns. Arnoldi with classical
+    Gram-Schmidt done twice; a column stops at the first iteration whose least-squares residual is at most
+    ``tolerance |b|``. Returns ``(X (n, k), iterations per column (k,), status)``: "converged" (judged on the true
+    residual ``|b - A x|``) or "unconverged".
+    """
+    n, k = B.shape
+    X = np.zeros((n, k)) if X0 is None else np.array(X0, dtype=np.float64, copy=True).reshape(n, k)
+    R = B - A @ X if X0 is not None else B.copy()
+    thresholds = tolerance * np.linalg.norm(B, axis=0)
+    beta = np.linalg.norm(R, axis=0)
+    iterations = np.zeros(k, dtype=np.int64)
+    columns = np.flatnonzero(beta > thresholds)
+    if columns.size == 0:
+        return X, iterations, "converged"
+    basis = [R[:, columns] / beta[columns]]  # the Arnoldi vectors, (n, c) each
+    preconditioned = []  # M^-1 of each basis block
+    hessenberg = np.zeros((max_iterations + 1, max_iterations, columns.size))
+    finished: dict[int, tuple[np.ndarray, int]] = {}  # slot -> (least-squares coefficients y, iterations)
+    for j in range(max_iterations):
+        Z = precondition(np.ascontiguousarray(basis[j]))
+        W = A @ Z
+        V = np.stack(basis)  # (j + 1, n, c)
+        for _ in range(2):
+            h = np.einsum("inc,nc->ic", V, W)
+            W = W - np.einsum("inc,ic->nc", V, h)
+            hessenberg[: j + 1, j, :] += h
+        norms = np.linalg.norm(W, axis=0)
+        hessenberg[j + 1, j, :] = norms
+        basis.append(W / np.where(norms > 0.0, norms, 1.0))
+        preconditioned.append(Z)
+        for slot, column in enumerate(columns):
+            if slot in finished:
+                continue
+            rhs = np.zeros(j + 2)
+            rhs[0] = beta[column]
+            H = hessenberg[: j + 2, : j + 1, slot]
+            y = np.linalg.lstsq(H, rhs, rcond=None)[0]
+            if np.linalg.norm(H @ y - rhs) <= thresholds[column] or norms[slot] == 0.0 or j == max_iterations - 1:
+                finished[slot] = (y, j + 1)
+        if len(finished) == columns.size:
+            break
+    for slot, (y, used) in finished.items():
+        X[:, columns[slot]] += np.stack(preconditioned[:used], axis=-1)[:, slot, :] @ y
+        iterations[columns[slot]] = used
+    final = np.linalg.norm(B - A @ X, axis=0)
+    return X, iterations, "converged" if np.all(final <= thresholds) else "unconverged"
+
+
 class _Factorization:
     """One Pardiso handle, the thread that owns it ("foreground" or "background": a handle is analysed and
-    factorized by its owner only, whichever thread solves with it or frees it) and the generation of the matrix
-    it factorized."""
+    factorized by its owner only, whichever thread solves with it or frees it), the generation of the matrix
+    it factorized and whether that matrix was symmetric (Cholesky / LDL^T) or not (LU)."""
 
     def __init__(self, owner: str):
         self.owner = owner
         self.backend = _PardisoBackend()
         self.stats = _new_stats()
         self.generation = -1
+        self.symmetric = True
         self.seconds = 0.0
 
-    def factorize(self, A: sp.csr_matrix, generation: int) -> None:
+    def factorize(self, A: sp.csr_matrix, generation: int, symmetric: bool) -> None:
         started = time.perf_counter()
-        self.backend.factorize(A, self.stats)
+        self.backend.factorize(A, self.stats, symmetric)
         self.generation = generation
+        self.symmetric = symmetric
         self.seconds = time.perf_counter() - started
 
     def solve(self, R: np.ndarray) -> np.ndarray:
@@ -122,20 +185,24 @@ class _Factorization:
 
 
 class AsyncPreconditionedSolver:
-    """CG on the current matrix, preconditioned by the newest factorization a background thread finished.
+    """CG (GMRES for a matrix that is not symmetric) on the current matrix, preconditioned by the newest
+    factorization a background thread finished.
 
     Parameters
     ----------
     residual_tolerance_threshold:
         Each solve stops when ``|A x - b| <= threshold |b|`` (true residual; in (0, 1e-2]).
     maximum_number_of_iterations:
-        CG iterations per solve before the current matrix is factorized in the foreground (>= 1).
+        CG (or GMRES) iterations per solve before the current matrix is factorized in the foreground (>= 1).
     background:
         False factorizes each new matrix in the foreground at its first solve (the same iterations as the
         direct solver, for tests and comparisons).
 
     ``factorize(A)`` records a copy of ``A``'s values (the assembly rewrites its matrix in place) and hands it
-    to the background thread when that is idle. After each solve: ``iterations`` (CG iterations of the
+    to the background thread when that is idle. A matrix that is not symmetric (the exact tangent of SOFA's
+    rotations), or one preconditioned by the factorization of such a matrix, is solved by GMRES, and so is a
+    symmetric one where CG meets a direction of non-positive curvature (an indefinite exact tangent); ``symmetric``
+    tells whether the current matrix is. After each solve: ``iterations`` (CG or GMRES iterations of the
     slowest right-hand side) and ``age`` (how many ``factorize`` calls ago the preconditioner's matrix was
     given). ``stats`` adds ``iterations`` (total), ``background_factorizations``, ``foreground_factorizations``,
     ``last_background_seconds``, ``age`` and ``memo_hits`` (a two-dimensional right-hand side equal to the last
@@ -143,10 +210,8 @@ class AsyncPreconditionedSolver:
     """
 
     #: solve() takes a per-call tolerance (the equilibrium iterations' inexact Newton steps); factorizations
-    #: run in a background thread
-    capabilities = Capabilities(inexact=True, background=True)
-    #: CG needs a symmetric (positive definite) matrix
-    symmetric = True
+    #: run in a background thread; GMRES solves matrices that are not symmetric
+    capabilities = Capabilities(inexact=True, unsymmetric=True, background=True)
 
     def __init__(self, *, residual_tolerance_threshold: float = 1e-8, maximum_number_of_iterations: int = 20,
                  background: bool = True):
@@ -165,6 +230,9 @@ class AsyncPreconditionedSolver:
         self.stats.update(iterations=0, background_factorizations=0, foreground_factorizations=0,
                           last_background_seconds=0.0, age=0, memo_hits=0)
         self.matrix: sp.csr_matrix | None = None
+        #: whether the current matrix is symmetric (to SYMMETRY_TOLERANCE; its factorization is then LDL^T)
+        self.symmetric = True
+        self._transpose: tuple | None = None  # (indptr, indices, transpose map) of the last pattern
         self.iterations = 0
         self.age = 0
         self._generation = 0
@@ -197,6 +265,9 @@ class AsyncPreconditionedSolver:
         if not A.has_sorted_indices:
             A = A.sorted_indices()
         self.matrix = sp.csr_matrix((A.data.copy(), A.indices, A.indptr), shape=A.shape)
+        if self._transpose is None or not _same_pattern(A, *self._transpose[:2]):
+            self._transpose = (A.indptr, A.indices, transpose_map(A))
+        self.symmetric = relative_asymmetry(A, self._transpose[2]) <= SYMMETRY_TOLERANCE
         self._generation += 1
         self._memo = None
         self.stats["factorizations"] += 1  # a new operator (ResponseCache keys on this count)
@@ -226,15 +297,20 @@ class AsyncPreconditionedSolver:
         B = b.reshape(b.shape[0], -1)
         X0 = None if x0 is None else np.asarray(x0, dtype=np.float64).reshape(B.shape)
         ready = self._ready
-        X, iterations, status = preconditioned_cg(
-            self.matrix, B, ready.solve, tolerance=tolerance, max_iterations=self.maximum_number_of_iterations,
-            X0=X0)
-        used = int(iterations.max(initial=0))
+        options = dict(tolerance=tolerance, max_iterations=self.maximum_number_of_iterations, X0=X0)
+        status = "indefinite"
+        used = 0
+        if self.symmetric and ready.symmetric:
+            X, iterations, status = preconditioned_cg(self.matrix, B, ready.solve, **options)
+            used = int(iterations.max(initial=0))
+        if status == "indefinite":  # not symmetric, or CG met a direction of non-positive curvature
+            X, iterations, status = preconditioned_gmres(self.matrix, B, ready.solve, **options)
+            used += int(iterations.max(initial=0))
         if status != "converged":
-            # The preconditioner is too old for this matrix (or the matrix is indefinite, which CG cannot
-            # solve): factorize the current matrix here and solve with it directly.
-            logger.info("%s: CG %s after %d iterations with a preconditioner %d matrices old; factorizing the "
-                        "current matrix", self.name, status, used, self._generation - ready.generation)
+            # The preconditioner is too old for this matrix: factorize the current matrix here and solve with
+            # it directly.
+            logger.info("%s: Krylov solve %s after %d iterations with a preconditioner %d matrices old; "
+                        "factorizing the current matrix", self.name, status, used, self._generation - ready.generation)
             self._factorize_now()
             ready = self._ready
             X = self._direct_solve(B)
@@ -315,7 +391,7 @@ class AsyncPreconditionedSolver:
         started = time.perf_counter()
         fresh = _Factorization("foreground")
         try:
-            fresh.factorize(self.matrix, self._generation)
+            fresh.factorize(self.matrix, self._generation, self.symmetric)
         except LinearSolverError:
             fresh.backend.release()
             raise
@@ -329,7 +405,7 @@ class AsyncPreconditionedSolver:
         with self._lock:
             if self._running or self._job is not None or self._closed:
                 return
-            self._job = (A, self._generation)  # this solver's own copy, never rewritten
+            self._job = (A, self._generation, self.symmetric)  # this solver's own copy, never rewritten
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="softsim-factorization", daemon=True)
                 self._thread.start()
@@ -371,14 +447,14 @@ class AsyncPreconditionedSolver:
                     if spare is not None:
                         spare.backend.release()
                     return
-                A, generation = self._job
+                A, generation, symmetric = self._job
                 self._job = None
                 self._running = True
                 target, self._background_spare = self._background_spare, None
             failure = None
             try:
                 target = target or _Factorization("background")
-                target.factorize(A, generation)
+                target.factorize(A, generation, symmetric)
             except Exception as error:  # noqa: BLE001 - reported to the foreground, which keeps its preconditioner
                 failure = str(error)
             with self._lock:

@@ -47,8 +47,9 @@ class FrameReport:
     dynamic: object | None = None
     #: the inverse model's part of the frame (mechanics.inverse.frame.InverseReport); None in forward mode
     inverse: object | None = None
-    #: with the asynchronous preconditioner (``[solver.linear] type = "async"``): ``cg_iterations`` of the
-    #: frame's solves, the ``factorization_age`` (tangents assembled since the one the preconditioner factorized;
+    #: with the asynchronous preconditioner (``[solver.linear] type = "async"``): ``cg_iterations``, the Krylov
+    #: iterations (CG, or GMRES for the exact tangent when it is not symmetric positive definite) of the frame's
+    #: solves, the ``factorization_age`` (tangents assembled since the one the preconditioner factorized;
     #: the largest of the frame's solvers) and the ``background_factorizations`` finished during the frame
     preconditioner: dict | None = None
     #: names of the actuators a bound or rate limit held this frame (filled by the simulation)

@@ -211,8 +211,10 @@ def _corotational_tangent_kwargs(material, spec) -> dict:
 
     The exact tangent serves the static forward frame with the direct solver, where the constrained equilibrium
     needs it to converge quadratically (the consistent Jacobian of SOFA's rotations ``large``, ``polar`` and
-    ``svd`` is not symmetric: it is factorized as a general matrix). The conjugate gradient solvers
-    (``[solver.linear] type = "cg"`` or ``"async"``) need a symmetric positive definite matrix, the implicit time
+    ``svd`` is not symmetric: it is factorized as a general matrix), and with the asynchronous preconditioner
+    (``"async"``), which solves a matrix that is not symmetric positive definite by GMRES (Newton-Krylov). The
+    conjugate gradient solver (``[solver.linear] type = "cg"``) needs a symmetric positive definite matrix (so
+    does the asynchronous preconditioner in inverse frames, kept on SOFA's tangent there), the implicit time
     step of dynamic mode takes one Newton iteration per step with the mass on the diagonal, and SoftRobots'
     single QP (the inverse model with ``correction = "linear"``) is built on SOFA's tangent: with them every
     rotation keeps SOFA's positive semi-definite R K0 R^T. The inverse frames that end at the constrained
@@ -226,7 +228,9 @@ def _corotational_tangent_kwargs(material, spec) -> dict:
     sofa_rotation = material.rotation_method in ("large", "polar", "svd")
     inverse = spec.solver.inverse is not None and spec.solver.inverse.active and not servo_driven(spec)
     symmetric_qp = inverse and (spec.solver.newton.correction == "linear" or sofa_rotation)
-    symmetric_needed = spec.solver.linear.type != "direct" or spec.scene.mode != "static" or symmetric_qp
+    linear = spec.solver.linear.type
+    symmetric_needed = (linear not in ("direct", "async") or (linear == "async" and inverse)
+                        or spec.scene.mode != "static" or symmetric_qp)
     if value == "sofa" or symmetric_needed or (sofa_rotation and value == "exact_spd"):
         return {"corotational_tangent": "sofa", "spd_projection": False}
     return {"corotational_tangent": "exact",

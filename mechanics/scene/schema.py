@@ -405,9 +405,10 @@ class MaterialSpec:
              "SOFA TetrahedronFEMForceField's formulas.")
     corotationalTangent: str = _key(
         Choice("sofa", "exact", "exact_spd"), "exact", when=when("model", "corotational"),
-        help="exact: the consistent Jacobian of the force in static frames with the direct solver (quadratic "
-             "Newton; unsymmetric for large/polar/svd); dynamic mode, the CG solvers and the inverse model "
-             "(except its frames with polarF/svdF that end at the equilibrium) use sofa's; sofa: SOFA's "
+        help="exact: the consistent Jacobian of the force in static frames with the direct or async solver "
+             "(quadratic Newton; unsymmetric for large/polar/svd, which async solves by GMRES); dynamic mode, "
+             "the cg solver and the inverse model (except its frames with polarF/svdF that end at the "
+             "equilibrium, with the direct solver) use sofa's; sofa: SOFA's "
              "R K0 R^T, which omits the rotations' derivative (linear convergence); "
              "exact_spd: the exact tangent with negative eigenvalues clamped to 0.")
     regions: list[MaterialRegionSpec] = _key(TableList(MaterialRegionSpec), factory=list, toml="region",
@@ -746,17 +747,18 @@ class LinearSpec:
     ``type = "direct"`` and the reverse, so that switching type live keeps the settings)."""
 
     type: str = _key(Choice("direct", "cg", "async"), "direct",
-                     help="Sparse direct factorization, conjugate gradient, or CG preconditioned by a factorization "
-                          "refreshed in a background thread (the asynchronous preconditioner).")
+                     help="Sparse direct factorization, conjugate gradient, or CG (GMRES for the exact tangent when "
+                          "it is not symmetric positive definite) preconditioned by a factorization refreshed in a "
+                          "background thread (the asynchronous preconditioner).")
     backend: str = _key(Choice("auto", "pardiso", "scipy"), "auto", when=when("type", "direct"),
                         help="auto: MKL Pardiso when installed, else SciPy.")
     maximum_number_of_iterations: int = _key(Integer(1, MAX_CG_ITERATIONS), 1000, when=when("type", "cg"),
                                               help="Most CG iterations per solve.")
     residual_tolerance_threshold: float = _key(_POSITIVE, 1e-8, when=when("type", "cg", "async"),
-                                               help="CG stops when |r| < threshold |b|.")
+                                               help="CG (or GMRES) stops when |r| < threshold |b|.")
     preconditioner_iterations: int = _key(Integer(1, 1000), 20, when=when("type", "async"),
-                                          help="Most CG iterations per solve before the current matrix is "
-                                               "factorized in the foreground.")
+                                          help="Most CG (or GMRES) iterations per solve before the current matrix "
+                                               "is factorized in the foreground.")
     preconditioning_method: str = _key(
         Choice("None", "Identity", "Diagonal", "IncompleteCholesky", "LastFactorization"), "Diagonal",
         when=when("type", "cg"), help="Preconditioner of CG.")

@@ -364,4 +364,4 @@ def test_the_asynchronous_preconditioner_is_switched_on_live_and_reported(main_w
     assert state["linear_type"] == AsyncPreconditionedSolver.__name__
     assert state["cg_iterations"] >= 1
     main_window.flush_frame()
-    assert "CG " in main_window.timing_label.text() and " old" in main_window.timing_label.text()
+    assert "Krylov " in main_window.timing_label.text() and " old" in main_window.timing_label.text()

@@ -11,7 +11,11 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from softsim.mechanics.async_preconditioner import AsyncPreconditionedSolver, preconditioned_cg
+from softsim.mechanics.async_preconditioner import (
+    AsyncPreconditionedSolver,
+    preconditioned_cg,
+    preconditioned_gmres,
+)
 from softsim.mechanics.constraint_solvers import make_constraint_solver
 from softsim.mechanics.constraints import CableConstraint
 from softsim.mechanics.errors import ParameterError
@@ -68,6 +72,78 @@ def test_cg_reports_an_indefinite_matrix() -> None:
     A = sp.diags([1.0, 2.0, -3.0, 4.0]).tocsr()
     _, _, status = preconditioned_cg(A, np.ones((4, 1)), lambda r: r, tolerance=1e-12, max_iterations=10)
     assert status == "indefinite"
+
+
+def _unsymmetric(n: int, seed: int) -> sp.csr_matrix:
+    """A sparse, diagonally dominant matrix that is not symmetric."""
+    A = sp.random(n, n, density=0.03, random_state=seed, format="csr") + sp.diags(np.full(n, 4.0))
+    return sp.csr_matrix(A)
+
+
+def test_gmres_with_a_poor_preconditioner_matches_a_direct_solve() -> None:
+    A = _unsymmetric(200, 0)
+    B = np.random.default_rng(0).standard_normal((200, 2))
+    diagonal = A.diagonal()
+    X, iterations, status = preconditioned_gmres(A, B, lambda R: R / diagonal[:, None], tolerance=1e-10,
+                                                 max_iterations=60)
+    exact = spla.spsolve(A.tocsc(), B)
+    assert status == "converged"
+    assert np.max(np.abs(X - exact)) <= 1e-9 * np.max(np.abs(exact))
+    assert np.all(iterations > 3)  # the diagonal is a poor preconditioner: several iterations
+    assert np.all(np.linalg.norm(B - A @ X, axis=0) <= 1e-10 * np.linalg.norm(B, axis=0))
+
+
+def test_gmres_with_the_exact_inverse_takes_one_iteration_and_a_warm_start_none() -> None:
+    A = _unsymmetric(150, 1)
+    B = np.random.default_rng(1).standard_normal((150, 2))
+    lu = spla.splu(A.tocsc())
+    X, iterations, status = preconditioned_gmres(A, B, lu.solve, tolerance=1e-12, max_iterations=10)
+    assert status == "converged" and list(iterations) == [1, 1]
+    assert np.max(np.abs(X - lu.solve(B))) <= 1e-12 * np.max(np.abs(lu.solve(B)))
+    again, iterations, status = preconditioned_gmres(A, B, lu.solve, tolerance=1e-10, max_iterations=10, X0=X)
+    assert status == "converged" and list(iterations) == [0, 0] and np.array_equal(again, X)
+
+
+def test_gmres_stops_at_its_limit_and_says_so() -> None:
+    A = _unsymmetric(200, 2)
+    _, iterations, status = preconditioned_gmres(A, np.ones((200, 1)), lambda R: R, tolerance=1e-14,
+                                                 max_iterations=2)
+    assert status == "unconverged" and list(iterations) == [2]
+
+
+def _bent_exact_tangents(rotation: str):
+    """The exact free tangents of the 6x2x2-cell beam at two bent states (rotation ``large``: not symmetric)."""
+    X, tets = hex_grid_tets(np.linspace(0, 6, 7), np.linspace(0, 2, 3), np.linspace(0, 2, 3))
+    elasticity = TetElasticity(X, tets, model="corotational", young=1000.0, poisson=0.3,
+                               rotation_method=rotation, corotational_tangent="exact")
+    problem = StaticProblem(elasticity, fixed_nodes=np.flatnonzero(X[:, 0] == 0.0))
+    tangents = []
+    for bend in (0.02, 0.025):
+        bent = X.copy()
+        bent[:, 2] += bend * X[:, 0] ** 2
+        bent[:, 1] += 0.3 * bend * X[:, 0] ** 2
+        tangents.append(problem.tangent(bent).copy())
+    return tangents
+
+
+def test_a_matrix_that_is_not_symmetric_is_solved_by_gmres_on_an_older_lu() -> None:
+    first, second = _bent_exact_tangents("large")
+    asymmetry = abs(second - second.T).max() / abs(second).max()
+    assert asymmetry > 1e-6  # the exact tangent of SOFA's rotation is not symmetric
+    solver = AsyncPreconditionedSolver(residual_tolerance_threshold=1e-10)
+    b = np.random.default_rng(8).standard_normal(first.shape[0])
+    try:
+        solver.factorize(first)
+        assert not solver.symmetric
+        solver.solve(b)
+        solver.factorize(second)
+        x = solver.solve(b)  # preconditioned by the LU of the first tangent (or the second's, if done)
+        exact = spla.spsolve(second.tocsc(), b)
+        assert np.linalg.norm(second @ x - b) <= 1e-10 * np.linalg.norm(b)
+        assert np.max(np.abs(x - exact)) <= 1e-7 * np.max(np.abs(exact))
+        assert solver.stats["foreground_factorizations"] == 1  # GMRES did not fall back to a factorization
+    finally:
+        solver.close()
 
 
 def test_solver_uses_an_older_factorization_then_picks_up_the_background_one() -> None:
@@ -250,3 +326,51 @@ def test_a_live_edit_out_of_the_solvers_range_is_refused_with_the_key_and_the_st
     assert isinstance(scene.simulation.newton.linear_solver, AsyncPreconditionedSolver)
     assert scene.step().ok
     solver.close()
+
+
+def test_async_frames_take_the_exact_tangent_and_end_where_the_direct_solver_does() -> None:
+    """The shipped finger (SOFA's ``large`` rotation) with ``[solver.linear] type = "async"``: static frames use
+    the exact tangent (GMRES on it), converge, and end at the direct solver's states to 1e-7 of the finger's
+    length, in a comparable number of Newton steps (quadratic convergence, not SOFA's linear tangent's 20+)."""
+    path = Path(__file__).resolve().parents[2] / "resources" / "scenes" / "finger.toml"
+    scenes = {kind: Scene.load(path) for kind in ("direct", "async")}
+    scenes["async"].set("solver.linear.type", "async")
+    for scene in scenes.values():
+        assert scene.simulation.problem.elasticity.exact_tangent
+        scene.step()
+    for value in (10.0, 30.0, 0.0):
+        reports = {}
+        for kind, scene in scenes.items():
+            scene.set("body.finger.cable.cable.value", value)
+            reports[kind] = scene.step()
+            assert reports[kind].converged
+        size = np.ptp(scenes["direct"].simulation.x, axis=0).max()
+        assert np.max(np.abs(scenes["async"].simulation.x - scenes["direct"].simulation.x)) <= 1e-7 * size
+        assert reports["async"].equilibrium.steps <= 2 * reports["direct"].equilibrium.steps
+        assert reports["async"].preconditioner["cg_iterations"] >= 1
+    solvers = (scenes["async"].simulation.newton.linear_solver,
+               scenes["async"].simulation.constrained_tangent.current_solver)
+    assert not solvers[1].symmetric  # the constrained exact tangent of the large rotation
+    for solver in solvers:
+        solver.close()
+
+
+def test_the_exact_tangents_forcing_keeps_newton_quadratic_and_finishes_a_slider_frame_in_one_step() -> None:
+    """The relative residual an iterative solve may stop at (mechanics.equilibrium._forcing): with SOFA's tangent
+    the fixed 0.02; with the exact tangent at most r^2 away from the answer (quadratic convergence: the step's
+    error from the solve is below r^2), at most 0.02 far from it, and near it small enough that the solve's error
+    (forcing x r) is a tenth of the tolerance, so a slider frame predicted to 3e-4 ends in one step."""
+    from types import SimpleNamespace
+
+    from softsim.mechanics.equilibrium import INEXACT_FORCING, _forcing
+
+    tolerance = 1e-8
+    exact = SimpleNamespace(exact=True, residual_tolerance=tolerance)
+    sofa = SimpleNamespace(exact=False, residual_tolerance=tolerance)
+    assert _forcing(sofa, SimpleNamespace(relative=3e-4)) == INEXACT_FORCING
+    assert _forcing(exact, SimpleNamespace(relative=1.0)) == INEXACT_FORCING
+    for relative in (1e-1, 1e-2, 1e-3):
+        forcing = _forcing(exact, SimpleNamespace(relative=relative))
+        assert forcing <= max(relative ** 2, 1.0001 * 0.1 * tolerance / relative)
+    slider = _forcing(exact, SimpleNamespace(relative=3e-4))
+    assert slider * 3e-4 == pytest.approx(0.1 * tolerance, rel=1e-12)

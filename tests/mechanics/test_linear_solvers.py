@@ -365,12 +365,13 @@ def test_every_solver_implements_the_protocol_and_its_copy_solves_alike(index):
 
 def test_capabilities_say_what_each_solver_can_do():
     """The capabilities that callers branch on instead of classes: CG reports its iterations, the asynchronous
-    preconditioner takes a per-call tolerance and factorizes in a thread, the direct solvers factorize
-    unsymmetric matrices."""
+    preconditioner takes a per-call tolerance, factorizes in a thread and solves unsymmetric matrices (GMRES), the
+    direct solvers factorize unsymmetric matrices."""
     direct, cg, reused, asynchronous, block = _every_solver()
     assert direct.capabilities.direct and direct.capabilities.unsymmetric and not direct.capabilities.iterative
     assert cg.capabilities.iterative and reused.capabilities.iterative and not cg.capabilities.unsymmetric
     assert asynchronous.capabilities.inexact and asynchronous.capabilities.background
+    assert asynchronous.capabilities.unsymmetric and not asynchronous.capabilities.direct
     assert block.capabilities.direct and not block.capabilities.background
 
 
