@@ -42,9 +42,8 @@ from softsim.mechanics.linear_solvers.base import (
     _check_rhs,
     _check_square_csr,
     _new_stats,
-    _same_pattern,
 )
-from softsim.mechanics.linear_solvers.direct import SYMMETRY_TOLERANCE, relative_asymmetry, transpose_map
+from softsim.mechanics.linear_solvers.direct import SymmetryCheck
 from softsim.mechanics.linear_solvers.pardiso import _pardiso_library, _PardisoBackend
 
 logger = logging.getLogger(__name__)
@@ -232,7 +231,7 @@ class AsyncPreconditionedSolver:
         self.matrix: sp.csr_matrix | None = None
         #: whether the current matrix is symmetric (to SYMMETRY_TOLERANCE; its factorization is then LDL^T)
         self.symmetric = True
-        self._transpose: tuple | None = None  # (indptr, indices, transpose map) of the last pattern
+        self._symmetry = SymmetryCheck()
         self.iterations = 0
         self.age = 0
         self._generation = 0
@@ -265,9 +264,7 @@ class AsyncPreconditionedSolver:
         if not A.has_sorted_indices:
             A = A.sorted_indices()
         self.matrix = sp.csr_matrix((A.data.copy(), A.indices, A.indptr), shape=A.shape)
-        if self._transpose is None or not _same_pattern(A, *self._transpose[:2]):
-            self._transpose = (A.indptr, A.indices, transpose_map(A))
-        self.symmetric = relative_asymmetry(A, self._transpose[2]) <= SYMMETRY_TOLERANCE
+        self.symmetric = self._symmetry(A)[0]
         self._generation += 1
         self._memo = None
         self.stats["factorizations"] += 1  # a new operator (ResponseCache keys on this count)

@@ -57,6 +57,25 @@ def relative_asymmetry(A: sp.csr_matrix, transpose: np.ndarray | None = None) ->
     return 0.0 if scale == 0.0 else difference / scale
 
 
+class SymmetryCheck:
+    """Whether CSR matrices with sorted indices are symmetric (relative asymmetry at most
+    :data:`SYMMETRY_TOLERANCE`) and finite, keeping the transpose map of their pattern while it stays: a Newton
+    step's tangent is checked before each factorization (the direct solver and the asynchronous preconditioner)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None  # (indptr, indices, transpose map) of the last pattern
+
+    def __call__(self, A: sp.csr_matrix) -> tuple[bool, bool]:
+        """``(symmetric, finite)`` of ``A``; a pattern that is not symmetric makes it unsymmetric."""
+        if self._key is None or not _same_pattern(A, *self._key[:2]):
+            self._key = (A.indptr, A.indices, transpose_map(A))
+        transpose = self._key[2]
+        if transpose is None:
+            return False, bool(np.all(np.isfinite(A.data)))
+        difference, scale, finite = _asymmetry(A.data, transpose)
+        return bool(difference <= SYMMETRY_TOLERANCE * scale), bool(finite)
+
+
 @njit(cache=True, nogil=True)
 def _asymmetry(data, transpose):
     """(max |data - data[transpose]|, max |data|, whether every value is finite), in one pass without a
@@ -168,7 +187,7 @@ class DirectSolver:
         self.matrix: sp.csr_matrix | None = None
         #: whether the last factorized matrix was symmetric (Cholesky/LDL^T) or not (LU)
         self.symmetric = True
-        self._transpose_key: tuple | None = None
+        self._symmetry = SymmetryCheck()
         self.stats["memo_hits"] = 0
         self._memo_rhs: np.ndarray | None = None
         self._memo_solution: np.ndarray | None = None
@@ -200,14 +219,7 @@ class DirectSolver:
             A = A.sorted_indices()
         self.matrix = None
         self._memo_rhs = self._memo_solution = None
-        if self._transpose_key is None or not _same_pattern(A, *self._transpose_key[:2]):
-            self._transpose_key = (A.indptr, A.indices, transpose_map(A))
-        transpose = self._transpose_key[2]
-        if transpose is None:
-            finite, self.symmetric = bool(np.all(np.isfinite(A.data))), False
-        else:
-            difference, scale, finite = _asymmetry(A.data, transpose)
-            self.symmetric = difference <= SYMMETRY_TOLERANCE * scale
+        self.symmetric, finite = self._symmetry(A)
         if not finite:  # a runaway state: never hand NaN/inf to the native factorization
             raise LinearSolverError(f"{self.name}: the matrix has non-finite entries (the state ran away)")
         self._backend.factorize(A, self.stats, self.symmetric)
